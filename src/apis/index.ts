@@ -1,0 +1,8 @@
+// The APIs behind the gateway, in the order of spec section 4.
+import type { ApiModule } from '../gateway/app.ts';
+import { accountApi } from './account/routes.ts';
+import { liveAvailabilityApi } from './live-availability/routes.ts';
+import { marketDataApi } from './market-data/routes.ts';
+import { watchlistApi } from './watchlist/routes.ts';
+
+export const APIS: readonly ApiModule[] = [marketDataApi, liveAvailabilityApi, watchlistApi, accountApi];

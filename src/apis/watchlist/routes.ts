@@ -1,0 +1,140 @@
+// Watchlist API (spec 4.3): CRUD over the account's items plus /watchlist/health. Free.
+import type { z } from 'zod';
+import type { ApiModule } from '../../gateway/app.ts';
+import { readJsonBody } from '../../gateway/json-body.ts';
+import type { RouteContext } from '../../gateway/route.ts';
+import { normaliseRegion, PLATFORMS } from '../../platform/registry.ts';
+import { notFound, WatchlistError, watchlistFailures } from './errors.ts';
+import {
+  createItemSchema,
+  itemIdParams,
+  rangeProblem,
+  SERVER_FIELDS,
+  TARGET_FIELDS,
+  updateItemSchema,
+  watchlistItemSchema,
+} from './schema.ts';
+import { TooManyItemsError, WatchlistStore } from './store.ts';
+
+const errorBody = { description: '`{error: string}`' };
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'unrecognized_keys') return `unknown field${issue.keys.length > 1 ? 's' : ''}: ${issue.keys.join(', ')}`;
+  const path = issue.path.map(String).join('.');
+  return path ? `${path}: ${issue.message}` : issue.message;
+}
+
+async function parseBody<S extends z.ZodType>(ctx: RouteContext, schema: S, fixed: readonly string[]): Promise<z.output<S>> {
+  const body = await readJsonBody(ctx, ctx.state.services.config.MAX_BODY_BYTES);
+  if (body.kind === 'invalid') throw new WatchlistError(400, `body is not valid JSON: ${body.reason}`, 'detail');
+  if (body.kind === 'too_large') throw new WatchlistError(413, `body is larger than ${body.limit} bytes`);
+  const value = body.kind === 'json' ? body.value : undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new WatchlistError(400, 'body must be a JSON object');
+  for (const f of SERVER_FIELDS) {
+    if (Object.hasOwn(value, f)) throw new WatchlistError(400, `${f} is assigned by the server and cannot be sent`);
+  }
+  for (const f of fixed) {
+    if (Object.hasOwn(value, f)) {
+      throw new WatchlistError(400, `${f} identifies the monitored target and cannot be changed; create a new item instead`);
+    }
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) throw new WatchlistError(400, describeIssue(parsed.error.issues[0]!));
+  return parsed.data;
+}
+
+function store(ctx: RouteContext): WatchlistStore {
+  return new WatchlistStore(ctx.state.services.db);
+}
+
+function itemId(ctx: RouteContext): number {
+  return Number((ctx as unknown as { params: { id: string } }).params.id);
+}
+
+export const watchlistApi: ApiModule = {
+  api: 'watchlist',
+  failures: watchlistFailures,
+  routes: [
+    {
+      operationId: 'listWatchlist',
+      summary: 'Items owned by the account, oldest first; empty array if none',
+      responses: { 200: { description: 'Items', schema: watchlistItemSchema.array() } },
+      handler: async (ctx) => {
+        ctx.body = await store(ctx).list(ctx.state.principal!.accountId);
+      },
+    },
+    {
+      operationId: 'createWatchlistItem',
+      summary: 'Create an item; omitted fields take the server default, explicit null stores null',
+      request: { body: createItemSchema },
+      responses: {
+        201: { description: 'The full item', schema: watchlistItemSchema },
+        400: { description: '`{error}` for invalid input; `{detail}` when the body is not JSON' },
+      },
+      handler: async (ctx) => {
+        const fields = await parseBody(ctx, createItemSchema, []);
+        const region = normaliseRegion(fields.website, fields.region);
+        if (!region) {
+          const allowed: readonly string[] | null = PLATFORMS[fields.website].regions;
+          throw new WatchlistError(400, `region: ${JSON.stringify(fields.region)} is not served by ${fields.website}${allowed ? ` (one of ${allowed.join(', ')})` : ''}`);
+        }
+        const problem = rangeProblem(fields);
+        if (problem) throw new WatchlistError(400, problem);
+        try {
+          ctx.body = await store(ctx).create(ctx.state.principal!.accountId, { ...fields, region }, ctx.state.services.config.WATCHLIST_MAX_ITEMS);
+        } catch (err) {
+          if (err instanceof TooManyItemsError) throw new WatchlistError(400, err.message);
+          throw err;
+        }
+        ctx.status = 201;
+      },
+    },
+    {
+      operationId: 'watchlistHealth',
+      summary: 'Health of the watchlist backend; authentication required',
+      responses: { 200: { description: '`{status: "ok"}`' }, 502: errorBody },
+      handler: async (ctx) => {
+        await ctx.state.services.db.raw('SELECT 1');
+        ctx.body = { status: 'ok' };
+      },
+    },
+    {
+      operationId: 'getWatchlistItem',
+      summary: 'One item of the account',
+      request: { params: itemIdParams },
+      responses: { 200: { description: 'The item', schema: watchlistItemSchema }, 404: errorBody },
+      handler: async (ctx) => {
+        const item = await store(ctx).get(ctx.state.principal!.accountId, itemId(ctx));
+        if (!item) throw notFound();
+        ctx.body = item;
+      },
+    },
+    {
+      operationId: 'updateWatchlistItem',
+      summary: 'Change only the named fields; explicit null clears a nullable field',
+      request: { params: itemIdParams, body: updateItemSchema },
+      responses: {
+        200: { description: 'The full updated item', schema: watchlistItemSchema },
+        400: { description: '`{error}` for invalid input; `{detail}` when the body is not JSON' },
+        404: errorBody,
+      },
+      handler: async (ctx) => {
+        const patch = await parseBody(ctx, updateItemSchema, TARGET_FIELDS);
+        const result = await store(ctx).update(ctx.state.principal!.accountId, itemId(ctx), patch, rangeProblem);
+        if (result === null) throw notFound();
+        if (typeof result === 'string') throw new WatchlistError(400, result);
+        ctx.body = result;
+      },
+    },
+    {
+      operationId: 'deleteWatchlistItem',
+      summary: 'Soft-delete an item; it vanishes from the list and its monitor stops',
+      request: { params: itemIdParams },
+      responses: { 204: { description: 'Deleted, no body' }, 404: errorBody },
+      handler: async (ctx) => {
+        if (!(await store(ctx).softDelete(ctx.state.principal!.accountId, itemId(ctx)))) throw notFound();
+        ctx.status = 204;
+      },
+    },
+  ],
+};

@@ -1,0 +1,153 @@
+// Watchlist persistence. Every change is written with a row in watchlist_changes and a
+// pg_notify in the same transaction; a transaction-scoped advisory lock serialises writers so
+// change ids commit in order (a reader asking for id > last never skips a late commit).
+import type { Knex } from 'knex';
+import type { Db } from '../../../db/connection.ts';
+import type { CreateItem, UpdateItem, WatchlistItem } from './schema.ts';
+
+export const CHANGES_CHANNEL = 'watchlist_changes';
+/** Arbitrary constant naming the watchlist writers' advisory lock. */
+const WRITER_LOCK = 7_204_311;
+const JSON_COLUMNS = ['keywords', 'date_filter', 'row_filter', 'roles_json'] as const;
+const MONEY_COLUMNS = ['min_price_filter', 'max_price_filter', 'min_avg_price_threshold', 'max_avg_price_threshold'] as const;
+
+type Row = Record<string, unknown>;
+
+function iso(v: unknown): string | null {
+  return v == null ? null : (v as Date).toISOString();
+}
+
+function toNumber(v: unknown): number | null {
+  return v == null ? null : Number(v);
+}
+
+/** A database row as the API returns it, in the field order of spec 2.1. */
+export function renderItem(r: Row): WatchlistItem {
+  return {
+    id: Number(r.id),
+    client_id: Number(r.client_id),
+    website: r.website as WatchlistItem['website'],
+    event: r.event as string,
+    region: r.region as string,
+    min_price_filter: toNumber(r.min_price_filter),
+    max_price_filter: toNumber(r.max_price_filter),
+    min_avg_price_threshold: toNumber(r.min_avg_price_threshold),
+    max_avg_price_threshold: toNumber(r.max_avg_price_threshold),
+    stock_threshold_filter: r.stock_threshold_filter as number | null,
+    stock_threshold_filter_max: r.stock_threshold_filter_max as number | null,
+    seat_quantity: r.seat_quantity as number,
+    priority: r.priority as number,
+    section: r.section as string | null,
+    keywords: r.keywords as string[] | null,
+    date_filter: r.date_filter as WatchlistItem['date_filter'],
+    row_filter: r.row_filter as string[] | null,
+    change_type: r.change_type as WatchlistItem['change_type'],
+    standard_tickets: r.standard_tickets as boolean,
+    resale_tickets: r.resale_tickets as boolean,
+    general_admission_tickets: r.general_admission_tickets as boolean,
+    platinum_tickets: r.platinum_tickets as boolean,
+    no_restricted_view: r.no_restricted_view as boolean,
+    no_accessibility: r.no_accessibility as boolean,
+    no_presale: r.no_presale as boolean,
+    auto_add_to_watchlist: r.auto_add_to_watchlist as boolean,
+    task_active: r.task_active as boolean,
+    muted_until: iso(r.muted_until),
+    mb_did: r.mb_did as string | null,
+    roles_json: r.roles_json as WatchlistItem['roles_json'],
+    webhook_setting_id: toNumber(r.webhook_setting_id),
+    role_id: toNumber(r.role_id),
+    website_id: toNumber(r.website_id),
+    notes: r.notes as string | null,
+    created_at: iso(r.created_at)!,
+    updated_at: iso(r.updated_at)!,
+    deleted: r.deleted as boolean,
+  };
+}
+
+/** Field values as columns: JSON columns serialised (pg would send arrays as SQL arrays). */
+function toColumns(fields: Partial<CreateItem>): Row {
+  const out: Row = { ...fields };
+  for (const c of JSON_COLUMNS) if (out[c] !== undefined && out[c] !== null) out[c] = JSON.stringify(out[c]);
+  for (const c of MONEY_COLUMNS) if (typeof out[c] === 'number') out[c] = String(out[c]);
+  return out;
+}
+
+export class TooManyItemsError extends Error {}
+
+export class WatchlistStore {
+  constructor(private readonly db: Db) {}
+
+  async list(accountId: number): Promise<WatchlistItem[]> {
+    const rows = await this.db('watchlist_items').where({ client_id: accountId, deleted: false }).orderBy('id');
+    return rows.map(renderItem);
+  }
+
+  async get(accountId: number, id: number): Promise<WatchlistItem | null> {
+    const row = await this.db('watchlist_items').where({ id, client_id: accountId, deleted: false }).first();
+    return row ? renderItem(row) : null;
+  }
+
+  async create(accountId: number, fields: CreateItem, maxItems: number): Promise<WatchlistItem> {
+    const created = await this.write(async (trx) => {
+      const live = await trx('watchlist_items').where({ client_id: accountId, deleted: false }).count('* as n').first();
+      if (Number(live?.n) >= maxItems) throw new TooManyItemsError(`an account may hold at most ${maxItems} watchlist items`);
+      const [row] = await trx('watchlist_items')
+        .insert({ ...toColumns(fields), client_id: accountId, created_at: trx.fn.now(), updated_at: trx.fn.now() })
+        .returning('*');
+      return { op: 'create', item: renderItem(row) };
+    });
+    return created!;
+  }
+
+  /**
+   * Applies a partial update; `check` sees the merged item and may refuse it with a message.
+   * Returns null when the item does not exist for this account.
+   */
+  async update(
+    accountId: number,
+    id: number,
+    patch: UpdateItem,
+    check: (merged: WatchlistItem) => string | null,
+  ): Promise<WatchlistItem | string | null> {
+    let refusal: string | null = null;
+    const item = await this.write(async (trx) => {
+      const current = await trx('watchlist_items').where({ id, client_id: accountId, deleted: false }).forUpdate().first();
+      if (!current) return null;
+      refusal = check({ ...renderItem(current), ...patch } as WatchlistItem);
+      if (refusal) return null;
+      const [row] = await trx('watchlist_items')
+        .where({ id })
+        .update({ ...toColumns(patch), updated_at: trx.fn.now() })
+        .returning('*');
+      return { op: 'update', item: renderItem(row) };
+    });
+    return refusal ?? item;
+  }
+
+  async softDelete(accountId: number, id: number): Promise<boolean> {
+    const item = await this.write(async (trx) => {
+      const [row] = await trx('watchlist_items')
+        .where({ id, client_id: accountId, deleted: false })
+        .update({ deleted: true, deleted_at: trx.fn.now(), updated_at: trx.fn.now() })
+        .returning('*');
+      return row ? { op: 'delete', item: renderItem(row) } : null;
+    });
+    return item !== null;
+  }
+
+  /** Runs one serialised write and records its change; `fn` returns null when nothing changed. */
+  private async write(
+    fn: (trx: Knex.Transaction) => Promise<{ op: 'create' | 'update' | 'delete'; item: WatchlistItem } | null>,
+  ): Promise<WatchlistItem | null> {
+    return this.db.transaction(async (trx) => {
+      await trx.raw('SELECT pg_advisory_xact_lock(?)', [WRITER_LOCK]);
+      const change = await fn(trx);
+      if (!change) return null;
+      const [{ id }] = await trx('watchlist_changes')
+        .insert({ account_id: change.item.client_id, item_id: change.item.id, op: change.op, item: JSON.stringify(change.item) })
+        .returning('id');
+      await trx.raw('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, String(id)]);
+      return change.item;
+    });
+  }
+}

@@ -1,0 +1,33 @@
+// The one error type every API throws: a status and that API's envelope. Each API module
+// subclasses it; the error boundary renders whatever it catches through `body()`.
+export abstract class ApiError extends Error {
+  abstract readonly status: number;
+  /** Response headers to send with the error (e.g. Retry-After). */
+  headers: Record<string, string> = {};
+  abstract body(): unknown;
+}
+
+/** How an unexpected failure reached us, so each API can map it to its own 5xx row. */
+export type FailureKind = 'unavailable' | 'timeout' | 'internal';
+
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EHOSTUNREACH', 'ETIMEDOUT', 'EPIPE']);
+
+/** Classifies a thrown error from PostgreSQL, the pool or the network. */
+export function classifyFailure(err: unknown): FailureKind {
+  const e = err as { code?: string; message?: string; name?: string } | null;
+  const code = e?.code;
+  if (code === '57014') return 'timeout'; // statement_timeout: query_canceled
+  if (code && (UNREACHABLE_CODES.has(code) || code.startsWith('08') || code === '57P01' || code === '57P03')) {
+    return 'unavailable';
+  }
+  const msg = e?.message ?? '';
+  if (e?.name === 'KnexTimeoutError' || /Connection terminated|connect ECONNREFUSED|timeout exceeded when trying to connect/i.test(msg)) {
+    return 'unavailable';
+  }
+  return 'internal';
+}
+
+/** Maps unexpected failures of one API to that API's envelope. */
+export interface ApiFailureRenderer {
+  fromUnexpected(err: unknown): ApiError;
+}

@@ -1,0 +1,39 @@
+// Builds the gateway: one Koa app in front of every API. Stateless; scale by replicas.
+import Koa from 'koa';
+import type { ApiFailureRenderer } from './api-error.ts';
+import type { ApiName } from './catalog.ts';
+import { errorBoundary } from './error-boundary.ts';
+import { buildOpenApi } from './openapi.ts';
+import { requestContext } from './request-context.ts';
+import type { RequestState, Services } from './request-state.ts';
+import type { RouteSpec } from './route.ts';
+import { buildRouter } from './router.ts';
+
+export interface ApiModule {
+  api: ApiName;
+  routes: readonly RouteSpec[];
+  failures: ApiFailureRenderer;
+}
+
+export function createGateway(services: Services, apis: readonly ApiModule[]): Koa<RequestState> {
+  const app = new Koa<RequestState>({ proxy: services.config.TRUST_PROXY });
+  // Errors are rendered by the boundary; Koa's default handler would only print them again.
+  app.silent = true;
+  const routes = apis.flatMap((a) => a.routes);
+  const openapi = JSON.stringify(buildOpenApi(routes));
+  const router = buildRouter(routes);
+
+  app.use(requestContext(services));
+  app.use(errorBoundary(Object.fromEntries(apis.map((a) => [a.api, a.failures]))));
+  app.use(async (ctx, next) => {
+    if (ctx.method === 'GET' && ctx.path === '/openapi.json') {
+      ctx.state.operationId = 'openapi';
+      ctx.type = 'application/json';
+      ctx.body = openapi;
+      return;
+    }
+    await next();
+  });
+  app.use(router.routes());
+  return app;
+}

@@ -1,0 +1,74 @@
+// Check 1 of 5.6: who is calling. Missing key: 401 unauthenticated; rejected key (unknown,
+// revoked, expired): 401 invalid_credentials; key store unreachable: 502, fail closed.
+// Callers without a valid key are rate limited per client address so keys cannot be guessed
+// at speed.
+import type { Middleware } from 'koa';
+import { GatewayError } from './errors.ts';
+import { rateLimitHeaders } from './rate-limit.ts';
+import type { RequestState } from './request-state.ts';
+import type { RouteContext } from './route.ts';
+
+async function limitUnauthenticated(ctx: RouteContext): Promise<void> {
+  const { limiter, config, log } = ctx.state.services;
+  try {
+    const d = await limiter.hit(`ip:${ctx.ip}`, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE);
+    ctx.set(rateLimitHeaders('unauthenticated', d));
+    if (!d.allowed) {
+      const err = new GatewayError('rate_limited');
+      err.headers = { 'Retry-After': String(d.resetSeconds) };
+      throw err;
+    }
+  } catch (err) {
+    if (err instanceof GatewayError) throw err;
+    // The limiter's store is down: the answer is a 401 either way, so say that.
+    log.warn({ err }, 'unauthenticated rate limiter unavailable');
+  }
+}
+
+export const authenticate: Middleware<RequestState> = async (ctx, next) => {
+  const key = ctx.get('apikey');
+  if (!key) {
+    await limitUnauthenticated(ctx);
+    throw new GatewayError('unauthenticated');
+  }
+  let principal;
+  try {
+    principal = await ctx.state.services.keys.verify(key);
+  } catch (err) {
+    ctx.state.log.error({ err }, 'key store unreachable');
+    throw new GatewayError('service_unavailable', 'authentication backend unavailable');
+  }
+  if (!principal) {
+    await limitUnauthenticated(ctx);
+    throw new GatewayError('invalid_credentials');
+  }
+  ctx.state.principal = principal;
+  await next();
+};
+
+/** Check 2: the key must be granted the API it calls. The Account API is open to every key. */
+export const checkAccess: Middleware<RequestState> = async (ctx, next) => {
+  const api = ctx.state.api;
+  if (api !== 'account' && (!api || !ctx.state.principal?.apis.includes(api))) throw new GatewayError('forbidden');
+  await next();
+};
+
+/** Check 3: the key's requests in the current calendar minute. */
+export const throttle: Middleware<RequestState> = async (ctx, next) => {
+  const { limiter, config } = ctx.state.services;
+  const p = ctx.state.principal!;
+  let d;
+  try {
+    d = await limiter.hit(`key:${p.keyId}`, p.rateLimitPerMinute ?? config.RATE_LIMIT_PER_MINUTE);
+  } catch (err) {
+    ctx.state.log.error({ err }, 'rate limiter unavailable');
+    throw new GatewayError('service_unavailable');
+  }
+  ctx.set(rateLimitHeaders('default', d));
+  if (!d.allowed) {
+    const err = new GatewayError('rate_limited', `more than ${d.limit} requests in the current minute`);
+    err.headers = { 'Retry-After': String(d.resetSeconds) };
+    throw err;
+  }
+  await next();
+};

@@ -1,0 +1,33 @@
+// What every request carries through the middleware chain: its id, its logger, the services
+// handlers use (never module-level singletons), and what the gateway learned about the caller.
+import type { Config } from '../config.ts';
+import type { Db } from '../../db/connection.ts';
+import type { Logger } from '../logger.ts';
+import type { BillingProvider } from '../billing/provider.ts';
+import type { ApiName } from './catalog.ts';
+import type { KeyVerifier, Principal } from './key-verifier.ts';
+import type { RateLimiter } from './rate-limit.ts';
+import type { Metrics } from './metrics.ts';
+
+export interface Services {
+  config: Config;
+  db: Db;
+  log: Logger;
+  billing: BillingProvider;
+  keys: KeyVerifier;
+  limiter: RateLimiter;
+  metrics: Metrics;
+}
+
+export interface RequestState {
+  requestId: string;
+  log: Logger;
+  services: Services;
+  /** Set by the router once a route matched. */
+  operationId?: string;
+  api?: ApiName;
+  /** Set by authentication. */
+  principal?: Principal;
+  /** Credits reserved for this request, once metering admitted it. */
+  credits?: number;
+}

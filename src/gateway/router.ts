@@ -1,0 +1,32 @@
+// Mounts each API's routes behind the gateway's checks, in the order of spec 5.6:
+// authentication, access, rate limit, then billing, then the API's handler.
+import Router from '@koa/router';
+import type { Middleware } from 'koa';
+import { authenticate, checkAccess, throttle } from './authenticate.ts';
+import { operation, type Operation } from './catalog.ts';
+import { GatewayError } from './errors.ts';
+import { meter } from './metering.ts';
+import type { RequestState } from './request-state.ts';
+import type { RouteSpec } from './route.ts';
+
+function matched(operationId: string, op: Operation): Middleware<RequestState> {
+  return async (ctx, next) => {
+    ctx.state.operationId = operationId;
+    ctx.state.api = op.api;
+    for (const [name, pattern] of Object.entries(op.pathPatterns ?? {})) {
+      const value = (ctx as unknown as { params: Record<string, string> }).params[name];
+      if (value === undefined || !pattern.test(value)) throw new GatewayError('not_found', 'malformed path');
+    }
+    await next();
+  };
+}
+
+export function buildRouter(routes: readonly RouteSpec[]): Router<RequestState> {
+  const router = new Router<RequestState>();
+  for (const spec of routes) {
+    const op = operation(spec.operationId);
+    const chain: Middleware<RequestState>[] = [matched(spec.operationId, op), authenticate, checkAccess, throttle, meter(op)];
+    router.register(op.path, [op.method], [...chain, (ctx: Parameters<RouteSpec['handler']>[0]) => spec.handler(ctx)] as never);
+  }
+  return router;
+}

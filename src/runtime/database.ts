@@ -1,0 +1,48 @@
+// Opens the service's database: DATABASE_URL when given, else the embedded PostgreSQL under
+// DATA_DIR; applies pending migrations. Shared by `npm start`, the admin CLI and `npm run migrate`.
+import type { Config } from '../config.ts';
+import { createDb, type Db } from '../../db/connection.ts';
+import { startEmbeddedPostgres } from '../../db/embedded.ts';
+import { migrateLatest } from '../../db/migrations/index.ts';
+
+export interface OpenDatabase {
+  db: Db;
+  embedded: boolean;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(
+  config: Config,
+  progress: (msg: string) => void,
+  opts: { applicationName?: string; poolMax?: number } = {},
+): Promise<OpenDatabase> {
+  let connectionString = config.DATABASE_URL;
+  let stopEmbedded = async () => {};
+  if (!connectionString) {
+    const embedded = await startEmbeddedPostgres(config.dataDir, config.EMBEDDED_PG_PORT, progress);
+    connectionString = embedded.connectionString;
+    stopEmbedded = embedded.stop;
+  }
+  const db = createDb({
+    connectionString,
+    poolMax: opts.poolMax ?? config.DB_POOL_MAX,
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+    applicationName: opts.applicationName,
+  });
+  try {
+    const applied = await migrateLatest(db);
+    if (applied.length) progress(`applied migrations: ${applied.join(', ')}`);
+  } catch (err) {
+    await db.destroy();
+    await stopEmbedded();
+    throw err;
+  }
+  return {
+    db,
+    embedded: !config.DATABASE_URL,
+    close: async () => {
+      await db.destroy();
+      await stopEmbedded();
+    },
+  };
+}
