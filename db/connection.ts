@@ -1,5 +1,6 @@
 // The knex connection factory: one pool per process, configured for API latency
 // (statement timeout so no request hangs, integers returned as numbers where safe).
+import { inspect } from 'node:util';
 import knexFactory, { type Knex } from 'knex';
 import pg from 'pg';
 
@@ -13,11 +14,29 @@ export interface DbOptions {
   poolMax?: number;
   statementTimeoutMs?: number;
   applicationName?: string;
+  /**
+   * Where knex's own warnings go (for example "Acquire connection error"). knex prints them
+   * with console.log by default, which would corrupt the admin CLI's JSON on stdout and the
+   * service's JSON log lines; the default here is stderr.
+   */
+  log?: (level: 'warn' | 'error' | 'deprecate' | 'debug', message: string) => void;
+}
+
+function stderrLog(level: string, message: string): void {
+  process.stderr.write(`knex ${level}: ${message}\n`);
 }
 
 export function createDb(opts: DbOptions): Db {
+  const log = opts.log ?? stderrLog;
+  const text = (m: unknown) => (typeof m === 'string' ? m : inspect(m, { depth: 5 }));
   return knexFactory({
     client: 'pg',
+    log: {
+      warn: (m: unknown) => log('warn', text(m)),
+      error: (m: unknown) => log('error', text(m)),
+      deprecate: (m: unknown) => log('deprecate', text(m)),
+      debug: (m: unknown) => log('debug', text(m)),
+    },
     connection: {
       connectionString: opts.connectionString,
       application_name: opts.applicationName ?? 'ticket-market',

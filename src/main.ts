@@ -8,7 +8,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { createGateway } from './gateway/app.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './runtime/database.ts';
-import { createServices, startHousekeeping } from './runtime/services.ts';
+import { closeServices, createServices, startHousekeeping } from './runtime/services.ts';
 
 function listen(app: ReturnType<typeof createGateway>, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -17,6 +17,11 @@ function listen(app: ReturnType<typeof createGateway>, port: number, host: strin
     server.once('error', reject);
   });
 }
+
+/** In-flight requests get this long to finish on Ctrl-C; then their connections are closed. */
+const DRAIN_MS = 5_000;
+/** If stopping takes longer than this, something hangs: exit anyway, non-zero. */
+const STOP_DEADLINE_MS = 15_000;
 
 async function main(): Promise<void> {
   let config;
@@ -31,42 +36,93 @@ async function main(): Promise<void> {
   }
   const log = createLogger(config.LOG_LEVEL);
   const started = performance.now();
-  const database = await openDatabase(config, (msg) => log.info(msg), { applicationName: 'gateway' });
-  log.info({ embedded: database.embedded }, 'database ready');
 
-  if (config.DEMO_ACCOUNT) {
-    const demo = await ensureDemoAccount(database.db, config.dataDir);
-    if (demo.created) {
-      console.log(`\n  Demo account created. Its API key (shown once, also saved in ${demo.keyFile}):\n\n    ${demo.key}\n`);
-    } else {
-      console.log(`\n  Demo account: its key was printed at first start and saved in ${demo.keyFile}\n`);
-    }
-  }
-
-  const services = createServices(config, database.db, log);
-  const app = createGateway(services, APIS);
-  const server = await listen(app, config.PORT, config.HOST);
-  const metricsServer = await services.metrics.listen(config.METRICS_PORT, config.HOST);
-  const stopHousekeeping = startHousekeeping(services);
-  log.info(
-    { port: config.PORT, metrics_port: config.METRICS_PORT, ms: Math.round(performance.now() - started) },
-    `gateway listening on http://localhost:${config.PORT} (OpenAPI at /openapi.json)`,
-  );
-
+  // What to undo on the way out, newest first. Signal handlers are in place from the start: a
+  // Ctrl-C during start-up (an embedded server initialising) lets the step under way finish,
+  // starts nothing more, and undoes what was started.
+  const cleanups: { name: string; run: () => Promise<void> }[] = [];
   let stopping = false;
-  const stop = async (signal: string) => {
+  let startup: Promise<unknown> = Promise.resolve();
+  const stop = async (reason: string, code: number) => {
     if (stopping) return;
     stopping = true;
-    log.info({ signal }, 'stopping');
-    stopHousekeeping();
-    server.closeIdleConnections();
-    await Promise.all([new Promise((r) => server.close(r)), new Promise((r) => metricsServer.close(r))]);
-    await database.close();
+    log.info({ reason }, 'stopping');
+    // Not unref'd: should a step hang on a promise that never settles, the process must not
+    // drift to a silent exit 0 with nothing left to run, but fail loudly.
+    setTimeout(() => {
+      log.error({ ms: STOP_DEADLINE_MS }, 'could not stop in time; exiting');
+      process.exit(1);
+    }, STOP_DEADLINE_MS);
+    await startup;
+    for (const c of cleanups.reverse()) {
+      try {
+        await c.run();
+      } catch (err) {
+        log.error({ err, step: c.name }, 'error while stopping');
+        code ||= 1;
+      }
+    }
     log.info('stopped');
-    process.exit(0);
+    process.exit(code);
   };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT', 0));
+  process.on('SIGTERM', () => void stop('SIGTERM', 0));
+
+  startup = (async () => {
+    const database = await openDatabase(config, (msg) => log.info(msg), {
+      applicationName: 'gateway',
+      log: (level, msg) => log.warn({ source: 'knex', level }, msg),
+    });
+    cleanups.push({ name: 'database', run: () => database.close() });
+    if (stopping) return;
+    log.info({ embedded: database.embedded }, 'database ready');
+
+    if (config.DEMO_ACCOUNT) {
+      const demo = await ensureDemoAccount(database.db, config.dataDir);
+      if (demo.created) {
+        console.log(`\n  Demo account created. Its API key (shown once, also saved in ${demo.keyFile}):\n\n    ${demo.key}\n`);
+      } else {
+        console.log(`\n  Demo account: its key was printed at first start and saved in ${demo.keyFile}\n`);
+      }
+    }
+    if (stopping) return;
+
+    const services = createServices(config, database.db, log);
+    cleanups.push({ name: 'services', run: () => closeServices(services) });
+    const app = createGateway(services, APIS);
+    const server = await listen(app, config.PORT, config.HOST);
+    cleanups.push({ name: 'gateway', run: () => drain(server) });
+    const metricsServer = await services.metrics.listen(config.METRICS_PORT, config.HOST);
+    cleanups.push({ name: 'metrics', run: () => drain(metricsServer) });
+    const stopHousekeeping = startHousekeeping(services);
+    cleanups.push({ name: 'housekeeping', run: async () => stopHousekeeping() });
+    if (stopping) return;
+    log.info(
+      { port: config.PORT, metrics_port: config.METRICS_PORT, ms: Math.round(performance.now() - started) },
+      `gateway listening on http://localhost:${config.PORT} (OpenAPI at /openapi.json)`,
+    );
+  })().then(
+    () => null,
+    (err: unknown) => err ?? new Error('start-up failed'),
+  );
+  const failure = await startup;
+  if (failure) {
+    console.error('failed to start:', failure instanceof Error ? failure.message : failure);
+    await stop('start-up failed', 1);
+  }
+}
+
+/** Stops accepting, lets requests in flight finish (up to DRAIN_MS), then closes what is left. */
+async function drain(server: Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), DRAIN_MS)));
+  if ((await Promise.race([closed, late])) === 'late') {
+    server.closeAllConnections();
+    await closed;
+  }
+  clearTimeout(timer);
 }
 
 main().catch((err) => {

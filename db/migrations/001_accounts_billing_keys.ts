@@ -19,6 +19,7 @@ export async function up(knex: Knex): Promise<void> {
     t.bigIncrements('id').primary();
     t.text('name').nullable();
     t.text('customer_id').nullable().unique().comment('billing customer; null: no billing account');
+    t.boolean('has_payment_method').notNullable().defaultTo(true).comment('without one, usage past included credits is refused');
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
   });
 

@@ -8,10 +8,10 @@ export async function up(knex: Knex): Promise<void> {
     t.text('website').notNullable();
     t.text('event').notNullable();
     t.text('region').notNullable();
-    t.decimal('min_price_filter').nullable();
-    t.decimal('max_price_filter').nullable();
-    t.decimal('min_avg_price_threshold').nullable();
-    t.decimal('max_avg_price_threshold').nullable();
+    t.decimal('min_price_filter', 12, 2).nullable();
+    t.decimal('max_price_filter', 12, 2).nullable();
+    t.decimal('min_avg_price_threshold', 12, 2).nullable();
+    t.decimal('max_avg_price_threshold', 12, 2).nullable();
     t.integer('stock_threshold_filter').nullable();
     t.integer('stock_threshold_filter_max').nullable();
     t.integer('seat_quantity').notNullable();

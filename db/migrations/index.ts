@@ -3,6 +3,7 @@
 import type { Knex } from 'knex';
 import * as m001 from './001_accounts_billing_keys.ts';
 import * as m002 from './002_watchlist.ts';
+import * as m003 from './003_gateway_admit.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -11,6 +12,7 @@ interface Migration {
 const migrations: Record<string, Migration> = {
   '001_accounts_billing_keys': m001,
   '002_watchlist': m002,
+  '003_gateway_admit': m003,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

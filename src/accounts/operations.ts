@@ -39,7 +39,7 @@ function assertStatus(status: string): asserts status is SubscriptionStatus {
 
 export async function createAccount(
   db: Db,
-  opts: { plan: string; status?: string; billing?: boolean; name?: string; now?: Date },
+  opts: { plan: string; status?: string; billing?: boolean; paymentMethod?: boolean; name?: string; now?: Date },
 ): Promise<{ account_id: number }> {
   const status = opts.status ?? 'active';
   assertStatus(status);
@@ -48,7 +48,11 @@ export async function createAccount(
     const plan = await trx('plans').where({ id: opts.plan }).first();
     if (!plan) throw new OperationError(`no plan ${JSON.stringify(opts.plan)}; see plans:list`);
     const [account] = await trx('accounts')
-      .insert({ name: opts.name ?? null, customer_id: opts.billing === false ? null : generateOpaqueId('cus') })
+      .insert({
+        name: opts.name ?? null,
+        customer_id: opts.billing === false ? null : generateOpaqueId('cus'),
+        has_payment_method: opts.paymentMethod ?? true,
+      })
       .returning('id');
     await trx('subscriptions').insert({
       id: generateOpaqueId('sub'),

@@ -1,6 +1,7 @@
 // `npm run admin -- <command>`: operator commands against the same database `npm start`
 // uses. JSON on stdout; on error a message on stderr and a non-zero exit.
 import { parseArgs } from 'node:util';
+import { z } from 'zod';
 import {
   createAccount,
   createKey,
@@ -10,14 +11,15 @@ import {
   setSubscriptionStatus,
   setUsage,
 } from '../accounts/operations.ts';
+import { SUBSCRIPTION_STATUSES } from '../billing/provider.ts';
 import { loadConfig } from '../config.ts';
+import { API_NAMES } from '../gateway/catalog.ts';
 import type { Db } from '../../db/connection.ts';
-import { openDatabase } from '../runtime/database.ts';
 
 const USAGE = `usage: npm run admin -- <command> [options]
 
   plans:list
-  accounts:create --plan <plan id> [--status active|trialing|past_due|paused|canceled|unpaid] [--no-billing] [--name <name>]
+  accounts:create --plan <plan id> [--status active|trialing|past_due|paused|canceled|unpaid] [--no-billing] [--no-payment-method] [--name <name>]
   keys:create --account <id> [--apis market_data,live_availability,watchlist,stream,account] [--rate-limit <n per minute>] [--expires-at <RFC 3339>]
   keys:revoke --key-id <id>
   subscriptions:set --account <id> --status <status>
@@ -25,10 +27,13 @@ const USAGE = `usage: npm run admin -- <command> [options]
 
 class UsageError extends Error {}
 
+const RFC3339 = z.iso.datetime({ offset: true });
+
 const OPTIONS = {
   plan: { type: 'string' },
   status: { type: 'string' },
   'no-billing': { type: 'boolean' },
+  'no-payment-method': { type: 'boolean' },
   name: { type: 'string' },
   account: { type: 'string' },
   apis: { type: 'string' },
@@ -52,28 +57,78 @@ function integer(value: string, name: string): number {
   return Number(value);
 }
 
-const COMMANDS: Record<string, (db: Db, v: Values) => Promise<unknown>> = {
-  'plans:list': (db) => listPlans(db),
-  'accounts:create': (db, v) =>
-    createAccount(db, { plan: required(v, 'plan'), status: v.status, billing: !v['no-billing'], name: v.name }),
-  'keys:create': (db, v) => {
-    let expiresAt: Date | undefined;
-    if (v['expires-at'] !== undefined) {
-      expiresAt = new Date(v['expires-at']);
-      if (!/^\d{4}-\d{2}-\d{2}T/.test(v['expires-at']) || Number.isNaN(expiresAt.getTime())) {
-        throw new UsageError('--expires-at must be an RFC 3339 timestamp');
-      }
-    }
-    return createKey(db, {
-      accountId: integer(required(v, 'account'), 'account'),
-      apis: v.apis?.split(',').map((s) => s.trim()).filter(Boolean),
-      rateLimitPerMinute: v['rate-limit'] === undefined ? undefined : integer(v['rate-limit'], 'rate-limit'),
-      expiresAt,
-    });
+function positive(value: string, name: string): number {
+  const n = integer(value, name);
+  if (n < 1) throw new UsageError(`--${name} must be a positive integer`);
+  return n;
+}
+
+function apiList(value: string): string[] {
+  const apis = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const unknown = apis.filter((a) => !(API_NAMES as readonly string[]).includes(a));
+  if (unknown.length) throw new UsageError(`--apis: unknown API ${unknown.join(', ')}; one of ${API_NAMES.join(', ')}`);
+  if (!apis.length) throw new UsageError(`--apis must name at least one of ${API_NAMES.join(', ')}`);
+  return apis;
+}
+
+function status(value: string): string {
+  if (!(SUBSCRIPTION_STATUSES as readonly string[]).includes(value)) {
+    throw new UsageError(`--status must be one of ${SUBSCRIPTION_STATUSES.join(', ')}`);
+  }
+  return value;
+}
+
+function timestamp(value: string, name: string): Date {
+  // RFC 3339 (section 5.6): full date and time with seconds and an offset; `t`/`z` may be
+  // lower-case. A real calendar date: `new Date` alone would roll Feb 30 over to March.
+  const text = value.toUpperCase();
+  if (!RFC3339.safeParse(text).success) {
+    throw new UsageError(`--${name} must be an RFC 3339 timestamp with an offset, e.g. 2030-01-31T23:59:59Z`);
+  }
+  return new Date(text);
+}
+
+type Run = (db: Db) => Promise<unknown>;
+
+/**
+ * Each command checks its arguments first and returns what to run against the database, so a
+ * mistyped option is reported at once, before the database (perhaps an embedded server) is opened.
+ */
+const COMMANDS: Record<string, (v: Values) => Run> = {
+  'plans:list': () => (db) => listPlans(db),
+  'accounts:create': (v) => {
+    const opts = {
+      plan: required(v, 'plan'),
+      status: v.status === undefined ? undefined : status(v.status),
+      billing: !v['no-billing'],
+      paymentMethod: !v['no-payment-method'],
+      name: v.name,
+    };
+    return (db) => createAccount(db, opts);
   },
-  'keys:revoke': (db, v) => revokeKey(db, required(v, 'key-id')),
-  'subscriptions:set': (db, v) => setSubscriptionStatus(db, integer(required(v, 'account'), 'account'), required(v, 'status')),
-  'usage:set': (db, v) => setUsage(db, integer(required(v, 'account'), 'account'), integer(required(v, 'used'), 'used')),
+  'keys:create': (v) => {
+    const opts = {
+      accountId: integer(required(v, 'account'), 'account'),
+      apis: v.apis === undefined ? undefined : apiList(v.apis),
+      rateLimitPerMinute: v['rate-limit'] === undefined ? undefined : positive(v['rate-limit'], 'rate-limit'),
+      expiresAt: v['expires-at'] === undefined ? undefined : timestamp(v['expires-at'], 'expires-at'),
+    };
+    return (db) => createKey(db, opts);
+  },
+  'keys:revoke': (v) => {
+    const keyId = required(v, 'key-id');
+    return (db) => revokeKey(db, keyId);
+  },
+  'subscriptions:set': (v) => {
+    const accountId = integer(required(v, 'account'), 'account');
+    const to = status(required(v, 'status'));
+    return (db) => setSubscriptionStatus(db, accountId, to);
+  },
+  'usage:set': (v) => {
+    const accountId = integer(required(v, 'account'), 'account');
+    const used = integer(required(v, 'used'), 'used');
+    return (db) => setUsage(db, accountId, used);
+  },
 };
 
 async function main(): Promise<number> {
@@ -89,18 +144,39 @@ async function main(): Promise<number> {
     console.error(USAGE);
     return command || parsed.values.help ? 0 : 2;
   }
-  const run = COMMANDS[command];
-  if (!run || extra.length) {
-    console.error(`${run ? `unexpected argument ${extra[0]}` : `unknown command ${command}`}\n\n${USAGE}`);
+  const prepare = COMMANDS[command];
+  if (!prepare || extra.length) {
+    console.error(`${prepare ? `unexpected argument ${extra[0]}` : `unknown command ${command}`}\n\n${USAGE}`);
     return 2;
   }
-  const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
-  const database = await openDatabase(config, (m) => console.error(m), { applicationName: 'admin', poolMax: 2 });
+  let run: Run;
   try {
-    console.log(JSON.stringify(await run(database.db, parsed.values), null, 2));
+    run = prepare(parsed.values);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      console.error(`error: ${err.message}`);
+      return 2;
+    }
+    throw err;
+  }
+  const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
+  // Loaded only when needed: knex and the embedded server are most of the start-up time.
+  const { openDatabase } = await import('../runtime/database.ts');
+  const opened: { database?: Awaited<ReturnType<typeof openDatabase>> } = {};
+  // Interrupted: stop an embedded server this command started before going, not leave it behind.
+  const interrupted = (code: number) => {
+    console.error('interrupted');
+    void (opened.database?.close() ?? Promise.resolve()).finally(() => process.exit(code));
+  };
+  process.once('SIGINT', () => interrupted(130));
+  process.once('SIGTERM', () => interrupted(143));
+  const database = await openDatabase(config, (m) => console.error(m), { applicationName: 'admin', poolMax: 2 });
+  opened.database = database;
+  try {
+    console.log(JSON.stringify(await run(database.db), null, 2));
     return 0;
   } catch (err) {
-    if (err instanceof OperationError || err instanceof UsageError) {
+    if (err instanceof OperationError) {
       console.error(`error: ${err.message}`);
       return 1;
     }

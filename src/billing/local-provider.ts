@@ -3,10 +3,16 @@
 // so N concurrent paid requests debit exactly N x cost and never pass the cap.
 import type { Db } from '../../db/connection.ts';
 import { classifyFailure } from '../gateway/api-error.ts';
-import { periodContaining } from './periods.ts';
+import { rollForward } from './periods.ts';
+import type { Pool } from '../../db/pool.ts';
+import { AdmissionGroups } from '../gateway/admissions.ts';
+import { CaptureQueue } from './capture-queue.ts';
 import {
   BillingUnavailableError,
+  type Admission,
+  type AdmissionRequest,
   type Authorization,
+  type Denial,
   type BillingProvider,
   type BillingSnapshot,
   type ChargeRequest,
@@ -16,38 +22,10 @@ import {
   isServed,
 } from './provider.ts';
 
-const AUTHORIZE_SQL = `
-WITH acct AS (
-  SELECT a.id, a.customer_id, s.status, s.current_period_start AS ps, s.current_period_end AS pe,
-         p.hard_cap, p.price_id
-  FROM accounts a
-  LEFT JOIN subscriptions s ON s.account_id = a.id
-  LEFT JOIN plans p ON p.id = s.plan_id
-  WHERE a.id = :accountId
-), eligible AS (
-  SELECT * FROM acct
-  WHERE customer_id IS NOT NULL AND status IN ('active', 'trialing') AND price_id IS NOT NULL
-    AND pe > now() AND (hard_cap IS NULL OR :credits <= hard_cap)
-), counter AS (
-  INSERT INTO usage_counters AS u (account_id, period_start, used)
-  SELECT id, ps, :credits FROM eligible
-  ON CONFLICT (account_id, period_start) DO UPDATE SET used = u.used + EXCLUDED.used
-  WHERE (SELECT hard_cap FROM eligible) IS NULL OR u.used + EXCLUDED.used <= (SELECT hard_cap FROM eligible)
-  RETURNING u.used, u.period_start
-), ledger AS (
-  INSERT INTO credit_ledger (request_id, account_id, key_id, period_start, operation, credits, state)
-  SELECT :requestId, :accountId, :keyId, period_start, :operation, :credits, 'reserved' FROM counter
-  RETURNING request_id
-)
-SELECT acct.customer_id IS NOT NULL AS has_billing, acct.status, acct.price_id IS NOT NULL AS priced,
-       acct.pe > now() AS in_period, (SELECT used FROM counter) AS used_after,
-       (SELECT count(*) FROM ledger) AS ledgered
-FROM acct`;
-
 const RELEASE_SQL = `
 WITH released AS (
-  UPDATE credit_ledger SET state = 'released', status_code = :statusCode, settled_at = now()
-  WHERE request_id = :requestId AND state = 'reserved'
+  UPDATE credit_ledger SET state = 'released', status_code = $2, settled_at = now()
+  WHERE request_id = $1 AND state = 'reserved'
   RETURNING account_id, period_start, credits
 )
 UPDATE usage_counters u SET used = u.used - r.credits
@@ -70,6 +48,8 @@ WITH released AS (
 )
 SELECT coalesce(sum(n), 0) AS released FROM totals`;
 
+const DENIALS = new Set<string>(['limit_reached', 'no_subscription', 'no_billing_account', 'plan_unavailable', 'payment_required']);
+
 interface SubscriptionRow {
   id: string;
   plan_id: string;
@@ -82,10 +62,23 @@ interface SubscriptionRow {
 }
 
 export class LocalBillingProvider implements BillingProvider {
+  private readonly captures: CaptureQueue;
+  private readonly admissions: AdmissionGroups;
+  private readonly now: () => Date;
+
+  /**
+   * `db` serves the occasional statements; `pool` the per-request ones (see db/pool.ts).
+   * Admissions share `opts.admissions` with the rate limiter when given (one group in flight).
+   */
   constructor(
     private readonly db: Db,
-    private readonly now: () => Date = () => new Date(),
-  ) {}
+    private readonly pool: Pool,
+    opts: { admissions?: AdmissionGroups; now?: () => Date } = {},
+  ) {
+    this.captures = new CaptureQueue(pool);
+    this.admissions = opts.admissions ?? new AdmissionGroups(pool);
+    this.now = opts.now ?? (() => new Date());
+  }
 
   async snapshot(accountId: number): Promise<BillingSnapshot> {
     return this.guard(async () => {
@@ -141,37 +134,26 @@ export class LocalBillingProvider implements BillingProvider {
     });
   }
 
+  async admit(req: AdmissionRequest): Promise<Admission> {
+    return this.run(req, req.rate);
+  }
+
   async authorize(req: ChargeRequest): Promise<Authorization> {
-    return this.guard(async () => {
-      for (let attempt = 0; ; attempt++) {
-        const { rows } = await this.db.raw(AUTHORIZE_SQL, { ...req });
-        const r = rows[0] as
-          | { has_billing: boolean; status: SubscriptionStatus | null; priced: boolean; in_period: boolean | null; used_after: number | null }
-          | undefined;
-        if (!r || !r.has_billing) return { ok: false, denial: 'no_billing_account' };
-        if (!r.status || !isServed(r.status)) return { ok: false, denial: 'no_subscription' };
-        if (!r.priced) return { ok: false, denial: 'plan_unavailable' };
-        if (r.used_after !== null) return { ok: true, usedAfter: Number(r.used_after) };
-        if (r.in_period === false && attempt === 0) {
-          // The period ended since the last request: move to the current one and try again.
-          await this.rollPeriod(req.accountId);
-          continue;
-        }
-        return r.in_period === false ? { ok: false, denial: 'no_subscription' } : { ok: false, denial: 'limit_reached' };
-      }
-    });
+    const admission = await this.run(req, null);
+    if (admission.rateLimited) throw new Error('unreachable: no rate window was counted');
+    return admission.authorization;
   }
 
   async capture(requestId: string, statusCode: number): Promise<void> {
-    await this.guard(() =>
-      this.db('credit_ledger')
-        .where({ request_id: requestId, state: 'reserved' })
-        .update({ state: 'charged', status_code: statusCode, settled_at: this.db.fn.now() }),
-    );
+    await this.guard(() => this.captures.capture(requestId, statusCode));
+  }
+
+  flush(): Promise<void> {
+    return this.captures.flush();
   }
 
   async release(requestId: string, statusCode: number | null): Promise<void> {
-    await this.guard(() => this.db.raw(RELEASE_SQL, { requestId, statusCode }));
+    await this.guard(() => this.pool.query(RELEASE_SQL, [requestId, statusCode]));
   }
 
   async releaseOrphans(maxAgeMs: number): Promise<number> {
@@ -186,17 +168,53 @@ export class LocalBillingProvider implements BillingProvider {
     });
   }
 
+  /** One gateway_admit call, plus a retry after moving an ended billing period forward. */
+  private async run(req: ChargeRequest, rate: AdmissionRequest['rate'] | null): Promise<Admission> {
+    return this.guard(async () => {
+      let subject = rate?.subject ?? null;
+      let hits = 0;
+      for (let rolled = false; ; rolled = true) {
+        const r = await this.admissions.admit({
+          subject,
+          windowStart: subject ? (rate?.windowStart ?? null) : null,
+          limit: subject ? (rate?.limit ?? null) : null,
+          accountId: req.accountId,
+          credits: req.credits,
+          requestId: req.requestId,
+          keyId: req.keyId,
+          operation: req.operation,
+        });
+        if (subject) hits = r.hits;
+        if (r.outcome === 'rate_limited') return { hits, rateLimited: true };
+        if (r.outcome === 'reserved') return { hits, rateLimited: false, authorization: { ok: true, usedAfter: Number(r.used_after) } };
+        if (r.outcome === 'period_ended' && !rolled) {
+          // The period ended since the last request: move to the current one and try again,
+          // without counting the request in its rate window a second time.
+          await this.rollPeriod(req.accountId);
+          subject = null;
+          continue;
+        }
+        const denial = (DENIALS.has(r.outcome) ? r.outcome : 'no_subscription') as Denial;
+        return { hits, rateLimited: false, authorization: { ok: false, denial } };
+      }
+    });
+  }
+
   /** Advances an ended period (or cancels at period end). Guarded on the old end so concurrent rolls agree. */
   private async rollPeriod(accountId: number): Promise<void> {
-    const sub = (await this.db('subscriptions').where({ account_id: accountId }).first()) as SubscriptionRow | undefined;
+    const sub = (await this.db('subscriptions')
+      .where({ account_id: accountId })
+      .first('*', this.db.raw('current_period_end::text AS end_text'))) as (SubscriptionRow & { end_text: string }) | undefined;
     const now = this.now();
     if (!sub || sub.current_period_end.getTime() > now.getTime()) return;
-    const guard = this.db('subscriptions').where({ id: sub.id, current_period_end: sub.current_period_end });
+    // Guard on the stored value exactly (as text: a JS Date drops microseconds), so of two
+    // concurrent rolls only one applies.
+    const guard = this.db('subscriptions').where({ id: sub.id }).whereRaw('current_period_end = ?::timestamptz', [sub.end_text]);
     if (sub.cancel_at_period_end && isServed(sub.status)) {
       await guard.update({ status: 'canceled', canceled_at: sub.current_period_end, updated_at: now });
       return;
     }
-    const { start, end } = periodContaining(sub.current_period_start, now);
+    const { start, end } = rollForward({ start: sub.current_period_start, end: sub.current_period_end }, now);
     await guard.update({ current_period_start: start, current_period_end: end, updated_at: now });
   }
 

@@ -53,6 +53,13 @@ export type Denial = 'limit_reached' | 'no_subscription' | 'no_billing_account' 
 
 export type Authorization = { ok: true; usedAfter: number } | { ok: false; denial: Denial };
 
+/** A paid request's admission: its key's rate window and its credits, decided in one step. */
+export interface AdmissionRequest extends ChargeRequest {
+  rate: { subject: string; windowStart: Date; limit: number };
+}
+
+export type Admission = { hits: number } & ({ rateLimited: true } | { rateLimited: false; authorization: Authorization });
+
 /** Thrown when the provider cannot be reached; callers fail closed. */
 export class BillingUnavailableError extends Error {
   constructor(cause: unknown) {
@@ -60,12 +67,27 @@ export class BillingUnavailableError extends Error {
   }
 }
 
+/**
+ * Metering (counters and ledger) stays in our PostgreSQL whatever the provider: a provider
+ * backed by an outside system (Stripe) mirrors plans and subscriptions into the same tables and
+ * reports captured usage to that system asynchronously.
+ */
 export interface BillingProvider {
   snapshot(accountId: number): Promise<BillingSnapshot>;
-  /** Reserves credits before the API runs; one atomic step that also enforces the hard cap. */
+  /**
+   * Counts the request in its key's rate window and, only when within the limit, reserves its
+   * credits; one atomic step that also enforces the hard cap. A rate-limited request is never charged.
+   */
+  admit(req: AdmissionRequest): Promise<Admission>;
+  /** Reserves credits without touching a rate window (operator tools, tests). */
   authorize(req: ChargeRequest): Promise<Authorization>;
-  /** Turns a reservation into a charge (the request was served, or the API answered 4xx). Idempotent. */
+  /**
+   * Turns a reservation into a charge (the request was served, or the API answered 4xx).
+   * Idempotent; captures are written in small batches and the promise resolves once stored.
+   */
   capture(requestId: string, statusCode: number): Promise<void>;
+  /** Writes any queued captures (at shutdown). */
+  flush(): Promise<void>;
   /** Returns a reservation's credits (denied or 5xx). Idempotent: credits come back at most once. */
   release(requestId: string, statusCode: number | null): Promise<void>;
   /** Releases reservations older than maxAgeMs, left behind by a crash. Returns how many. */

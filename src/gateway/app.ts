@@ -16,7 +16,10 @@ export interface ApiModule {
 }
 
 export function createGateway(services: Services, apis: readonly ApiModule[]): Koa<RequestState> {
-  const app = new Koa<RequestState>({ proxy: services.config.TRUST_PROXY });
+  // Behind the trusted reverse proxy, only the X-Forwarded-For entry that proxy appended (the
+  // last one) is the client's address; earlier entries are whatever the client sent, and
+  // trusting them would let a caller rotate addresses past the unauthenticated rate limit.
+  const app = new Koa<RequestState>({ proxy: services.config.TRUST_PROXY, maxIpsCount: 1 });
   // Errors are rendered by the boundary; Koa's default handler would only print them again.
   app.silent = true;
   const routes = apis.flatMap((a) => a.routes);
@@ -26,7 +29,8 @@ export function createGateway(services: Services, apis: readonly ApiModule[]): K
   app.use(requestContext(services));
   app.use(errorBoundary(Object.fromEntries(apis.map((a) => [a.api, a.failures]))));
   app.use(async (ctx, next) => {
-    if (ctx.method === 'GET' && ctx.path === '/openapi.json') {
+    // HEAD like GET, as for every GET route (Koa sends the headers without the body).
+    if ((ctx.method === 'GET' || ctx.method === 'HEAD') && ctx.path === '/openapi.json') {
       ctx.state.operationId = 'openapi';
       ctx.type = 'application/json';
       ctx.body = openapi;

@@ -52,23 +52,3 @@ export const checkAccess: Middleware<RequestState> = async (ctx, next) => {
   if (api !== 'account' && (!api || !ctx.state.principal?.apis.includes(api))) throw new GatewayError('forbidden');
   await next();
 };
-
-/** Check 3: the key's requests in the current calendar minute. */
-export const throttle: Middleware<RequestState> = async (ctx, next) => {
-  const { limiter, config } = ctx.state.services;
-  const p = ctx.state.principal!;
-  let d;
-  try {
-    d = await limiter.hit(`key:${p.keyId}`, p.rateLimitPerMinute ?? config.RATE_LIMIT_PER_MINUTE);
-  } catch (err) {
-    ctx.state.log.error({ err }, 'rate limiter unavailable');
-    throw new GatewayError('service_unavailable');
-  }
-  ctx.set(rateLimitHeaders('default', d));
-  if (!d.allowed) {
-    const err = new GatewayError('rate_limited', `more than ${d.limit} requests in the current minute`);
-    err.headers = { 'Retry-After': String(d.resetSeconds) };
-    throw err;
-  }
-  await next();
-};

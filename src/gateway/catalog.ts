@@ -25,7 +25,9 @@ export const SALES_LIMIT_MAX = 200;
 export function salesListCost(query: Record<string, string | string[] | undefined>): number {
   const raw = query.sales_limit;
   if (raw === undefined) return Math.ceil(SALES_LIMIT_DEFAULT / 20);
-  if (typeof raw !== 'string' || !/^[0-9]{1,3}$/.test(raw) || Number(raw) < 1 || Number(raw) > SALES_LIMIT_MAX) {
+  // Decimal digits only (no sign, exponent, fraction, spaces or repeats); leading zeros are
+  // still the same integer, so "020" and "0020" both mean 20.
+  if (typeof raw !== 'string' || !/^[0-9]+$/.test(raw) || Number(raw) < 1 || Number(raw) > SALES_LIMIT_MAX) {
     throw new GatewayError('invalid_parameter', `sales_limit must be an integer from 1 to ${SALES_LIMIT_MAX}`);
   }
   return Math.ceil(Number(raw) / 20);

@@ -1,23 +1,74 @@
-// Check 4: billing. A paid request reserves its credits before the API runs; when the API
-// answers, the reservation is captured (2xx-4xx: served, or the API's own 4xx, billed once)
-// or released (5xx: never billed). Denials are 402s in the gateway envelope.
+// Checks 3 and 4 of spec 5.6: the rate limit, then billing. A free request is only counted in
+// its key's window. A paid request is admitted in one step (BillingProvider.admit): counted,
+// and only when within the limit, its credits reserved. When the API answers, the reservation
+// is captured (2xx-4xx: served, or the API's own 4xx, billed once) or released (5xx: never
+// billed). Neither is awaited: the response does not wait on bookkeeping, and a capture lost
+// to a crash is released by the sweeper (under-billing, never double-billing).
 import type { Middleware } from 'koa';
 import { BillingUnavailableError } from '../billing/provider.ts';
 import { ApiError } from './api-error.ts';
 import type { Operation } from './catalog.ts';
 import { GatewayError } from './errors.ts';
+import { rateDecision, rateLimitHeaders, rateWindow, type RateDecision } from './rate-limit.ts';
 import type { RequestState } from './request-state.ts';
+import type { RouteContext } from './route.ts';
 
-export function meter(op: Operation): Middleware<RequestState> {
+function applyRateDecision(ctx: RouteContext, d: RateDecision): void {
+  ctx.set(rateLimitHeaders('default', d));
+  if (!d.allowed) {
+    const err = new GatewayError('rate_limited', `more than ${d.limit} requests in the current minute`);
+    err.headers = { 'Retry-After': String(d.resetSeconds) };
+    throw err;
+  }
+}
+
+function keyLimit(ctx: RouteContext): { subject: string; limit: number } {
+  const p = ctx.state.principal!;
+  return { subject: `key:${p.keyId}`, limit: p.rateLimitPerMinute ?? ctx.state.services.config.RATE_LIMIT_PER_MINUTE };
+}
+
+/** Counts the request in its key's window (free routes, and paid ones refused before billing). */
+async function count(ctx: RouteContext): Promise<void> {
+  const { subject, limit } = keyLimit(ctx);
+  let d;
+  try {
+    d = await ctx.state.services.limiter.hit(subject, limit);
+  } catch (err) {
+    ctx.state.log.error({ err }, 'rate limiter unavailable');
+    throw new GatewayError('service_unavailable');
+  }
+  applyRateDecision(ctx, d);
+}
+
+export function admit(op: Operation): Middleware<RequestState> {
   return async (ctx, next) => {
-    const credits = typeof op.cost === 'function' ? op.cost(ctx.query) : op.cost;
-    if (credits === 0) return next();
-    const { billing, metrics } = ctx.state.services;
+    let credits: number;
+    try {
+      credits = typeof op.cost === 'function' ? op.cost(ctx.query) : op.cost;
+    } catch (err) {
+      await count(ctx); // a rate-limited request answers 429 even when its parameter is bad
+      throw err;
+    }
+    if (credits === 0) {
+      await count(ctx);
+      return next();
+    }
+
+    const { billing, metrics, limiter } = ctx.state.services;
     const { requestId, log } = ctx.state;
     const p = ctx.state.principal!;
-    let auth;
+    const { subject, limit } = keyLimit(ctx);
+    const window = rateWindow(limiter.now());
+    let admission;
     try {
-      auth = await billing.authorize({ accountId: p.accountId, keyId: p.keyId, requestId, operation: ctx.state.operationId!, credits });
+      admission = await billing.admit({
+        accountId: p.accountId,
+        keyId: p.keyId,
+        requestId,
+        operation: ctx.state.operationId!,
+        credits,
+        rate: { subject, windowStart: window.start, limit },
+      });
     } catch (err) {
       if (err instanceof BillingUnavailableError) {
         log.error({ err: err.cause }, 'billing unavailable');
@@ -25,7 +76,9 @@ export function meter(op: Operation): Middleware<RequestState> {
       }
       throw err;
     }
-    if (!auth.ok) throw new GatewayError(auth.denial);
+    applyRateDecision(ctx, rateDecision(admission.hits, limit, window.resetSeconds));
+    if (admission.rateLimited) throw new Error('unreachable: a rate-limited admission is refused above');
+    if (!admission.authorization.ok) throw new GatewayError(admission.authorization.denial);
     ctx.state.credits = credits;
 
     let status = 500;
@@ -36,19 +89,10 @@ export function meter(op: Operation): Middleware<RequestState> {
       status = err instanceof ApiError ? err.status : 500;
       throw err;
     } finally {
-      try {
-        if (status >= 500) {
-          ctx.state.credits = 0;
-          await billing.release(requestId, status);
-        } else {
-          await billing.capture(requestId, status);
-          metrics.credits.inc({ api: op.api }, credits);
-        }
-      } catch (err) {
-        // The reservation stays 'reserved' and the sweeper releases it: a failure here can
-        // under-bill one request, never double-bill.
-        log.error({ err }, 'could not settle reservation');
-      }
+      const settled =
+        status >= 500 ? billing.release(requestId, status) : billing.capture(requestId, status).then(() => metrics.credits.inc({ api: op.api }, credits));
+      if (status >= 500) ctx.state.credits = 0;
+      settled.catch((err) => log.error({ err }, 'could not settle reservation; the sweeper will release it'));
     }
   };
 }

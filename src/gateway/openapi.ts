@@ -1,5 +1,6 @@
 // The OpenAPI 3.1 document, generated from the same zod schemas that validate requests
 // (OpenAPI 3.1 schemas are JSON Schema 2020-12, which zod emits natively).
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { operation, type Operation } from './catalog.ts';
 import type { RouteSpec } from './route.ts';
@@ -16,9 +17,46 @@ const GATEWAY_DENIALS: Record<string, string> = {
   '502': 'service_unavailable: a gateway backend is unreachable',
 };
 
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): object {
-  const { $schema: _ignored, ...rest } = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
-  return rest;
+/**
+ * Named schemas (zod `.meta({id})`) become `components.schemas` entries. zod emits them as
+ * `$defs` inside each schema with `#/$defs/...` references, but in an OpenAPI document `#` is
+ * the document's root, so those references would not resolve: hoist them and point there.
+ */
+class SchemaComponents {
+  readonly schemas: Record<string, object> = {};
+
+  jsonSchema(schema: z.ZodType, io: 'input' | 'output'): object {
+    const generated = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
+    const { $schema: _ignored, $defs, ...root } = generated as { $schema?: unknown; $defs?: Record<string, object> };
+    const defs = Object.entries($defs ?? {});
+    // The same id may describe different shapes (a request's input and a response's output).
+    const names = new Map(defs.map(([name]) => [name, name]));
+    for (let round = 0; round < 10; round++) {
+      let clash = false;
+      for (const [name, def] of defs) {
+        const target = names.get(name)!;
+        const existing = this.schemas[target];
+        if (existing && !isDeepStrictEqual(existing, rewriteRefs(def, names))) {
+          names.set(name, `${name}${io === 'input' ? 'Input' : 'Output'}${round ? round + 1 : ''}`);
+          clash = true;
+        }
+      }
+      if (!clash) break;
+    }
+    for (const [name, def] of defs) this.schemas[names.get(name)!] = rewriteRefs(def, names);
+    return rewriteRefs(root, names);
+  }
+}
+
+function rewriteRefs<T>(node: T, names: ReadonlyMap<string, string>): T {
+  if (Array.isArray(node)) return node.map((n) => rewriteRefs(n, names)) as T;
+  if (node === null || typeof node !== 'object') return node;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(node)) {
+    const local = k === '$ref' && typeof v === 'string' ? /^#\/\$defs\/(.+)$/.exec(v) : null;
+    out[k] = local ? `#/components/schemas/${names.get(local[1]!) ?? local[1]}` : rewriteRefs(v, names);
+  }
+  return out as T;
 }
 
 function creditsText(op: Operation): string {
@@ -26,7 +64,7 @@ function creditsText(op: Operation): string {
   return 'ceil(sales_limit / 20) credits';
 }
 
-function parameters(spec: RouteSpec, op: Operation): object[] {
+function parameters(spec: RouteSpec, op: Operation, jsonSchema: SchemaComponents['jsonSchema']): object[] {
   const out: object[] = [];
   const params = spec.request?.params?.shape ?? {};
   for (const name of op.path.split('/').filter((s) => s.startsWith(':')).map((s) => s.slice(1))) {
@@ -41,6 +79,8 @@ function parameters(spec: RouteSpec, op: Operation): object[] {
 }
 
 export function buildOpenApi(routes: readonly RouteSpec[], serverUrl?: string): object {
+  const components = new SchemaComponents();
+  const jsonSchema = components.jsonSchema.bind(components);
   const paths: Record<string, Record<string, object>> = {};
   for (const spec of routes) {
     const op = operation(spec.operationId);
@@ -61,7 +101,7 @@ export function buildOpenApi(routes: readonly RouteSpec[], serverUrl?: string): 
       tags: [op.api],
       description: `Costs ${creditsText(op)}.`,
       'x-credits': typeof op.cost === 'number' ? op.cost : 'ceil(sales_limit / 20)',
-      parameters: parameters(spec, op),
+      parameters: parameters(spec, op, jsonSchema),
       ...(spec.request?.body
         ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(spec.request.body, 'input') } } } }
         : {}),
@@ -77,7 +117,7 @@ export function buildOpenApi(routes: readonly RouteSpec[], serverUrl?: string): 
     },
     ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
     security: [{ apikey: [] }],
-    components: { securitySchemes: { apikey: { type: 'apiKey', in: 'header', name: 'apikey' } } },
+    components: { schemas: components.schemas, securitySchemes: { apikey: { type: 'apiKey', in: 'header', name: 'apikey' } } },
     paths,
   };
 }

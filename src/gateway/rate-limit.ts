@@ -1,6 +1,8 @@
 // Fixed calendar-minute rate limiting shared by every gateway replica: one atomic
-// upsert-and-return per request, so concurrent requests can never slip past the limit.
-import type { Db } from '../../db/connection.ts';
+// upsert-and-return per request, so concurrent requests can never slip past the limit. Paid
+// requests are counted inside their admission (BillingProvider.admit) in the same round trip.
+import type { Pool } from '../../db/pool.ts';
+import type { AdmissionGroups } from './admissions.ts';
 
 export interface RateDecision {
   allowed: boolean;
@@ -12,35 +14,43 @@ export interface RateDecision {
 
 const WINDOW_MS = 60_000;
 
+/** The calendar minute containing `nowMs`, and whole seconds until it ends (at least 1). */
+export function rateWindow(nowMs: number): { start: Date; resetSeconds: number } {
+  const start = nowMs - (nowMs % WINDOW_MS);
+  return { start: new Date(start), resetSeconds: Math.max(1, Math.ceil((start + WINDOW_MS - nowMs) / 1000)) };
+}
+
+export function rateDecision(hits: number, limit: number, resetSeconds: number): RateDecision {
+  return { allowed: hits <= limit, limit, remaining: Math.max(0, limit - hits), resetSeconds };
+}
+
+/** Counts requests per subject in the current window, through gateway_admit's counting step. */
 export class RateLimiter {
   constructor(
-    private readonly db: Db,
-    private readonly now: () => number = Date.now,
+    private readonly admissions: AdmissionGroups,
+    private readonly pool: Pool,
+    readonly now: () => number = Date.now,
   ) {}
 
   async hit(subject: string, limit: number): Promise<RateDecision> {
-    const t = this.now();
-    const windowStart = t - (t % WINDOW_MS);
-    const { rows } = await this.db.raw(
-      `INSERT INTO rate_limit_windows AS w (subject, window_start, hits) VALUES (?, ?, 1)
-       ON CONFLICT (subject, window_start) DO UPDATE SET hits = w.hits + 1
-       RETURNING hits`,
-      [subject, new Date(windowStart)],
-    );
-    const hits = Number(rows[0].hits);
-    return {
-      allowed: hits <= limit,
+    const w = rateWindow(this.now());
+    const row = await this.admissions.admit({
+      subject,
+      windowStart: w.start,
       limit,
-      remaining: Math.max(0, limit - hits),
-      resetSeconds: Math.max(1, Math.ceil((windowStart + WINDOW_MS - t) / 1000)),
-    };
+      accountId: null,
+      credits: null,
+      requestId: null,
+      keyId: null,
+      operation: null,
+    });
+    return rateDecision(Number(row.hits), limit, w.resetSeconds);
   }
 
   /** Drops finished windows; run periodically. */
   async prune(): Promise<number> {
-    return this.db('rate_limit_windows')
-      .where('window_start', '<', new Date(this.now() - 2 * WINDOW_MS))
-      .delete();
+    const { rowCount } = await this.pool.query('DELETE FROM rate_limit_windows WHERE window_start < $1', [new Date(this.now() - 2 * WINDOW_MS)]);
+    return rowCount ?? 0;
   }
 }
 

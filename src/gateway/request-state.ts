@@ -2,6 +2,7 @@
 // handlers use (never module-level singletons), and what the gateway learned about the caller.
 import type { Config } from '../config.ts';
 import type { Db } from '../../db/connection.ts';
+import type { Pool } from '../../db/pool.ts';
 import type { Logger } from '../logger.ts';
 import type { BillingProvider } from '../billing/provider.ts';
 import type { ApiName } from './catalog.ts';
@@ -12,6 +13,8 @@ import type { Metrics } from './metrics.ts';
 export interface Services {
   config: Config;
   db: Db;
+  /** Plain pg pool for the per-request statements (db/pool.ts). */
+  pool: Pool;
   log: Logger;
   billing: BillingProvider;
   keys: KeyVerifier;

@@ -2,10 +2,10 @@
 // authentication, access, rate limit, then billing, then the API's handler.
 import Router from '@koa/router';
 import type { Middleware } from 'koa';
-import { authenticate, checkAccess, throttle } from './authenticate.ts';
+import { authenticate, checkAccess } from './authenticate.ts';
 import { operation, type Operation } from './catalog.ts';
 import { GatewayError } from './errors.ts';
-import { meter } from './metering.ts';
+import { admit } from './metering.ts';
 import type { RequestState } from './request-state.ts';
 import type { RouteSpec } from './route.ts';
 
@@ -25,7 +25,7 @@ export function buildRouter(routes: readonly RouteSpec[]): Router<RequestState> 
   const router = new Router<RequestState>();
   for (const spec of routes) {
     const op = operation(spec.operationId);
-    const chain: Middleware<RequestState>[] = [matched(spec.operationId, op), authenticate, checkAccess, throttle, meter(op)];
+    const chain: Middleware<RequestState>[] = [matched(spec.operationId, op), authenticate, checkAccess, admit(op)];
     router.register(op.path, [op.method], [...chain, (ctx: Parameters<RouteSpec['handler']>[0]) => spec.handler(ctx)] as never);
   }
   return router;

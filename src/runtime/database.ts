@@ -1,7 +1,7 @@
 // Opens the service's database: DATABASE_URL when given, else the embedded PostgreSQL under
 // DATA_DIR; applies pending migrations. Shared by `npm start`, the admin CLI and `npm run migrate`.
 import type { Config } from '../config.ts';
-import { createDb, type Db } from '../../db/connection.ts';
+import { createDb, type Db, type DbOptions } from '../../db/connection.ts';
 import { startEmbeddedPostgres } from '../../db/embedded.ts';
 import { migrateLatest } from '../../db/migrations/index.ts';
 
@@ -14,7 +14,7 @@ export interface OpenDatabase {
 export async function openDatabase(
   config: Config,
   progress: (msg: string) => void,
-  opts: { applicationName?: string; poolMax?: number } = {},
+  opts: { applicationName?: string; poolMax?: number; log?: DbOptions['log'] } = {},
 ): Promise<OpenDatabase> {
   let connectionString = config.DATABASE_URL;
   let stopEmbedded = async () => {};
@@ -28,6 +28,7 @@ export async function openDatabase(
     poolMax: opts.poolMax ?? config.DB_POOL_MAX,
     statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
     applicationName: opts.applicationName,
+    log: opts.log,
   });
   try {
     const applied = await migrateLatest(db);

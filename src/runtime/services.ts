@@ -1,23 +1,36 @@
 // Builds the services every request handler receives, once per process.
 import type { Config } from '../config.ts';
 import type { Db } from '../../db/connection.ts';
+import { createPool, type Pool } from '../../db/pool.ts';
 import type { Logger } from '../logger.ts';
 import { LocalBillingProvider } from '../billing/local-provider.ts';
 import { KeyVerifier } from '../gateway/key-verifier.ts';
 import { Metrics } from '../gateway/metrics.ts';
+import { AdmissionGroups } from '../gateway/admissions.ts';
 import { RateLimiter } from '../gateway/rate-limit.ts';
 import type { Services } from '../gateway/request-state.ts';
 
-export function createServices(config: Config, db: Db, log: Logger, metrics = new Metrics()): Services {
+export function createServices(config: Config, db: Db, log: Logger, metrics = new Metrics(), pool?: Pool): Services {
+  const connectionString = (db.client.config as { connection: { connectionString: string } }).connection.connectionString;
+  const hot =
+    pool ?? createPool({ connectionString, max: config.DB_POOL_MAX, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
+  const admissions = new AdmissionGroups(hot);
   return {
     config,
     db,
+    pool: hot,
     log,
-    billing: new LocalBillingProvider(db),
+    billing: new LocalBillingProvider(db, hot, { admissions }),
     keys: new KeyVerifier(db, config.KEY_CACHE_TTL_MS),
-    limiter: new RateLimiter(db),
+    limiter: new RateLimiter(admissions, hot),
     metrics,
   };
+}
+
+/** Writes queued captures and closes the per-request pool (the knex pool is the caller's). */
+export async function closeServices(services: Services): Promise<void> {
+  await services.billing.flush().catch(() => {});
+  await services.pool.end();
 }
 
 /**

@@ -1,9 +1,9 @@
 // Account API: GET /usage, read live from the billing provider on every call.
-import { BillingUnavailableError, isServed } from '../../billing/provider.ts';
+import { BillingUnavailableError } from '../../billing/provider.ts';
 import type { ApiModule } from '../../gateway/app.ts';
 import { AccountError, accountFailures } from './errors.ts';
 import { usageReportSchema } from './schema.ts';
-import { buildUsageReport } from './usage-report.ts';
+import { buildUsageReport, isServedSnapshot } from './usage-report.ts';
 
 export const accountApi: ApiModule = {
   api: 'account',
@@ -24,8 +24,9 @@ export const accountApi: ApiModule = {
           if (err instanceof BillingUnavailableError) throw new AccountError(502, 'billing_unavailable');
           throw err;
         }
-        const sub = snapshot.subscription;
-        if (sub && snapshot.plan && !snapshot.plan.priceId && isServed(sub.status)) {
+        // A served subscription on a plan without a price cannot be billed (paid requests get
+        // 402 plan_unavailable); the report says so instead of showing credits.
+        if (isServedSnapshot(snapshot) && !snapshot.plan!.priceId) {
           throw new AccountError(502, 'bad_plan_pricing');
         }
         ctx.body = buildUsageReport(snapshot, new Date());

@@ -19,9 +19,18 @@ export function usageStatus(used: number, included: number, hardCap: number | nu
   return 'ok';
 }
 
+/**
+ * Whether the snapshot describes an account that paid requests are served for: an active or
+ * trialing subscription on a billing account. Without a billing account every paid request
+ * answers 402 no_billing_account, so the report must not claim a served subscription either.
+ */
+export function isServedSnapshot(s: BillingSnapshot): boolean {
+  return s.subscription !== null && s.plan !== null && s.customerId !== null && isServed(s.subscription.status);
+}
+
 export function buildUsageReport(s: BillingSnapshot, now: Date): UsageReport {
   const sub = s.subscription;
-  const served = sub !== null && isServed(sub.status);
+  const served = isServedSnapshot(s);
   const nowMs = now.getTime();
   const period = sub
     ? (() => {
@@ -38,11 +47,14 @@ export function buildUsageReport(s: BillingSnapshot, now: Date): UsageReport {
 
   const base = {
     customer_id: s.customerId,
+    plan: null as string | null,
     plan_ids: {
       subscription_id: sub?.id ?? null,
       price_id: s.plan?.priceId ?? null,
       product_id: s.plan?.productId ?? null,
     },
+    status: 'none' as UsageReport['status'],
+    usage_status: 'none' as UsageReport['usage_status'],
     cancel_at_period_end: sub?.cancelAtPeriodEnd ?? false,
     canceled_at: sub?.canceledAt?.toISOString() ?? null,
     trial_end: sub?.trialEnd?.toISOString() ?? null,
@@ -51,7 +63,7 @@ export function buildUsageReport(s: BillingSnapshot, now: Date): UsageReport {
     period,
   };
 
-  if (!served || !s.plan) {
+  if (!served || !sub || !s.plan) {
     return {
       ...base,
       plan: null,
@@ -67,7 +79,8 @@ export function buildUsageReport(s: BillingSnapshot, now: Date): UsageReport {
   const end = sub.periodEnd.getTime();
   const paceWindow = Math.max(nowMs - start, MIN_PACE_WINDOW_MS);
   let projected = Math.round(used * ((end - start) / paceWindow));
-  projected = Math.max(used, hardCap === null ? projected : Math.min(projected, hardCap));
+  // An operator may set any safe integer as used: keep the extrapolation an exact integer too.
+  projected = Math.max(used, Math.min(projected, hardCap ?? Number.MAX_SAFE_INTEGER));
   return {
     ...base,
     plan: s.plan.id,

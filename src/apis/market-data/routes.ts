@@ -12,14 +12,11 @@ export const marketDataApi: ApiModule = {
   routes: [
     {
       operationId: 'pingMarketData',
-      summary: 'Liveness probe: answers once the data backend answers',
-      responses: {
-        200: { description: 'Up', schema: pingSchema },
-        503: { description: 'EDGE_UNAVAILABLE' },
-        504: { description: 'EDGE_TIMEOUT' },
-      },
+      summary: 'Liveness probe',
+      responses: { 200: { description: 'Up', schema: pingSchema } },
+      // No query of its own: the gateway's admission of this paid request has just read and
+      // written the database, so an answer here means the data backend answered too.
       handler: async (ctx) => {
-        await ctx.state.services.db.raw('SELECT 1');
         ctx.body = { status: 'ok', time: new Date().toISOString() };
       },
     },

@@ -19,15 +19,22 @@ import { TooManyItemsError, WatchlistStore } from './store.ts';
 const errorBody = { description: '`{error: string}`' };
 
 function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'unrecognized_keys') return `unknown field${issue.keys.length > 1 ? 's' : ''}: ${issue.keys.join(', ')}`;
   const path = issue.path.map(String).join('.');
-  return path ? `${path}: ${issue.message}` : issue.message;
+  const message =
+    issue.code === 'unrecognized_keys' ? `unknown field${issue.keys.length > 1 ? 's' : ''}: ${issue.keys.join(', ')}` : issue.message;
+  return path ? `${path}: ${message}` : message;
 }
 
 async function parseBody<S extends z.ZodType>(ctx: RouteContext, schema: S, fixed: readonly string[]): Promise<z.output<S>> {
   const body = await readJsonBody(ctx, ctx.state.services.config.MAX_BODY_BYTES);
   if (body.kind === 'invalid') throw new WatchlistError(400, `body is not valid JSON: ${body.reason}`, 'detail');
-  if (body.kind === 'too_large') throw new WatchlistError(413, `body is larger than ${body.limit} bytes`);
+  if (body.kind === 'too_large') {
+    // The rest of the upload was never read: close the connection, or a client reusing it
+    // would send its next request into the middle of this body (and hang, then reset).
+    const err = new WatchlistError(413, `body is larger than ${body.limit} bytes`);
+    err.headers = { Connection: 'close' };
+    throw err;
+  }
   const value = body.kind === 'json' ? body.value : undefined;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new WatchlistError(400, 'body must be a JSON object');
   for (const f of SERVER_FIELDS) {

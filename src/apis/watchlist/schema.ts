@@ -5,16 +5,94 @@
 import { z } from 'zod';
 import { PLATFORM_KEYS } from '../../platform/registry.ts';
 
-const money = z.number().min(0).max(10_000_000);
+/**
+ * Text PostgreSQL can store exactly: no NUL (text and jsonb reject it) and no unpaired UTF-16
+ * surrogate (text would silently store U+FFFD, jsonb rejects the escape).
+ */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+export function isStorableText(s: string): boolean {
+  return !s.includes('\u0000') && !LONE_SURROGATE.test(s);
+}
+const STORABLE_TEXT = 'must not contain NUL characters or unpaired surrogates';
+const text = () => z.string().refine(isStorableText, STORABLE_TEXT);
+
+// The price columns are numeric(12,2) (db/migrations/002): two decimals, like the currencies
+// prices come in. More decimals would come back rounded, so they are refused here.
+const MONEY_MAX = 10_000_000;
+const money = z
+  .number()
+  .min(0)
+  .max(MONEY_MAX)
+  .multipleOf(0.01)
+  .refine((v) => Number(v.toFixed(2)) === v, 'must have at most two decimal places');
 const stock = z.number().int().min(0).max(1_000_000);
 const externalId = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 const isoDate = z.iso.date();
+
+// timestamptz accepts offsets up to ±15:59, and instants must render back as four-digit-year
+// RFC 3339 (toISOString switches to six-digit years past 9999 and PostgreSQL has no year 0).
+const EARLIEST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59Z');
+const timestampInput = z.iso.datetime({ offset: true }).refine((v) => {
+  const offset = /([+-])(\d{2}):(\d{2})$/.exec(v);
+  if (offset && Number(offset[2]) > 15) return false;
+  const t = Date.parse(v);
+  return t >= EARLIEST_INSTANT && t < LATEST_INSTANT;
+}, 'must be between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, with an offset of at most ±15:59');
+
+/** Any JSON value (what JSON.parse returns). */
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
+export const ROLES_JSON_MAX_CHARS = 16_384;
+export const ROLES_JSON_MAX_DEPTH = 100;
+
+/**
+ * Why `value` cannot be stored as opaque JSON, or null. Iterative, so no nesting can exhaust the
+ * stack (z.json() recurses and overflowed on deep input), and it keeps the value itself, so a
+ * member named `__proto__` survives (z.json() rebuilds objects by assignment and lost it).
+ */
+export function opaqueJsonProblem(value: unknown): string | null {
+  const pending: [unknown, number][] = [[value, 0]];
+  while (pending.length) {
+    const [v, depth] = pending.pop()!;
+    if (v === null || typeof v === 'boolean') continue;
+    if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return 'numbers must be finite';
+      continue;
+    }
+    if (typeof v === 'string') {
+      if (!isStorableText(v)) return `strings ${STORABLE_TEXT}`;
+      continue;
+    }
+    if (typeof v !== 'object') return 'must be a JSON value';
+    if (depth >= ROLES_JSON_MAX_DEPTH) return `must not nest more than ${ROLES_JSON_MAX_DEPTH} levels of arrays and objects`;
+    if (Array.isArray(v)) {
+      for (const x of v) pending.push([x, depth + 1]);
+      continue;
+    }
+    const proto: unknown = Object.getPrototypeOf(v);
+    if (proto !== Object.prototype && proto !== null) return 'must be a JSON value';
+    for (const [k, x] of Object.entries(v)) {
+      if (!isStorableText(k)) return `member names ${STORABLE_TEXT}`;
+      pending.push([x, depth + 1]);
+    }
+  }
+  if (JSON.stringify(value).length > ROLES_JSON_MAX_CHARS) return `must serialise to at most ${ROLES_JSON_MAX_CHARS} characters`;
+  return null;
+}
+
+const opaqueJson = z.custom<Json>().superRefine((v, ctx) => {
+  const problem = opaqueJsonProblem(v);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
 
 export const CHANGE_TYPES = ['stock_increase', 'price_decrease', 'price_increase'] as const;
 
 /** Fields a client may send on create and PATCH, without defaults. */
 export const settableFields = {
-  min_price_filter: money.nullable().meta({ description: 'Ignore tickets priced below this (number, in the event currency)' }),
+  min_price_filter: money
+    .nullable()
+    .meta({ description: 'Ignore tickets priced below this (number, in the event currency, 0..999999.99, at most two decimals)' }),
   max_price_filter: money.nullable().meta({ description: 'Ignore tickets priced above this' }),
   min_avg_price_threshold: money
     .nullable()
@@ -26,9 +104,9 @@ export const settableFields = {
   stock_threshold_filter_max: stock.nullable().meta({ description: 'Maximum available stock to notify on' }),
   seat_quantity: z.number().int().min(1).max(100).meta({ description: 'Number of contiguous seats wanted (1..100)' }),
   priority: z.number().int().min(0).max(1000).meta({ description: 'Client-defined ordering, 0..1000; higher is more important' }),
-  section: z.string().min(1).max(200).nullable().meta({ description: 'Restrict to this section name (exact, case-insensitive)' }),
+  section: text().min(1).max(200).nullable().meta({ description: 'Restrict to this section name (exact, case-insensitive)' }),
   keywords: z
-    .array(z.string().min(1).max(100))
+    .array(text().min(1).max(100))
     .max(50)
     .nullable()
     .meta({ description: 'Up to 50 words; an offer matches when its name or section contains any of them (case-insensitive)' }),
@@ -37,7 +115,7 @@ export const settableFields = {
     .nullable()
     .meta({ description: 'Inclusive event-date window `{from, to}` as YYYY-MM-DD dates, either may be null or absent' }),
   row_filter: z
-    .array(z.string().min(1).max(20))
+    .array(text().min(1).max(20))
     .max(100)
     .nullable()
     .meta({ description: 'Row names to restrict to (exact, case-insensitive), up to 100' }),
@@ -51,17 +129,17 @@ export const settableFields = {
   no_presale: z.boolean(),
   auto_add_to_watchlist: z.boolean(),
   task_active: z.boolean().meta({ description: 'Whether monitoring is active' }),
-  muted_until: z.iso.datetime({ offset: true }).nullable().meta({ description: 'Suppress notifications until this time (RFC 3339)' }),
-  mb_did: z.string().min(1).max(200).nullable().meta({ description: 'Device id of marketplace B' }),
-  roles_json: z
-    .json()
-    .refine((v) => JSON.stringify(v).length <= 16_384, 'must serialise to at most 16384 characters')
+  muted_until: timestampInput
     .nullable()
-    .meta({ description: 'Opaque JSON, stored and returned as sent (at most 16 KiB)' }),
+    .meta({ description: 'Suppress notifications until this time (RFC 3339 with Z or an offset up to ±15:59; returned in UTC)' }),
+  mb_did: text().min(1).max(200).nullable().meta({ description: 'Device id of marketplace B' }),
+  roles_json: opaqueJson.nullable().meta({
+    description: `Opaque JSON, stored and returned as sent (at most ${ROLES_JSON_MAX_CHARS} characters serialised, ${ROLES_JSON_MAX_DEPTH} levels deep)`,
+  }),
   webhook_setting_id: externalId.nullable().meta({ description: 'Positive integer id of a webhook setting' }),
   role_id: externalId.nullable().meta({ description: 'Positive integer id of a role' }),
   website_id: externalId.nullable().meta({ description: 'Positive integer id of a website' }),
-  notes: z.string().max(2000).nullable().meta({ description: 'Free text, at most 2000 characters' }),
+  notes: text().max(2000).nullable().meta({ description: 'Free text, at most 2000 characters' }),
 } as const;
 
 type Settable = { [K in keyof typeof settableFields]: z.output<(typeof settableFields)[K]> };
@@ -101,8 +179,8 @@ export const ITEM_DEFAULTS: Settable = {
 
 const target = {
   website: z.enum(PLATFORM_KEYS).meta({ description: 'Platform to monitor: one of the keys of GET /events/platforms' }),
-  event: z.string().trim().min(1).max(2048).meta({ description: 'Event identifier on that platform (bare id or URL, spec 2.6)' }),
-  region: z.string().min(1).max(16).meta({ description: 'Region code; case-insensitive, stored lower-case' }),
+  event: text().trim().min(1).max(2048).meta({ description: 'Event identifier on that platform (bare id or URL, spec 2.6)' }),
+  region: text().min(1).max(16).meta({ description: 'Region code; case-insensitive, stored lower-case' }),
 };
 
 export const TARGET_FIELDS = Object.keys(target) as (keyof typeof target)[];

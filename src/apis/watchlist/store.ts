@@ -1,6 +1,8 @@
 // Watchlist persistence. Every change is written with a row in watchlist_changes and a
 // pg_notify in the same transaction; a transaction-scoped advisory lock serialises writers so
 // change ids commit in order (a reader asking for id > last never skips a late commit).
+// Timestamps are taken by the statement that writes, after the locks are held (never now(),
+// the transaction's start), so created_at follows id order and updated_at never moves back.
 import type { Knex } from 'knex';
 import type { Db } from '../../../db/connection.ts';
 import type { CreateItem, UpdateItem, WatchlistItem } from './schema.ts';
@@ -10,6 +12,8 @@ export const CHANGES_CHANNEL = 'watchlist_changes';
 const WRITER_LOCK = 7_204_311;
 const JSON_COLUMNS = ['keywords', 'date_filter', 'row_filter', 'roles_json'] as const;
 const MONEY_COLUMNS = ['min_price_filter', 'max_price_filter', 'min_avg_price_threshold', 'max_avg_price_threshold'] as const;
+/** The start of the current statement: one value for every column it sets, taken once the locks are held. */
+const WRITE_TIME = 'statement_timestamp()';
 
 type Row = Record<string, unknown>;
 
@@ -92,7 +96,7 @@ export class WatchlistStore {
       const live = await trx('watchlist_items').where({ client_id: accountId, deleted: false }).count('* as n').first();
       if (Number(live?.n) >= maxItems) throw new TooManyItemsError(`an account may hold at most ${maxItems} watchlist items`);
       const [row] = await trx('watchlist_items')
-        .insert({ ...toColumns(fields), client_id: accountId, created_at: trx.fn.now(), updated_at: trx.fn.now() })
+        .insert({ ...toColumns(fields), client_id: accountId, created_at: trx.raw(WRITE_TIME), updated_at: trx.raw(WRITE_TIME) })
         .returning('*');
       return { op: 'create', item: renderItem(row) };
     });
@@ -109,6 +113,8 @@ export class WatchlistStore {
     patch: UpdateItem,
     check: (merged: WatchlistItem) => string | null,
   ): Promise<WatchlistItem | string | null> {
+    // An empty PATCH changes nothing: no write, no change row, updated_at stays.
+    if (Object.keys(patch).length === 0) return this.get(accountId, id);
     let refusal: string | null = null;
     const item = await this.write(async (trx) => {
       const current = await trx('watchlist_items').where({ id, client_id: accountId, deleted: false }).forUpdate().first();
@@ -117,7 +123,7 @@ export class WatchlistStore {
       if (refusal) return null;
       const [row] = await trx('watchlist_items')
         .where({ id })
-        .update({ ...toColumns(patch), updated_at: trx.fn.now() })
+        .update({ ...toColumns(patch), updated_at: trx.raw(WRITE_TIME) })
         .returning('*');
       return { op: 'update', item: renderItem(row) };
     });
@@ -126,11 +132,14 @@ export class WatchlistStore {
 
   async softDelete(accountId: number, id: number): Promise<boolean> {
     const item = await this.write(async (trx) => {
+      // Lock the row first so the timestamps below are taken after any concurrent writer committed.
+      const current = await trx('watchlist_items').where({ id, client_id: accountId, deleted: false }).forUpdate().first('id');
+      if (!current) return null;
       const [row] = await trx('watchlist_items')
-        .where({ id, client_id: accountId, deleted: false })
-        .update({ deleted: true, deleted_at: trx.fn.now(), updated_at: trx.fn.now() })
+        .where({ id })
+        .update({ deleted: true, deleted_at: trx.raw(WRITE_TIME), updated_at: trx.raw(WRITE_TIME) })
         .returning('*');
-      return row ? { op: 'delete', item: renderItem(row) } : null;
+      return { op: 'delete', item: renderItem(row) };
     });
     return item !== null;
   }

@@ -1,0 +1,103 @@
+// `npm run bench:gateway`: side by side in one run, a bare Koa app answering a constant JSON
+// versus the gateway answering a paid request (auth, rate limit, metering) and GET /watchlist,
+// with requests spread over many keys so the per-key rate limit never trips.
+// Env: BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (default 50), BENCH_KEYS (default 2000).
+import { createAccount, createKey } from '../src/accounts/operations.ts';
+import { createDb } from '../db/connection.ts';
+import { createScratchDatabase } from '../db/scratch.ts';
+import { runLoad, type LoadResult } from './support/load.ts';
+import { freePort, startServer } from './support/processes.ts';
+
+const duration = Number(process.env.BENCH_DURATION ?? 10);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const keyCount = Number(process.env.BENCH_KEYS ?? 2000);
+const ACCOUNTS = 100;
+
+async function seed(url: string): Promise<string[]> {
+  const db = createDb({ connectionString: url, poolMax: 4 });
+  const keys: string[] = [];
+  const accounts: number[] = [];
+  for (let i = 0; i < ACCOUNTS; i++) accounts.push((await createAccount(db, { plan: 'enterprise', name: `bench-${i}` })).account_id);
+  for (let i = 0; i < keyCount; i++) {
+    // 600/minute per key: the run stays far below it because requests rotate over all keys.
+    keys.push((await createKey(db, { accountId: accounts[i % ACCOUNTS]!, rateLimitPerMinute: 600 })).key);
+    if ((i + 1) % 500 === 0) console.error(`  seeded ${i + 1}/${keyCount} keys`);
+  }
+  // A few watchlist items per account so GET /watchlist returns real rows.
+  for (const a of accounts) {
+    for (let j = 0; j < 5; j++) {
+      await db('watchlist_items').insert({
+        client_id: a, website: 'pf_03', event: `https://pf03.example/event/${a}-${j}`, region: 'us',
+        seat_quantity: 1, priority: 0, stock_threshold_filter: 1, change_type: 'stock_increase',
+        standard_tickets: true, resale_tickets: false, general_admission_tickets: false, platinum_tickets: false,
+        no_restricted_view: false, no_accessibility: false, no_presale: false, auto_add_to_watchlist: false,
+        task_active: true, created_at: db.fn.now(), updated_at: db.fn.now(),
+      });
+    }
+  }
+  await db.destroy();
+  return keys;
+}
+
+function table(rows: LoadResult[], baseline: LoadResult): string {
+  const lines = [
+    '| scenario | requests/s | p50 ms | p99 ms | ratio to bare Koa | non-2xx | errors |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  ];
+  for (const r of rows) {
+    lines.push(`| ${r.name} | ${r.requestsPerSec} | ${r.p50ms} | ${r.p99ms} | ${(r.requestsPerSec / baseline.requestsPerSec).toFixed(2)}x | ${r.non2xx} | ${r.errors} |`);
+  }
+  return lines.join('\n');
+}
+
+async function main() {
+  console.error(`bench:gateway: ${duration}s per scenario, ${connections} connections, ${keyCount} keys over ${ACCOUNTS} accounts`);
+  console.error('creating a scratch database...');
+  const scratch = await createScratchDatabase('tm_bench');
+  try {
+    console.error('seeding accounts and keys...');
+    const keys = await seed(scratch.url);
+    const headersFor = (n: number) => ({ apikey: keys[n % keys.length]! });
+
+    const barePort = await freePort();
+    const gatewayPort = await freePort();
+    const bare = await startServer('bench/servers/bare-koa.ts', barePort, {});
+    const gateway = await startServer('src/main.ts', gatewayPort, {
+      DATABASE_URL: scratch.url,
+      DEMO_ACCOUNT: 'false',
+      LOG_LEVEL: 'warn',
+      METRICS_PORT: String(await freePort()),
+    });
+    try {
+      // Warm-up: JIT, pool connections, and every key into the verification cache.
+      console.error('warming up...');
+      await runLoad({ name: 'warm', url: `http://127.0.0.1:${barePort}`, path: '/', connections, durationSec: 2 });
+      await runLoad({ name: 'warm', url: `http://127.0.0.1:${gatewayPort}`, path: '/svc/data/ping', headersFor, connections, durationSec: 3 });
+
+      const results: LoadResult[] = [];
+      const scenarios = [
+        { name: 'bare Koa, constant JSON', url: `http://127.0.0.1:${barePort}`, path: '/' },
+        { name: 'gateway, paid GET /svc/data/ping (1 credit)', url: `http://127.0.0.1:${gatewayPort}`, path: '/svc/data/ping', headersFor },
+        { name: 'gateway, GET /watchlist (5 items)', url: `http://127.0.0.1:${gatewayPort}`, path: '/watchlist', headersFor },
+      ];
+      for (const s of scenarios) {
+        console.error(`running: ${s.name}`);
+        results.push(await runLoad({ ...s, connections, durationSec: duration }));
+      }
+      console.log(`\n${table(results, results[0]!)}\n`);
+      const paid = results[1]!;
+      const ratio = paid.requestsPerSec / results[0]!.requestsPerSec;
+      console.log(`gateway RSS after run: ${gateway.rssMiB()} MiB; bare Koa RSS: ${bare.rssMiB()} MiB`);
+      console.log(`target: paid request >= 0.4x bare Koa (${ratio.toFixed(2)}x: ${ratio >= 0.4 ? 'met' : 'NOT met'}), p99 < 10 ms (${paid.p99ms} ms: ${paid.p99ms < 10 ? 'met' : 'NOT met'})`);
+    } finally {
+      await Promise.all([bare.stop(), gateway.stop()]);
+    }
+  } finally {
+    await scratch.drop();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,50 @@
+// A throwaway, migrated database for test runs and benchmarks: created on DATABASE_URL's
+// server when given, else on an embedded PostgreSQL in a temp directory; dropped afterwards.
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { createDb } from './connection.ts';
+import { startEmbeddedPostgres } from './embedded.ts';
+import { migrateLatest } from './migrations/index.ts';
+
+export interface ScratchDatabase {
+  url: string;
+  drop(): Promise<void>;
+}
+
+export async function createScratchDatabase(prefix: string, baseUrl = process.env.DATABASE_URL): Promise<ScratchDatabase> {
+  let base = baseUrl;
+  let stopEmbedded = async () => {};
+  let tmp: string | undefined;
+  if (!base) {
+    tmp = await fs.mkdtemp(path.join(os.tmpdir(), `${prefix}-pg-`));
+    await fs.chmod(tmp, 0o755); // the embedded server runs as `postgres` when we are root
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const embedded = await startEmbeddedPostgres(tmp, port, (m) => process.stderr.write(`${m}\n`));
+    base = embedded.connectionString;
+    stopEmbedded = embedded.stop;
+  }
+  const name = `${prefix}_${Date.now().toString(36)}_${process.pid}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const u = new URL(base);
+  u.pathname = `/${name}`;
+  const url = u.toString();
+  const db = createDb({ connectionString: url, poolMax: 2 });
+  await migrateLatest(db);
+  await db.destroy();
+  return {
+    url,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: base });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+      await stopEmbedded();
+      if (tmp) await fs.rm(tmp, { recursive: true, force: true });
+    },
+  };
+}

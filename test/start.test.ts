@@ -1,0 +1,421 @@
+// `npm start` on a fresh machine: embedded PostgreSQL under DATA_DIR (no DATABASE_URL),
+// migrations, the demo account and key printed once, the gateway and metrics listening,
+// Ctrl-C stopping everything with exit 0, data kept between runs, and the admin CLI working
+// against the same data directory whether the service runs or not.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb } from '../db/connection.ts';
+import { ensureDemoAccount } from '../src/accounts/demo.ts';
+import { PROJECT_ROOT, call, databaseUrl, runTs } from './support/harness.ts';
+
+const READY = /gateway listening/;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: '127.0.0.1', port });
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+async function waitUntil(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return check();
+}
+
+/** One `npm start` process, in its own process group like a terminal's foreground job. */
+class Service {
+  readonly child: ChildProcess;
+  stdout = '';
+  stderr = '';
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+
+  constructor(env: NodeJS.ProcessEnv) {
+    this.child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: PROJECT_ROOT,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child.stdout!.setEncoding('utf8').on('data', (d: string) => (this.stdout += d));
+    this.child.stderr!.setEncoding('utf8').on('data', (d: string) => (this.stderr += d));
+    this.exited = new Promise((resolve) => this.child.once('exit', (code, signal) => resolve({ code, signal })));
+  }
+
+  /** Resolves when stdout matches, rejects if the process exits first or the time runs out. */
+  async waitFor(pattern: RegExp, timeoutMs: number): Promise<void> {
+    let exited = false;
+    void this.exited.then(() => (exited = true));
+    const deadline = Date.now() + timeoutMs;
+    while (!pattern.test(this.stdout)) {
+      if (exited) throw new Error(`service exited before ${pattern}:\n${this.stdout}\n${this.stderr}`);
+      if (Date.now() > deadline) throw new Error(`no ${pattern} within ${timeoutMs} ms:\n${this.stdout}\n${this.stderr}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Ctrl-C: SIGINT to the whole process group, as a terminal sends it. */
+  interrupt(): void {
+    process.kill(-this.child.pid!, 'SIGINT');
+  }
+
+  kill(): void {
+    try {
+      process.kill(-this.child.pid!, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+async function exitWithin(svc: Service, ms: number) {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), ms)));
+  const result = await Promise.race([svc.exited, timeout]);
+  clearTimeout(timer);
+  return result;
+}
+
+describe('npm start on embedded defaults', () => {
+  let dataDir: string;
+  let ports: { pg: number; http: number; metrics: number };
+  let env: NodeJS.ProcessEnv;
+  const running: Service[] = [];
+
+  function start(extra: NodeJS.ProcessEnv = {}): Service {
+    const svc = new Service({ ...env, ...extra });
+    running.push(svc);
+    return svc;
+  }
+
+  const base = () => `http://127.0.0.1:${ports.http}`;
+
+  beforeAll(async () => {
+    dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-start-'));
+    // We run as root: the embedded server runs as the `postgres` user and must reach the directory.
+    await fs.chmod(dataDir, 0o755);
+    ports = { pg: await freePort(), http: await freePort(), metrics: await freePort() };
+    env = { ...process.env };
+    // A fresh machine: no DATABASE_URL, nothing else configured but where and on which ports.
+    for (const k of ['DATABASE_URL', 'PORT', 'METRICS_PORT', 'EMBEDDED_PG_PORT', 'DATA_DIR', 'HOST', 'DEMO_ACCOUNT', 'LOG_LEVEL']) delete env[k];
+    Object.assign(env, {
+      DATA_DIR: dataDir,
+      EMBEDDED_PG_PORT: String(ports.pg),
+      PORT: String(ports.http),
+      METRICS_PORT: String(ports.metrics),
+      HOST: '127.0.0.1',
+    });
+  });
+
+  afterAll(async () => {
+    for (const svc of running) svc.kill();
+    // A failed test may leave the embedded server behind: stop it by its pid file.
+    const pid = await fs
+      .readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')
+      .then((t) => Number(t.split('\n')[0]))
+      .catch(() => 0);
+    if (pid > 0) {
+      try {
+        process.kill(pid, 'SIGQUIT');
+      } catch {
+        // not running
+      }
+    }
+    await fs.rm(dataDir, { recursive: true, force: true });
+  });
+
+  let demoKey = '';
+  let itemId = 0;
+  let cliKey = '';
+
+  it('first start: initialises, prints the demo key once, serves the API and metrics; Ctrl-C exits 0 and stops PostgreSQL', async () => {
+    const t0 = Date.now();
+    const svc = start();
+    await svc.waitFor(READY, 90_000);
+    const readyMs = Date.now() - t0;
+    expect(readyMs).toBeLessThan(60_000); // initdb included
+
+    const printed = svc.stdout.match(/^\s+(tmk_[A-Za-z0-9_-]+)\s*$/m);
+    expect(printed, svc.stdout).not.toBeNull();
+    demoKey = printed![1]!;
+    const keyFile = path.join(dataDir, 'demo-api-key');
+    expect((await fs.readFile(keyFile, 'utf8')).trim()).toBe(demoKey);
+    expect((await fs.stat(keyFile)).mode & 0o777).toBe(0o600);
+    // Printed exactly once, never in a log line.
+    expect(svc.stdout.split(demoKey).length - 1).toBe(1);
+    expect(svc.stderr).not.toContain(demoKey);
+
+    const usage = await call(base(), 'GET', '/usage', { key: demoKey });
+    expect(usage.status, usage.text).toBe(200);
+    expect(usage.body).toMatchObject({ status: 'active', usage_status: 'ok' });
+
+    const created = await call(base(), 'POST', '/watchlist', { key: demoKey, body: { website: 'pf_05', event: '424242', region: 'it' } });
+    expect(created.status, created.text).toBe(201);
+    itemId = created.body.id;
+    expect(itemId).toBeGreaterThan(0);
+
+    const metrics = await fetch(`http://127.0.0.1:${ports.metrics}/metrics`);
+    expect(metrics.status).toBe(200);
+    const text = await metrics.text();
+    expect(text).toContain('gateway_requests_total');
+    expect(text).toMatch(/operation="getUsage"/);
+    // Metrics are not served on the public port.
+    expect((await fetch(`${base()}/metrics`)).status).toBe(404);
+    expect(await portOpen(ports.pg)).toBe(true);
+
+    svc.interrupt();
+    const result = await exitWithin(svc, 10_000);
+    expect(result, svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
+    expect(svc.stdout).toMatch(/"msg":"stopped"/);
+    expect(await waitUntil(async () => !(await portOpen(ports.pg)), 3_000)).toBe(true);
+    expect(await portOpen(ports.http)).toBe(false);
+    expect(await portOpen(ports.metrics)).toBe(false);
+    await expect(fs.stat(path.join(dataDir, 'postgres', 'postmaster.pid'))).rejects.toThrow();
+  }, 120_000);
+
+  it('admin CLI while the service is stopped: starts the embedded server itself and stops it again', async () => {
+    expect(await portOpen(ports.pg)).toBe(false);
+    const plans = await runTs('src/admin/cli.ts', ['plans:list'], env);
+    expect(plans.code, plans.stderr).toBe(0);
+    expect(JSON.parse(plans.stdout).map((p: { id: string }) => p.id)).toContain('free');
+
+    const acct = await runTs('src/admin/cli.ts', ['accounts:create', '--plan', 'free'], env);
+    expect(acct.code, acct.stderr).toBe(0);
+    const { account_id } = JSON.parse(acct.stdout);
+    const key = await runTs('src/admin/cli.ts', ['keys:create', '--account', String(account_id), '--apis', 'watchlist'], env);
+    expect(key.code, key.stderr).toBe(0);
+    cliKey = JSON.parse(key.stdout).key;
+    expect(cliKey).toMatch(/^tmk_/);
+
+    expect(await waitUntil(async () => !(await portOpen(ports.pg)), 3_000)).toBe(true);
+    await expect(fs.stat(path.join(dataDir, 'postgres', 'postmaster.pid'))).rejects.toThrow();
+  }, 90_000);
+
+  it('admin CLI interrupted while it runs its own embedded server: the server is stopped too', async () => {
+    expect(await portOpen(ports.pg)).toBe(false);
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', 'plans:list'], { cwd: PROJECT_ROOT, env, stdio: 'ignore' });
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+    // Interrupt it (only it, not its process group) as soon as its server accepts connections.
+    expect(await waitUntil(() => portOpen(ports.pg), 30_000)).toBe(true);
+    child.kill('SIGINT');
+    const code = await exited;
+    expect([0, 130]).toContain(code); // 0 if it had already finished
+    expect(await waitUntil(async () => !(await portOpen(ports.pg)), 5_000)).toBe(true);
+  }, 60_000);
+
+  it('second start on the same DATA_DIR: no new demo key, earlier data still there; the CLI joins the running server', async () => {
+    const t0 = Date.now();
+    const svc = start();
+    await svc.waitFor(READY, 60_000);
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    expect(svc.stdout).not.toMatch(/tmk_/);
+    expect(svc.stdout).toContain('demo-api-key');
+
+    // The demo key and the watchlist item from the first run.
+    const list = await call(base(), 'GET', '/watchlist', { key: demoKey });
+    expect(list.status, list.text).toBe(200);
+    expect(list.body.map((i: { id: number }) => i.id)).toEqual([itemId]);
+    // The key the CLI made while the service was stopped.
+    expect((await call(base(), 'GET', '/watchlist', { key: cliKey })).status).toBe(200);
+
+    // The CLI against the running service's data directory: joins the server, leaves it up.
+    const acct = await runTs('src/admin/cli.ts', ['accounts:create', '--plan', 'starter'], env);
+    expect(acct.code, acct.stderr).toBe(0);
+    const { account_id } = JSON.parse(acct.stdout);
+    const key = await runTs('src/admin/cli.ts', ['keys:create', '--account', String(account_id)], env);
+    expect(key.code, key.stderr).toBe(0);
+    const usage = await call(base(), 'GET', '/usage', { key: JSON.parse(key.stdout).key });
+    expect(usage.status).toBe(200);
+    expect(usage.body.plan).toBe('starter');
+    const set = await runTs('src/admin/cli.ts', ['usage:set', '--account', String(account_id), '--used', '21000'], env);
+    expect(set.code, set.stderr).toBe(0);
+    const after = await call(base(), 'GET', '/usage', { key: JSON.parse(key.stdout).key });
+    expect(after.body.credits).toMatchObject({ used: 21_000, overage: 1_000 });
+    // The service still has its database after the CLI exited.
+    expect(await portOpen(ports.pg)).toBe(true);
+    expect((await call(base(), 'GET', '/usage', { key: demoKey })).status).toBe(200);
+
+    svc.interrupt();
+    expect(await exitWithin(svc, 10_000), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
+    expect(await waitUntil(async () => !(await portOpen(ports.pg)), 3_000)).toBe(true);
+  }, 120_000);
+
+  it('Ctrl-C with a client mid-request: the gateway drains for a bounded time, everything stops, exit 0', async () => {
+    const svc = start();
+    await svc.waitFor(READY, 60_000);
+    // A client that has sent half a request: the server must not wait for it forever, and the
+    // exit must still be the service's own clean one.
+    const sock = net.connect({ host: '127.0.0.1', port: ports.http });
+    await new Promise((r) => sock.once('connect', r));
+    sock.write('GET /usage HTTP/1.1\r\nHost: localhost\r\n');
+    const sockClosed = new Promise((r) => sock.once('close', r));
+    sock.on('error', () => {});
+    await new Promise((r) => setTimeout(r, 200));
+    svc.interrupt();
+    expect(await exitWithin(svc, 10_000), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
+    expect(svc.stdout).toMatch(/"msg":"stopped"/);
+    await sockClosed;
+    expect(await waitUntil(async () => !(await portOpen(ports.pg)), 3_000)).toBe(true);
+  }, 90_000);
+
+  it('SIGTERM stops it cleanly too', async () => {
+    const svc = start();
+    await svc.waitFor(READY, 60_000);
+    process.kill(svc.child.pid!, 'SIGTERM');
+    expect(await exitWithin(svc, 10_000), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
+    expect(await waitUntil(async () => !(await portOpen(ports.pg)), 3_000)).toBe(true);
+  }, 90_000);
+
+  it('a gateway port already in use: non-zero exit with a message, and the embedded server is stopped', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(ports.http, '127.0.0.1', () => r()));
+    try {
+      const svc = start();
+      const result = await exitWithin(svc, 60_000);
+      expect(result).not.toBe('timeout');
+      expect((result as { code: number | null }).code).not.toBe(0);
+      expect(svc.stderr).toMatch(/EADDRINUSE/);
+      expect(await waitUntil(async () => !(await portOpen(ports.pg)), 5_000)).toBe(true);
+    } finally {
+      await new Promise((r) => blocker.close(r));
+    }
+  }, 90_000);
+
+  it('a bad configuration (PORT=abc) exits non-zero with a message naming PORT', async () => {
+    const svc = start({ PORT: 'abc' });
+    const result = await exitWithin(svc, 30_000);
+    expect(result).not.toBe('timeout');
+    expect((result as { code: number | null }).code).not.toBe(0);
+    expect(svc.stderr).toMatch(/PORT/);
+    expect(svc.stdout).not.toMatch(READY);
+    expect(await portOpen(ports.pg)).toBe(false);
+  }, 60_000);
+});
+
+describe('npm start interrupted during its first start-up', () => {
+  it('finishes initialising, stops everything, exits 0; the next start works', async () => {
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-start-int-'));
+    await fs.chmod(dataDir, 0o755);
+    const pg = await freePort();
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const k of ['DATABASE_URL', 'LOG_LEVEL', 'DEMO_ACCOUNT']) delete env[k];
+    Object.assign(env, {
+      DATA_DIR: dataDir,
+      EMBEDDED_PG_PORT: String(pg),
+      PORT: String(await freePort()),
+      METRICS_PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+    });
+    const services: Service[] = [];
+    try {
+      const first = new Service(env);
+      services.push(first);
+      await first.waitFor(/initialising embedded PostgreSQL/, 30_000);
+      process.kill(first.child.pid!, 'SIGINT'); // the service only, not its process group
+      expect(await exitWithin(first, 20_000), first.stdout + first.stderr).toEqual({ code: 0, signal: null });
+      expect(first.stdout).not.toMatch(READY);
+      expect(await waitUntil(async () => !(await portOpen(pg)), 5_000)).toBe(true);
+
+      const second = new Service(env);
+      services.push(second);
+      await second.waitFor(READY, 60_000);
+      expect(second.stdout).toMatch(/tmk_|demo-api-key/);
+      process.kill(second.child.pid!, 'SIGINT');
+      expect(await exitWithin(second, 10_000)).toEqual({ code: 0, signal: null });
+      expect(await waitUntil(async () => !(await portOpen(pg)), 5_000)).toBe(true);
+    } finally {
+      for (const svc of services) svc.kill();
+      const pid = await fs
+        .readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')
+        .then((t) => Number(t.split('\n')[0]))
+        .catch(() => 0);
+      if (pid > 0) process.kill(pid, 'SIGQUIT');
+      await fs.rm(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
+
+describe('npm start with DATABASE_URL', () => {
+  it('uses that database (no embedded server) and stops cleanly with exit 0 on SIGINT and SIGTERM', async () => {
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-start-url-'));
+    try {
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+        const http = await freePort();
+        const env: NodeJS.ProcessEnv = { ...process.env };
+        for (const k of ['PORT', 'METRICS_PORT', 'EMBEDDED_PG_PORT', 'HOST', 'LOG_LEVEL']) delete env[k];
+        Object.assign(env, {
+          DATABASE_URL: databaseUrl(),
+          DATA_DIR: dataDir,
+          DEMO_ACCOUNT: 'false',
+          PORT: String(http),
+          METRICS_PORT: String(await freePort()),
+          HOST: '127.0.0.1',
+        });
+        const svc = new Service(env);
+        try {
+          await svc.waitFor(READY, 30_000);
+          expect(svc.stdout).toMatch(/"embedded":false/);
+          expect((await call(`http://127.0.0.1:${http}`, 'GET', '/usage')).status).toBe(401);
+          process.kill(svc.child.pid!, signal);
+          expect(await exitWithin(svc, 10_000), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
+          expect(svc.stdout).toMatch(/"msg":"stopped"/);
+        } finally {
+          svc.kill();
+        }
+      }
+      // Nothing was written under DATA_DIR: no embedded server, no demo key.
+      expect(await fs.readdir(dataDir)).toEqual([]);
+    } finally {
+      await fs.rm(dataDir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
+
+describe('the demo account', () => {
+  it('is created all or nothing, exactly once, even by concurrent first starts', async () => {
+    const db = createDb({ connectionString: databaseUrl(), poolMax: 4 });
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-demo-'));
+    try {
+      // The key file cannot be written (its path is a directory): nothing may be left behind,
+      // or every later start would say the key "was printed at first start".
+      await fs.mkdir(path.join(dir, 'demo-api-key'));
+      await expect(ensureDemoAccount(db, dir)).rejects.toThrow();
+      expect(await db('accounts').where({ name: 'demo' })).toEqual([]);
+      await fs.rm(path.join(dir, 'demo-api-key'), { recursive: true });
+
+      const results = await Promise.all([ensureDemoAccount(db, dir), ensureDemoAccount(db, dir), ensureDemoAccount(db, dir)]);
+      expect(results.filter((r) => r.created)).toHaveLength(1);
+      const made = results.find((r) => r.created)!;
+      expect(made.key).toMatch(/^tmk_/);
+      expect((await fs.readFile(made.keyFile, 'utf8')).trim()).toBe(made.key);
+      expect(await db('accounts').where({ name: 'demo' })).toHaveLength(1);
+      expect(await fs.readdir(dir)).toEqual(['demo-api-key']);
+      expect(await ensureDemoAccount(db, dir)).toEqual({ created: false, keyFile: made.keyFile });
+    } finally {
+      await db.destroy();
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
