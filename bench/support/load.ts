@@ -20,6 +20,8 @@ export interface LoadSpec {
   headersFor?: (n: number) => Record<string, string>;
   connections: number;
   durationSec: number;
+  /** Fixed offered load (requests/s over all connections); unset: as fast as answers come. */
+  rate?: number;
 }
 
 export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
@@ -28,6 +30,7 @@ export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
     url: spec.url,
     connections: spec.connections,
     duration: spec.durationSec,
+    ...(spec.rate ? { overallRate: spec.rate } : {}),
     requests: [
       {
         method: spec.method ?? 'GET',

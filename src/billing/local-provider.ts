@@ -175,6 +175,7 @@ export class LocalBillingProvider implements BillingProvider {
       let hits = 0;
       for (let rolled = false; ; rolled = true) {
         const r = await this.admissions.admit({
+          lane: req.accountId,
           subject,
           windowStart: subject ? (rate?.windowStart ?? null) : null,
           limit: subject ? (rate?.limit ?? null) : null,

@@ -7,6 +7,11 @@
 import type { Pool } from '../../db/pool.ts';
 
 export interface AdmissionCall {
+  /**
+   * Picks the lane: the account for keyed calls (every row a call locks, its key's window and
+   * its account's counter, belongs to that account), the subject for unauthenticated ones.
+   */
+  lane: number | string;
   /** Rate-limit subject, or null to skip counting (billing only). */
   subject: string | null;
   windowStart: Date | null;
@@ -40,32 +45,47 @@ interface Queued {
   reject(err: unknown): void;
 }
 
-export class AdmissionGroups {
-  private queue: Queued[] = [];
-  private inFlight = false;
+interface Lane {
+  queue: Queued[];
+  inFlight: boolean;
+}
 
+function laneIndex(key: number | string, lanes: number): number {
+  if (typeof key === 'number') return key % lanes;
+  let h = 0;
+  for (let i = 0; i < key.length; i++) h = (h * 31 + key.charCodeAt(i)) | 0;
+  return Math.abs(h) % lanes;
+}
+
+export class AdmissionGroups {
+  private readonly lanes: Lane[];
+
+  /**
+   * One group in flight per lane, and lanes partition the rows: two groups of one process can
+   * never wait on each other's locks. Groups of different replicas can deadlock; PostgreSQL
+   * aborts one and it is sent again. Two lanes use both cores of the database here.
+   */
   constructor(
     private readonly pool: Pool,
+    lanes = 2,
     private readonly maxGroup = 256,
-  ) {}
+  ) {
+    this.lanes = Array.from({ length: lanes }, () => ({ queue: [], inFlight: false }));
+  }
 
   admit(call: AdmissionCall): Promise<AdmissionRow> {
+    const lane = this.lanes[laneIndex(call.lane, this.lanes.length)]!;
     return new Promise((resolve, reject) => {
-      this.queue.push({ call, resolve, reject });
-      if (!this.inFlight) void this.drain();
+      lane.queue.push({ call, resolve, reject });
+      if (!lane.inFlight) void this.drain(lane);
     });
   }
 
-  /**
-   * One group at a time per process: two groups of one process can never lock the same rows in
-   * opposite orders. Groups of different replicas can deadlock; PostgreSQL aborts one and it is
-   * sent again.
-   */
-  private async drain(): Promise<void> {
-    this.inFlight = true;
+  private async drain(lane: Lane): Promise<void> {
+    lane.inFlight = true;
     try {
-      while (this.queue.length) {
-        const group = this.queue.splice(0, this.maxGroup);
+      while (lane.queue.length) {
+        const group = lane.queue.splice(0, this.maxGroup);
         try {
           const rows = await this.send(group.map((q) => q.call));
           group.forEach((q, i) => q.resolve(rows[i]!));
@@ -74,7 +94,7 @@ export class AdmissionGroups {
         }
       }
     } finally {
-      this.inFlight = false;
+      lane.inFlight = false;
     }
   }
 

@@ -32,7 +32,7 @@ async function count(ctx: RouteContext): Promise<void> {
   const { subject, limit } = keyLimit(ctx);
   let d;
   try {
-    d = await ctx.state.services.limiter.hit(subject, limit);
+    d = await ctx.state.services.limiter.hit(subject, limit, ctx.state.principal!.accountId);
   } catch (err) {
     ctx.state.log.error({ err }, 'rate limiter unavailable');
     throw new GatewayError('service_unavailable');

@@ -32,9 +32,11 @@ export class RateLimiter {
     readonly now: () => number = Date.now,
   ) {}
 
-  async hit(subject: string, limit: number): Promise<RateDecision> {
+  /** `lane`: the account of a keyed subject (see AdmissionCall.lane); defaults to the subject. */
+  async hit(subject: string, limit: number, lane: number | string = subject): Promise<RateDecision> {
     const w = rateWindow(this.now());
     const row = await this.admissions.admit({
+      lane,
       subject,
       windowStart: w.start,
       limit,
