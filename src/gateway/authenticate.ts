@@ -49,6 +49,14 @@ export const authenticate: Middleware<RequestState> = async (ctx, next) => {
 /** Check 2: the key must be granted the API it calls. The Account API is open to every key. */
 export const checkAccess: Middleware<RequestState> = async (ctx, next) => {
   const api = ctx.state.api;
-  if (api !== 'account' && (!api || !ctx.state.principal?.apis.includes(api))) throw new GatewayError('forbidden');
+  const p = ctx.state.principal!;
+  if (api !== 'account' && (!api || !p.apis.includes(api))) {
+    // Not counted (access comes before the limit), but the answer still tells the client
+    // where its window stands, as every keyed response does.
+    const { limiter, config } = ctx.state.services;
+    const d = await limiter.peek(`key:${p.keyId}`, p.rateLimitPerMinute ?? config.RATE_LIMIT_PER_MINUTE).catch(() => null);
+    if (d) ctx.set(rateLimitHeaders('default', d));
+    throw new GatewayError('forbidden');
+  }
   await next();
 };

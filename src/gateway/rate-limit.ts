@@ -49,6 +49,14 @@ export class RateLimiter {
     return rateDecision(Number(row.hits), limit, w.resetSeconds);
   }
 
+  /** The subject's standing in the current window, without counting a request (for refusals made before the limit). */
+  async peek(subject: string, limit: number): Promise<RateDecision> {
+    const w = rateWindow(this.now());
+    const { rows } = await this.pool.query('SELECT hits FROM rate_limit_windows WHERE subject = $1 AND window_start = $2', [subject, w.start]);
+    const hits = Number(rows[0]?.hits ?? 0);
+    return { ...rateDecision(hits, limit, w.resetSeconds), allowed: true };
+  }
+
   /** Drops finished windows; run periodically. */
   async prune(): Promise<number> {
     const { rowCount } = await this.pool.query('DELETE FROM rate_limit_windows WHERE window_start < $1', [new Date(this.now() - 2 * WINDOW_MS)]);

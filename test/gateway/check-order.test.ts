@@ -69,9 +69,19 @@ describe('access before rate limit', () => {
   it('forbidden requests are not counted by the rate limiter', async () => {
     await awayFromMinuteEdge();
     const a = await newAccount(gw.db, { apis: ['watchlist'], rateLimit: 2 });
-    for (let i = 0; i < 5; i++) expect((await api('GET', '/events/ping', { key: a.key })).status).toBe(403);
+    for (let i = 0; i < 5; i++) {
+      const r = await api('GET', '/events/ping', { key: a.key });
+      expect(r.status).toBe(403);
+      // Not counted, but the window's standing is reported like on every keyed response.
+      expect(r.headers.get('ratelimit-policy')).toBe('"default";q=2;w=60');
+      expect(r.headers.get('ratelimit')).toMatch(/^"default";r=2;t=\d+$/);
+      expect(r.headers.get('retry-after')).toBeNull();
+    }
     expect((await api('GET', '/watchlist', { key: a.key })).status).toBe(200);
     expect((await api('GET', '/watchlist', { key: a.key })).status).toBe(200);
+    const spent = await api('GET', '/events/ping', { key: a.key });
+    expect(spent.status).toBe(403);
+    expect(spent.headers.get('ratelimit')).toMatch(/^"default";r=0;t=\d+$/);
   });
 });
 
