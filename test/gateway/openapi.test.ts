@@ -215,3 +215,25 @@ describe('GET /openapi.json', () => {
     }
   });
 });
+
+describe('validated by an independent OpenAPI 3.1 parser', () => {
+  it('the served document, and one with every fixture route, pass @apidevtools/swagger-parser validation', async () => {
+    const { default: SwaggerParser } = await import('@apidevtools/swagger-parser');
+    // validate() dereferences in place: give it copies.
+    for (const d of [doc, fixtureDoc]) {
+      await expect(SwaggerParser.validate(structuredClone(d))).resolves.toBeTruthy();
+    }
+  });
+
+  it('the validator is not a rubber stamp: a broken reference and a bad status key are refused', async () => {
+    const { default: SwaggerParser } = await import('@apidevtools/swagger-parser');
+    const broken = structuredClone(doc);
+    const [firstPath] = Object.keys(broken.paths);
+    const firstOp = Object.values(broken.paths[firstPath!] as Record<string, Doc>)[0];
+    firstOp.responses['200'] = { description: 'x', content: { 'application/json': { schema: { $ref: '#/components/schemas/Nope' } } } };
+    await expect(SwaggerParser.validate(broken)).rejects.toThrow();
+    const badStatus = structuredClone(doc);
+    Object.values(badStatus.paths[firstPath!] as Record<string, Doc>)[0].responses.notastatus = { description: 'x' };
+    await expect(SwaggerParser.validate(badStatus)).rejects.toThrow();
+  });
+});
