@@ -50,7 +50,8 @@ const USER = 'postgres';
 const PASSWORD = 'postgres';
 const DATABASE = 'ticket_market';
 
-function canConnect(port: number): Promise<boolean> {
+/** Whether something accepts TCP connections on 127.0.0.1:port (a running server, here or in tests and benches). */
+export function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
     socket.once('connect', () => {

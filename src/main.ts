@@ -8,7 +8,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { createGateway } from './gateway/app.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './runtime/database.ts';
-import { closeServices, createServices, startHousekeeping } from './runtime/services.ts';
+import { closeServices, createRequestPool, createServices, startHousekeeping } from './runtime/services.ts';
 
 function listen(app: ReturnType<typeof createGateway>, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
     }
     if (stopping) return;
 
-    const services = createServices(config, database.db, log);
+    const services = createServices(config, database.db, createRequestPool(config, database.connectionString), log);
     cleanups.push({ name: 'services', run: () => closeServices(services) });
     const app = createGateway(services, APIS);
     const server = await listen(app, config.PORT, config.HOST);

@@ -11,11 +11,9 @@ import {
   BillingUnavailableError,
   type Admission,
   type AdmissionRequest,
-  type Authorization,
   type Denial,
   type BillingProvider,
   type BillingSnapshot,
-  type ChargeRequest,
   type Plan,
   type Subscription,
   type SubscriptionStatus,
@@ -134,14 +132,37 @@ export class LocalBillingProvider implements BillingProvider {
     });
   }
 
+  /** One gateway_admit call, plus a retry after moving an ended billing period forward. */
   async admit(req: AdmissionRequest): Promise<Admission> {
-    return this.run(req, req.rate);
-  }
-
-  async authorize(req: ChargeRequest): Promise<Authorization> {
-    const admission = await this.run(req, null);
-    if (admission.rateLimited) throw new Error('unreachable: no rate window was counted');
-    return admission.authorization;
+    return this.guard(async () => {
+      let subject: string | null = req.rate.subject;
+      let hits = 0;
+      for (let rolled = false; ; rolled = true) {
+        const r = await this.admissions.admit({
+          lane: req.accountId,
+          subject,
+          windowStart: subject ? req.rate.windowStart : null,
+          limit: subject ? req.rate.limit : null,
+          accountId: req.accountId,
+          credits: req.credits,
+          requestId: req.requestId,
+          keyId: req.keyId,
+          operation: req.operation,
+        });
+        if (subject) hits = r.hits;
+        if (r.outcome === 'rate_limited') return { hits, rateLimited: true };
+        if (r.outcome === 'reserved') return { hits, rateLimited: false, authorization: { ok: true, usedAfter: Number(r.used_after) } };
+        if (r.outcome === 'period_ended' && !rolled) {
+          // The period ended since the last request: move to the current one and try again,
+          // without counting the request in its rate window a second time.
+          await this.rollPeriod(req.accountId);
+          subject = null;
+          continue;
+        }
+        const denial = (DENIALS.has(r.outcome) ? r.outcome : 'no_subscription') as Denial;
+        return { hits, rateLimited: false, authorization: { ok: false, denial } };
+      }
+    });
   }
 
   async capture(requestId: string, statusCode: number): Promise<void> {
@@ -164,39 +185,6 @@ export class LocalBillingProvider implements BillingProvider {
         const n = Number(rows[0]?.released ?? 0);
         total += n;
         if (n < 1000) return total;
-      }
-    });
-  }
-
-  /** One gateway_admit call, plus a retry after moving an ended billing period forward. */
-  private async run(req: ChargeRequest, rate: AdmissionRequest['rate'] | null): Promise<Admission> {
-    return this.guard(async () => {
-      let subject = rate?.subject ?? null;
-      let hits = 0;
-      for (let rolled = false; ; rolled = true) {
-        const r = await this.admissions.admit({
-          lane: req.accountId,
-          subject,
-          windowStart: subject ? (rate?.windowStart ?? null) : null,
-          limit: subject ? (rate?.limit ?? null) : null,
-          accountId: req.accountId,
-          credits: req.credits,
-          requestId: req.requestId,
-          keyId: req.keyId,
-          operation: req.operation,
-        });
-        if (subject) hits = r.hits;
-        if (r.outcome === 'rate_limited') return { hits, rateLimited: true };
-        if (r.outcome === 'reserved') return { hits, rateLimited: false, authorization: { ok: true, usedAfter: Number(r.used_after) } };
-        if (r.outcome === 'period_ended' && !rolled) {
-          // The period ended since the last request: move to the current one and try again,
-          // without counting the request in its rate window a second time.
-          await this.rollPeriod(req.accountId);
-          subject = null;
-          continue;
-        }
-        const denial = (DENIALS.has(r.outcome) ? r.outcome : 'no_subscription') as Denial;
-        return { hits, rateLimited: false, authorization: { ok: false, denial } };
       }
     });
   }

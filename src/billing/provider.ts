@@ -79,8 +79,6 @@ export interface BillingProvider {
    * credits; one atomic step that also enforces the hard cap. A rate-limited request is never charged.
    */
   admit(req: AdmissionRequest): Promise<Admission>;
-  /** Reserves credits without touching a rate window (operator tools, tests). */
-  authorize(req: ChargeRequest): Promise<Authorization>;
   /**
    * Turns a reservation into a charge (the request was served, or the API answered 4xx).
    * Idempotent; captures are written in small batches and the promise resolves once stored.

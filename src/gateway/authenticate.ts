@@ -4,20 +4,14 @@
 // at speed.
 import type { Middleware } from 'koa';
 import { GatewayError } from './errors.ts';
-import { rateLimitHeaders } from './rate-limit.ts';
+import { enforceRateDecision, rateLimitHeaders } from './rate-limit.ts';
 import type { RequestState } from './request-state.ts';
 import type { RouteContext } from './route.ts';
 
 async function limitUnauthenticated(ctx: RouteContext): Promise<void> {
   const { limiter, config, log } = ctx.state.services;
   try {
-    const d = await limiter.hit(`ip:${ctx.ip}`, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE);
-    ctx.set(rateLimitHeaders('unauthenticated', d));
-    if (!d.allowed) {
-      const err = new GatewayError('rate_limited');
-      err.headers = { 'Retry-After': String(d.resetSeconds) };
-      throw err;
-    }
+    enforceRateDecision(ctx, 'unauthenticated', await limiter.hit(`ip:${ctx.ip}`, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE));
   } catch (err) {
     if (err instanceof GatewayError) throw err;
     // The limiter's store is down: the answer is a 401 either way, so say that.

@@ -9,18 +9,9 @@ import { BillingUnavailableError } from '../billing/provider.ts';
 import { ApiError } from './api-error.ts';
 import type { Operation } from './catalog.ts';
 import { GatewayError } from './errors.ts';
-import { rateDecision, rateLimitHeaders, rateWindow, type RateDecision } from './rate-limit.ts';
+import { enforceRateDecision, rateDecision, rateWindow } from './rate-limit.ts';
 import type { RequestState } from './request-state.ts';
 import type { RouteContext } from './route.ts';
-
-function applyRateDecision(ctx: RouteContext, d: RateDecision): void {
-  ctx.set(rateLimitHeaders('default', d));
-  if (!d.allowed) {
-    const err = new GatewayError('rate_limited', `more than ${d.limit} requests in the current minute`);
-    err.headers = { 'Retry-After': String(d.resetSeconds) };
-    throw err;
-  }
-}
 
 function keyLimit(ctx: RouteContext): { subject: string; limit: number } {
   const p = ctx.state.principal!;
@@ -37,7 +28,7 @@ async function count(ctx: RouteContext): Promise<void> {
     ctx.state.log.error({ err }, 'rate limiter unavailable');
     throw new GatewayError('service_unavailable');
   }
-  applyRateDecision(ctx, d);
+  enforceRateDecision(ctx, 'default', d);
 }
 
 export function admit(op: Operation): Middleware<RequestState> {
@@ -76,7 +67,7 @@ export function admit(op: Operation): Middleware<RequestState> {
       }
       throw err;
     }
-    applyRateDecision(ctx, rateDecision(admission.hits, limit, window.resetSeconds));
+    enforceRateDecision(ctx, 'default', rateDecision(admission.hits, limit, window.resetSeconds));
     if (admission.rateLimited) throw new Error('unreachable: a rate-limited admission is refused above');
     if (!admission.authorization.ok) throw new GatewayError(admission.authorization.denial);
     ctx.state.credits = credits;

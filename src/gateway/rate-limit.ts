@@ -1,7 +1,9 @@
 // Fixed calendar-minute rate limiting shared by every gateway replica: one atomic
 // upsert-and-return per request, so concurrent requests can never slip past the limit. Paid
 // requests are counted inside their admission (BillingProvider.admit) in the same round trip.
+import type { Context } from 'koa';
 import type { Pool } from '../../db/pool.ts';
+import { GatewayError } from './errors.ts';
 import type { AdmissionGroups } from './admissions.ts';
 
 export interface RateDecision {
@@ -62,6 +64,12 @@ export class RateLimiter {
     const { rowCount } = await this.pool.query('DELETE FROM rate_limit_windows WHERE window_start < $1', [new Date(this.now() - 2 * WINDOW_MS)]);
     return rowCount ?? 0;
   }
+}
+
+/** Puts the window's headers on the response (every limited answer carries them) and refuses with 429 past the limit. */
+export function enforceRateDecision(ctx: Context, policy: string, d: RateDecision): void {
+  ctx.set(rateLimitHeaders(policy, d));
+  if (!d.allowed) throw new GatewayError('rate_limited', `more than ${d.limit} requests in the current minute`);
 }
 
 /** IETF draft RateLimit headers (draft-ietf-httpapi-ratelimit-headers), plus Retry-After on 429. */

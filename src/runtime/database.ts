@@ -7,6 +7,8 @@ import { migrateLatest } from '../../db/migrations/index.ts';
 
 export interface OpenDatabase {
   db: Db;
+  /** Where `db` connects: DATABASE_URL, or the embedded server's address. */
+  connectionString: string;
   embedded: boolean;
   close(): Promise<void>;
 }
@@ -40,6 +42,7 @@ export async function openDatabase(
   }
   return {
     db,
+    connectionString,
     embedded: !config.DATABASE_URL,
     close: async () => {
       await db.destroy();

@@ -10,19 +10,22 @@ import { AdmissionGroups } from '../gateway/admissions.ts';
 import { RateLimiter } from '../gateway/rate-limit.ts';
 import type { Services } from '../gateway/request-state.ts';
 
-export function createServices(config: Config, db: Db, log: Logger, metrics = new Metrics(), pool?: Pool): Services {
-  const connectionString = (db.client.config as { connection: { connectionString: string } }).connection.connectionString;
-  const hot =
-    pool ?? createPool({ connectionString, max: config.DB_POOL_MAX, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
-  const admissions = new AdmissionGroups(hot);
+/** The per-request pool for a database (db/pool.ts), sized by the configuration. */
+export function createRequestPool(config: Config, connectionString: string): Pool {
+  return createPool({ connectionString, max: config.DB_POOL_MAX, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
+}
+
+/** `db` (knex) serves occasional statements; `pool` the per-request ones. The services own `pool`. */
+export function createServices(config: Config, db: Db, pool: Pool, log: Logger, metrics = new Metrics()): Services {
+  const admissions = new AdmissionGroups(pool);
   return {
     config,
     db,
-    pool: hot,
+    pool,
     log,
-    billing: new LocalBillingProvider(db, hot, { admissions }),
+    billing: new LocalBillingProvider(db, pool, { admissions }),
     keys: new KeyVerifier(db, config.KEY_CACHE_TTL_MS),
-    limiter: new RateLimiter(admissions, hot),
+    limiter: new RateLimiter(admissions, pool),
     metrics,
   };
 }
