@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '../db/connection.ts';
 import { ensureDemoAccount } from '../src/accounts/demo.ts';
 import { PROJECT_ROOT, call, databaseUrl, runTs } from './support/harness.ts';
+import { canConnect } from '../db/embedded.ts';
 
 const READY = /gateway listening/;
 
@@ -25,16 +26,6 @@ function freePort(): Promise<number> {
   });
 }
 
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port });
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
 
 async function waitUntil(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
@@ -183,20 +174,20 @@ describe('npm start on embedded defaults', () => {
     expect(text).toMatch(/operation="getUsage"/);
     // Metrics are not served on the public port.
     expect((await fetch(`${base()}/metrics`)).status).toBe(404);
-    expect(await portOpen(ports.pg)).toBe(true);
+    expect(await canConnect(ports.pg)).toBe(true);
 
     svc.interrupt();
     const result = await exitWithin(svc, 10_000);
     expect(result, svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
     expect(svc.stdout).toMatch(/"msg":"stopped"/);
-    expect(await waitUntil(async () => !(await portOpen(ports.pg)), 3_000)).toBe(true);
-    expect(await portOpen(ports.http)).toBe(false);
-    expect(await portOpen(ports.metrics)).toBe(false);
+    expect(await waitUntil(async () => !(await canConnect(ports.pg)), 3_000)).toBe(true);
+    expect(await canConnect(ports.http)).toBe(false);
+    expect(await canConnect(ports.metrics)).toBe(false);
     await expect(fs.stat(path.join(dataDir, 'postgres', 'postmaster.pid'))).rejects.toThrow();
   }, 120_000);
 
   it('admin CLI while the service is stopped: starts the embedded server itself and stops it again', async () => {
-    expect(await portOpen(ports.pg)).toBe(false);
+    expect(await canConnect(ports.pg)).toBe(false);
     const plans = await runTs('src/admin/cli.ts', ['plans:list'], env);
     expect(plans.code, plans.stderr).toBe(0);
     expect(JSON.parse(plans.stdout).map((p: { id: string }) => p.id)).toContain('free');
@@ -209,20 +200,20 @@ describe('npm start on embedded defaults', () => {
     cliKey = JSON.parse(key.stdout).key;
     expect(cliKey).toMatch(/^tmk_/);
 
-    expect(await waitUntil(async () => !(await portOpen(ports.pg)), 3_000)).toBe(true);
+    expect(await waitUntil(async () => !(await canConnect(ports.pg)), 3_000)).toBe(true);
     await expect(fs.stat(path.join(dataDir, 'postgres', 'postmaster.pid'))).rejects.toThrow();
   }, 90_000);
 
   it('admin CLI interrupted while it runs its own embedded server: the server is stopped too', async () => {
-    expect(await portOpen(ports.pg)).toBe(false);
+    expect(await canConnect(ports.pg)).toBe(false);
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/admin/cli.ts', 'plans:list'], { cwd: PROJECT_ROOT, env, stdio: 'ignore' });
     const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
     // Interrupt it (only it, not its process group) as soon as its server accepts connections.
-    expect(await waitUntil(() => portOpen(ports.pg), 30_000)).toBe(true);
+    expect(await waitUntil(() => canConnect(ports.pg), 30_000)).toBe(true);
     child.kill('SIGINT');
     const code = await exited;
     expect([0, 130]).toContain(code); // 0 if it had already finished
-    expect(await waitUntil(async () => !(await portOpen(ports.pg)), 5_000)).toBe(true);
+    expect(await waitUntil(async () => !(await canConnect(ports.pg)), 5_000)).toBe(true);
   }, 60_000);
 
   it('second start on the same DATA_DIR: no new demo key, earlier data still there; the CLI joins the running server', async () => {
@@ -254,12 +245,12 @@ describe('npm start on embedded defaults', () => {
     const after = await call(base(), 'GET', '/usage', { key: JSON.parse(key.stdout).key });
     expect(after.body.credits).toMatchObject({ used: 21_000, overage: 1_000 });
     // The service still has its database after the CLI exited.
-    expect(await portOpen(ports.pg)).toBe(true);
+    expect(await canConnect(ports.pg)).toBe(true);
     expect((await call(base(), 'GET', '/usage', { key: demoKey })).status).toBe(200);
 
     svc.interrupt();
     expect(await exitWithin(svc, 10_000), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
-    expect(await waitUntil(async () => !(await portOpen(ports.pg)), 3_000)).toBe(true);
+    expect(await waitUntil(async () => !(await canConnect(ports.pg)), 3_000)).toBe(true);
   }, 120_000);
 
   it('Ctrl-C with a client mid-request: the gateway drains for a bounded time, everything stops, exit 0', async () => {
@@ -277,7 +268,7 @@ describe('npm start on embedded defaults', () => {
     expect(await exitWithin(svc, 10_000), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
     expect(svc.stdout).toMatch(/"msg":"stopped"/);
     await sockClosed;
-    expect(await waitUntil(async () => !(await portOpen(ports.pg)), 3_000)).toBe(true);
+    expect(await waitUntil(async () => !(await canConnect(ports.pg)), 3_000)).toBe(true);
   }, 90_000);
 
   it('SIGTERM stops it cleanly too', async () => {
@@ -285,7 +276,7 @@ describe('npm start on embedded defaults', () => {
     await svc.waitFor(READY, 60_000);
     process.kill(svc.child.pid!, 'SIGTERM');
     expect(await exitWithin(svc, 10_000), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
-    expect(await waitUntil(async () => !(await portOpen(ports.pg)), 3_000)).toBe(true);
+    expect(await waitUntil(async () => !(await canConnect(ports.pg)), 3_000)).toBe(true);
   }, 90_000);
 
   it('a gateway port already in use: non-zero exit with a message, and the embedded server is stopped', async () => {
@@ -297,7 +288,7 @@ describe('npm start on embedded defaults', () => {
       expect(result).not.toBe('timeout');
       expect((result as { code: number | null }).code).not.toBe(0);
       expect(svc.stderr).toMatch(/EADDRINUSE/);
-      expect(await waitUntil(async () => !(await portOpen(ports.pg)), 5_000)).toBe(true);
+      expect(await waitUntil(async () => !(await canConnect(ports.pg)), 5_000)).toBe(true);
     } finally {
       await new Promise((r) => blocker.close(r));
     }
@@ -310,7 +301,7 @@ describe('npm start on embedded defaults', () => {
     expect((result as { code: number | null }).code).not.toBe(0);
     expect(svc.stderr).toMatch(/PORT/);
     expect(svc.stdout).not.toMatch(READY);
-    expect(await portOpen(ports.pg)).toBe(false);
+    expect(await canConnect(ports.pg)).toBe(false);
   }, 60_000);
 });
 
@@ -336,7 +327,7 @@ describe('npm start interrupted during its first start-up', () => {
       process.kill(first.child.pid!, 'SIGINT'); // the service only, not its process group
       expect(await exitWithin(first, 20_000), first.stdout + first.stderr).toEqual({ code: 0, signal: null });
       expect(first.stdout).not.toMatch(READY);
-      expect(await waitUntil(async () => !(await portOpen(pg)), 5_000)).toBe(true);
+      expect(await waitUntil(async () => !(await canConnect(pg)), 5_000)).toBe(true);
 
       const second = new Service(env);
       services.push(second);
@@ -344,7 +335,7 @@ describe('npm start interrupted during its first start-up', () => {
       expect(second.stdout).toMatch(/tmk_|demo-api-key/);
       process.kill(second.child.pid!, 'SIGINT');
       expect(await exitWithin(second, 10_000)).toEqual({ code: 0, signal: null });
-      expect(await waitUntil(async () => !(await portOpen(pg)), 5_000)).toBe(true);
+      expect(await waitUntil(async () => !(await canConnect(pg)), 5_000)).toBe(true);
     } finally {
       for (const svc of services) svc.kill();
       const pid = await fs

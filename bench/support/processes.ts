@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
+import { canConnect } from '../../db/embedded.ts';
 
 export interface ServerProcess {
   pid: number;
@@ -11,13 +12,6 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port });
-    s.once('connect', () => (s.destroy(), resolve(true)));
-    s.once('error', () => resolve(false));
-  });
-}
 
 export async function startServer(script: string, port: number, env: Record<string, string>): Promise<ServerProcess> {
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', script], {
@@ -25,7 +19,7 @@ export async function startServer(script: string, port: number, env: Record<stri
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const deadline = Date.now() + 60_000;
-  while (!(await portOpen(port))) {
+  while (!(await canConnect(port))) {
     if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);
     if (Date.now() > deadline) throw new Error(`${script} did not listen on ${port}`);
     await new Promise((r) => setTimeout(r, 100));

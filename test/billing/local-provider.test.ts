@@ -29,8 +29,15 @@ afterAll(async () => {
 
 async function reserve(a: TestAccount, credits: number): Promise<string> {
   const requestId = randomUUID();
-  const auth = await billing.authorize({ accountId: a.accountId, keyId: a.keyId, requestId, operation: 'test', credits });
-  expect(auth).toMatchObject({ ok: true });
+  const admission = await billing.admit({
+    accountId: a.accountId,
+    keyId: a.keyId,
+    requestId,
+    operation: 'test',
+    credits,
+    rate: { subject: `key:${a.keyId}`, windowStart: new Date(), limit: 1_000_000 },
+  });
+  expect(admission).toMatchObject({ rateLimited: false, authorization: { ok: true } });
   return requestId;
 }
 
@@ -39,7 +46,7 @@ async function row(requestId: string): Promise<LedgerRow> {
 }
 
 describe('settling a reservation', () => {
-  it('authorize reserves: used goes up at once and the ledger row is reserved', async () => {
+  it('admit reserves: used goes up at once and the ledger row is reserved', async () => {
     const a = await newAccount(db);
     const id = await reserve(a, 4);
     expect(await usedCredits(db, a.accountId)).toBe(4);

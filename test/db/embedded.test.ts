@@ -1,18 +1,11 @@
 // The embedded PostgreSQL behind `npm start`, the admin CLI and `npm test` without DATABASE_URL.
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTs } from '../support/harness.ts';
+import { canConnect } from '../../db/embedded.ts';
 
-function portOpen(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port });
-    s.once('connect', () => (s.destroy(), resolve(true)));
-    s.once('error', () => resolve(false));
-  });
-}
 
 describe('embedded PostgreSQL', () => {
   let dir: string;
@@ -32,6 +25,6 @@ describe('embedded PostgreSQL', () => {
     expect(r.stderr).not.toMatch(/TypeError|is not a function/);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ answer: 42 });
-    expect(await portOpen(port)).toBe(false);
+    expect(await canConnect(port)).toBe(false);
   }, 60_000);
 });

@@ -7,7 +7,7 @@ import { revokeKey } from '../../src/accounts/operations.ts';
 import { APIS } from '../../src/apis/index.ts';
 import { createLogger } from '../../src/logger.ts';
 import { newAccount, startTestGateway, type TestGateway } from '../support/harness.ts';
-import { clientFor, createFixtureApi, GATEWAY_ENV, unreachableDb, type Client } from '../support/gateway-helpers.ts';
+import { clientFor, createFixtureApi, GATEWAY_ENV, unreachableDb, unreachablePool, type Client } from '../support/gateway-helpers.ts';
 import type { Db } from '../../db/connection.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -101,7 +101,7 @@ describe('logs', () => {
     const log = createLogger('info', sink);
     gw = await startTestGateway({ env: GATEWAY_ENV, apis: [...APIS, createFixtureApi().module], services: { log } });
     dead = unreachableDb();
-    deadGw = await startTestGateway({ env: GATEWAY_ENV, db: dead, services: { log } });
+    deadGw = await startTestGateway({ env: GATEWAY_ENV, db: dead, pool: unreachablePool(), services: { log } });
     api = clientFor(gw.url);
   });
   afterAll(async () => {

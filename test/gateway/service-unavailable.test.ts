@@ -25,7 +25,7 @@ describe('the key store is unreachable', () => {
 
   beforeAll(async () => {
     dead = unreachableDb();
-    gw = await startTestGateway({ env: GATEWAY_ENV, db: dead });
+    gw = await startTestGateway({ env: GATEWAY_ENV, db: dead, pool: unreachablePool() });
     live = await startTestGateway({ env: GATEWAY_ENV });
     api = clientFor(gw.url);
     acct = await newAccount(live.db);

@@ -9,7 +9,9 @@ import { MarketDataError, marketDataFailures } from '../../src/apis/market-data/
 import type { ApiModule } from '../../src/gateway/app.ts';
 import { readJsonBody } from '../../src/gateway/json-body.ts';
 import type { RouteContext } from '../../src/gateway/route.ts';
-import { call, type Reply } from './harness.ts';
+import { afterAll, beforeAll } from 'vitest';
+import { APIS } from '../../src/apis/index.ts';
+import { call, startTestGateway, type Reply, type TestGateway } from './harness.ts';
 
 /**
  * Environment for gateways in these tests. Every gateway of the run shares one PostgreSQL, so
@@ -190,4 +192,27 @@ export function unreachableDb(): Db {
   const db = createDb({ connectionString: 'postgres://postgres@127.0.0.1:1/x', poolMax: 2 });
   (db.client as { logger: { _warn?: (m: unknown) => void } }).logger._warn = () => {};
   return db;
+}
+
+export interface FixtureGateway {
+  readonly gw: TestGateway;
+  readonly api: Client;
+  readonly fixture: FixtureApi;
+}
+
+/**
+ * A gateway with every real API plus the fixture API, started before the calling file's tests
+ * and closed after them. Read its fields inside tests (they are set in beforeAll).
+ */
+export function useFixtureGateway(): FixtureGateway {
+  const t = {} as { gw: TestGateway; api: Client; fixture: FixtureApi };
+  beforeAll(async () => {
+    t.fixture = createFixtureApi();
+    t.gw = await startTestGateway({ env: GATEWAY_ENV, apis: [...APIS, t.fixture.module] });
+    t.api = clientFor(t.gw.url);
+  });
+  afterAll(async () => {
+    await t.gw.close();
+  });
+  return t;
 }

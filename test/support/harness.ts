@@ -11,7 +11,8 @@ import { createGateway, type ApiModule } from '../../src/gateway/app.ts';
 import type { Services } from '../../src/gateway/request-state.ts';
 import { Metrics } from '../../src/gateway/metrics.ts';
 import { createLogger } from '../../src/logger.ts';
-import { closeServices, createServices } from '../../src/runtime/services.ts';
+import type { Pool } from '../../db/pool.ts';
+import { closeServices, createRequestPool, createServices } from '../../src/runtime/services.ts';
 
 export function databaseUrl(): string {
   return inject('databaseUrl');
@@ -29,11 +30,19 @@ export interface TestGateway {
 }
 
 export async function startTestGateway(
-  opts: { env?: Record<string, string>; apis?: readonly ApiModule[]; services?: Partial<Services>; db?: Db } = {},
+  opts: {
+    env?: Record<string, string>;
+    apis?: readonly ApiModule[];
+    services?: Partial<Services>;
+    /** A database that is not the run's (e.g. unreachable); pass the matching `pool` with it. */
+    db?: Db;
+    pool?: Pool;
+  } = {},
 ): Promise<TestGateway> {
   const config = testConfig(opts.env);
   const db = opts.db ?? createDb({ connectionString: config.DATABASE_URL!, poolMax: 10, statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
-  const services = { ...createServices(config, db, createLogger('silent'), new Metrics(false)), ...opts.services };
+  const pool = opts.pool ?? createRequestPool(config, config.DATABASE_URL!);
+  const services = { ...createServices(config, db, pool, createLogger('silent'), new Metrics(false)), ...opts.services };
   const app = createGateway(services, opts.apis ?? APIS);
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
