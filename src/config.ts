@@ -5,6 +5,11 @@ import { z } from 'zod';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
+const flag = (fallback: 'true' | 'false') =>
+  z
+    .enum(['true', 'false'])
+    .default(fallback)
+    .transform((v) => v === 'true');
 
 const schema = z.object({
   /** PostgreSQL connection string; when unset, an embedded PostgreSQL is started under DATA_DIR. */
@@ -18,10 +23,7 @@ const schema = z.object({
   /** Address the gateway and metrics servers bind to. */
   HOST: z.string().min(1).default('0.0.0.0'),
   /** Trust X-Forwarded-For from a reverse proxy when limiting unauthenticated callers by address. */
-  TRUST_PROXY: z
-    .enum(['true', 'false'])
-    .default('false')
-    .transform((v) => v === 'true'),
+  TRUST_PROXY: flag('false'),
   /** Largest accepted request body, in bytes. */
   MAX_BODY_BYTES: positiveInt.default(1_048_576),
   /** Internal Prometheus metrics port (never routed publicly). */
@@ -41,12 +43,42 @@ const schema = z.object({
   DB_STATEMENT_TIMEOUT_MS: positiveInt.default(5_000),
   DB_POOL_MAX: positiveInt.default(20),
   /** Create a demo account and key on first start (printed once). */
-  DEMO_ACCOUNT: z
-    .enum(['true', 'false'])
-    .default('true')
-    .transform((v) => v === 'true'),
+  DEMO_ACCOUNT: flag('true'),
   /** Which billing provider backs plans and subscriptions. */
   BILLING_PROVIDER: z.enum(['local']).default('local'),
+
+  // --- Temporal (temporal/) ---
+  /** host:port of a Temporal frontend; when unset, `npm start` runs `temporal server start-dev`. */
+  TEMPORAL_ADDRESS: z.string().min(1).optional(),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  /** A temporal CLI binary to use instead of the per-machine cache (temporal/binary.ts). */
+  TEMPORAL_CLI_PATH: z.string().min(1).optional(),
+  /** Ports of the embedded dev server: gRPC frontend and Web UI. */
+  TEMPORAL_PORT: port.default(7233),
+  TEMPORAL_UI_PORT: port.default(8233),
+  /** Task queues, split so scrapes and monitors can be scaled apart. */
+  SCRAPE_TASK_QUEUE: z.string().min(1).default('scrapes'),
+  MONITOR_TASK_QUEUE: z.string().min(1).default('monitors'),
+  /** Run the Temporal worker inside `npm start` (dev); production runs `npm run worker` apart. */
+  RUN_WORKER: flag('true'),
+
+  // --- Scrapers (src/scrapers/) and the platform simulator (src/simulator/) ---
+  /** Port of the platform simulator that `npm start` runs; the scrapers' default target. */
+  SIM_PORT: port.default(8090),
+  /** Run the simulator inside `npm start`. */
+  RUN_SIMULATOR: flag('true'),
+  /** Milliseconds between the simulator's inventory drift steps; 0 turns drift off. */
+  SIM_DRIFT_MS: z.coerce.number().int().min(0).default(30_000),
+  /** Upper bound of one on-demand scrape, retries included (spec 4.2: 60 s). */
+  SCRAPE_TIMEOUT_MS: positiveInt.default(60_000),
+  /** Scrapes (HTTP and browser pages) one worker runs at once. */
+  SCRAPE_CONCURRENCY: positiveInt.default(20),
+  /** Pages the warm browser runs at once (pf_01). */
+  BROWSER_PAGES: positiveInt.default(4),
+  /** Chromium for the client-rendered platforms. */
+  CHROMIUM_PATH: z.string().min(1).default('/usr/bin/chromium'),
+  // Each platform's base URL (PF_01_BASE_URL .. PF_11_BASE_URL) defaults to the simulator; they
+  // are read by platformBaseUrls() below, not listed one by one here.
 });
 
 export type Config = z.infer<typeof schema> & { dataDir: string };
@@ -62,4 +94,22 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
   }
   return { ...parsed.data, dataDir: path.resolve(parsed.data.DATA_DIR) };
+}
+
+/**
+ * Base URL of every live-availability platform: `PF_NN_BASE_URL` when set, else the simulator's
+ * mount for that platform. Scrapers only ever fetch below these URLs (never a client's host).
+ */
+export function platformBaseUrls(config: Pick<Config, 'SIM_PORT'>, env: Record<string, string | undefined> = process.env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let n = 1; n <= 11; n++) {
+    const key = `pf_${String(n).padStart(2, '0')}`;
+    const given = env[`PF_${String(n).padStart(2, '0')}_BASE_URL`];
+    if (given) {
+      const parsed = z.string().url().safeParse(given);
+      if (!parsed.success) throw new ConfigError(`invalid configuration:\n  PF_${String(n).padStart(2, '0')}_BASE_URL: must be a URL`);
+    }
+    out[key] = (given || `http://127.0.0.1:${config.SIM_PORT}/${key}`).replace(/\/+$/, '');
+  }
+  return out;
 }

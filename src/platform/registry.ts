@@ -1,6 +1,7 @@
 // The eleven live-availability platforms of spec 2.6: keys, section shapes, regions and the
-// form of their event ids. Shared by the Watchlist (what may be monitored) and, later, the
-// Live Availability API and scrapers.
+// form of their event ids, plus what the spec leaves to us: each platform's public hosts (the
+// only hosts a full-URL event id may name) and an example id. Shared by the Watchlist, the Live
+// Availability API, the scrapers and the simulator; event ids are parsed in event-ref.ts.
 
 export type SectionsType = 'OfferSections' | 'SeatMapSections';
 export type EventIdForm = 'bare' | 'url';
@@ -11,6 +12,9 @@ export interface PlatformInfo {
   /** Lower-case region codes; null means not restricted. */
   regions: readonly string[] | null;
   eventIdForm: EventIdForm;
+  /** Hosts of the platform's public event pages, lower case. A URL event id must name one. */
+  hosts: readonly string[];
+  event_id_example: string;
 }
 
 export const PLATFORMS = {
@@ -19,32 +23,68 @@ export const PLATFORMS = {
     sections_type: 'SeatMapSections',
     regions: ['us', 'ca', 'uk', 'ie', 'au', 'nz', 'mx', 'de', 'es', 'nl', 'at', 'dk', 'be', 'no', 'ch', 'se', 'fi', 'pl', 'ae', 'cz', 'fr', 'it', 'za'],
     eventIdForm: 'bare',
+    hosts: ['pf01.example', 'www.pf01.example'],
+    event_id_example: 'G5vYZ9fT1aB2cD3e',
   },
-  pf_02: { description: null, sections_type: 'SeatMapSections', regions: ['uk', 'us', 'nu', 'de'], eventIdForm: 'url' },
-  pf_03: { description: null, sections_type: 'OfferSections', regions: null, eventIdForm: 'url' },
+  pf_02: {
+    description: null,
+    sections_type: 'SeatMapSections',
+    regions: ['uk', 'us', 'nu', 'de'],
+    eventIdForm: 'url',
+    hosts: ['www.pf02.example', 'pf02.example'],
+    event_id_example: 'https://www.pf02.example/uk/event/ev-2024-0917',
+  },
+  pf_03: {
+    description: null,
+    sections_type: 'OfferSections',
+    regions: null,
+    eventIdForm: 'url',
+    hosts: ['pf03.example', 'www.pf03.example'],
+    event_id_example: 'https://pf03.example/e/summer-open-air-4411',
+  },
   pf_04: {
     description: 'Europe; scraping strategy chosen automatically by region',
     sections_type: 'OfferSections',
     regions: ['de', 'it', 'uk', 'fi', 'fr', 'nl', 'no', 'sk', 'es', 'ch', 'se', 'pl', 'dk', 'at', 'si', 'hr', 'ro', 'hu'],
     eventIdForm: 'url',
+    hosts: ['www.pf04.example', 'pf04.example'],
+    event_id_example: 'https://www.pf04.example/de/tickets/883120',
   },
-  pf_05: { description: null, sections_type: 'OfferSections', regions: ['it'], eventIdForm: 'bare' },
-  pf_06: { description: null, sections_type: 'OfferSections', regions: null, eventIdForm: 'bare' },
+  pf_05: { description: null, sections_type: 'OfferSections', regions: ['it'], eventIdForm: 'bare', hosts: ['www.pf05.example'], event_id_example: '7730021' },
+  pf_06: { description: null, sections_type: 'OfferSections', regions: null, eventIdForm: 'bare', hosts: ['pf06.example'], event_id_example: 'K7h2Lm9Q' },
   pf_07: {
     description: 'Resale, worldwide; UK events routed to a dedicated UK monitor automatically',
     sections_type: 'OfferSections',
     regions: null,
     eventIdForm: 'url',
+    hosts: ['www.pf07.example', 'www.pf07.example.co.uk'],
+    event_id_example: 'https://www.pf07.example/event/arena-tour-551902',
   },
   pf_08: {
     description: 'Region inferred from event URL domain',
     sections_type: 'OfferSections',
     regions: ['au', 'nz', 'sg', 'my', 'uk', 'ph'],
     eventIdForm: 'url',
+    hosts: ['pf08.example.com.au', 'pf08.example.co.nz', 'pf08.example.sg', 'pf08.example.com.my', 'pf08.example.co.uk', 'pf08.example.com.ph'],
+    event_id_example: 'https://pf08.example.com.au/event/SYD-20417',
   },
-  pf_09: { description: null, sections_type: 'OfferSections', regions: ['cz', 'sk'], eventIdForm: 'bare' },
-  pf_10: { description: null, sections_type: 'OfferSections', regions: null, eventIdForm: 'bare' },
-  pf_11: { description: null, sections_type: 'OfferSections', regions: null, eventIdForm: 'url' },
+  pf_09: { description: null, sections_type: 'OfferSections', regions: ['cz', 'sk'], eventIdForm: 'bare', hosts: ['www.pf09.example'], event_id_example: '209311' },
+  pf_10: {
+    description: null,
+    sections_type: 'OfferSections',
+    regions: null,
+    eventIdForm: 'bare',
+    hosts: ['pf10.example'],
+    event_id_example: '9b1f3c2e-4d5a-4f6b-8c7d-0e1f2a3b4c5d',
+  },
+  pf_11: {
+    description: null,
+    sections_type: 'OfferSections',
+    regions: null,
+    eventIdForm: 'url',
+    hosts: ['tickets.pf11.example'],
+    event_id_example: 'https://tickets.pf11.example/event/70215',
+  },
 } as const satisfies Record<string, PlatformInfo>;
 
 export type PlatformKey = keyof typeof PLATFORMS;

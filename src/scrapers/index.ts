@@ -1,0 +1,45 @@
+// The scrapers: one adapter per platform (platforms/), sharing one crawlee HTTP fetcher and one
+// warm browser. Activities (activities/scrape.ts) and the scrape benchmark call scrape().
+import type { EventRef } from '../platform/event-ref.ts';
+import type { PlatformKey } from '../platform/registry.ts';
+import { createBrowserPages } from './browser-pages.ts';
+import { createHttpPages } from './http-pages.ts';
+import { ADAPTER_FACTORIES } from './platforms/index.ts';
+import type { PlatformAdapter, ScrapeData, ScrapeOptions } from './types.ts';
+
+export interface ScrapersOptions {
+  /** Base URL per platform key (config.platformBaseUrls or a test simulator's baseUrls). */
+  baseUrls: Record<string, string>;
+  /** HTTP requests in flight at once. */
+  concurrency: number;
+  /** Browser pages open at once. */
+  browserPages: number;
+  chromiumPath: string;
+  /** Upper bound of one fetch or page visit. */
+  attemptTimeoutMs: number;
+}
+
+export interface Scrapers {
+  scrape(ref: EventRef, options?: ScrapeOptions): Promise<ScrapeData>;
+  /** Launches the browser ahead of the first client-rendered scrape. */
+  warm(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createScrapers(options: ScrapersOptions): Scrapers {
+  const http = createHttpPages({ concurrency: options.concurrency, timeoutMs: options.attemptTimeoutMs });
+  const browser = createBrowserPages({ pages: options.browserPages, chromiumPath: options.chromiumPath, timeoutMs: options.attemptTimeoutMs });
+  const adapters = new Map<PlatformKey, PlatformAdapter>();
+  for (const [platform, create] of Object.entries(ADAPTER_FACTORIES) as [PlatformKey, (typeof ADAPTER_FACTORIES)[PlatformKey]][]) {
+    const baseUrl = options.baseUrls[platform];
+    if (!baseUrl) throw new Error(`no base URL for ${platform}`);
+    adapters.set(platform, create({ baseUrl: baseUrl.replace(/\/+$/, ''), http, browser }));
+  }
+  return {
+    scrape: (ref, scrapeOptions) => adapters.get(ref.platform)!.scrape(ref, scrapeOptions),
+    warm: () => browser.warm(),
+    close: async () => {
+      await Promise.all([http.close(), browser.close()]);
+    },
+  };
+}

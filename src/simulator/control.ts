@@ -1,0 +1,83 @@
+// The simulator's control API, for tests and demos (README, "Platform simulator"):
+//   PUT    /_sim/{platform}/events/{event_id}  set an event exactly (body: simEventInputSchema)
+//   GET    /_sim/{platform}/events/{event_id}  read it back, with the requests served so far
+//   DELETE /_sim/{platform}/events/{event_id}  forget it (its pages then answer 404)
+//   GET    /_sim/events                        every event
+//   POST   /_sim/reset                         back to the seeded demo events
+// {event_id} is the platform's event key or the whole client event id, URL-encoded.
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { z } from 'zod';
+import { isPlatformKey, type PlatformKey } from '../platform/registry.ts';
+import { eventKeyFromPath, simEventInputSchema, type SimStore } from './state.ts';
+
+async function readJson(ctx: Context): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > 1_048_576) throw new Error('body too large');
+    chunks.push(chunk);
+  }
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+function fail(ctx: Context, status: number, error: string): void {
+  ctx.status = status;
+  ctx.body = { error };
+}
+
+export function controlRouter(store: SimStore): Router {
+  const router = new Router({ prefix: '/_sim' });
+
+  const target = (ctx: Context): { platform: PlatformKey; key: string } | null => {
+    const platform = String(ctx.params.platform);
+    if (!isPlatformKey(platform)) {
+      fail(ctx, 404, `unknown platform '${platform}'`);
+      return null;
+    }
+    const key = eventKeyFromPath(platform, String(ctx.params.eventId));
+    if (!key) {
+      fail(ctx, 400, `'${ctx.params.eventId}' is not an event key or event id of ${platform}`);
+      return null;
+    }
+    return { platform, key };
+  };
+
+  router.get('/health', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/events', (ctx) => {
+    ctx.body = { events: store.all() };
+  });
+  router.post('/reset', (ctx) => {
+    store.reset();
+    ctx.status = 204;
+  });
+  router.put('/:platform/events/:eventId', async (ctx) => {
+    let body: unknown;
+    try {
+      body = await readJson(ctx);
+    } catch (err) {
+      return fail(ctx, 400, `body must be JSON: ${(err as Error).message}`);
+    }
+    const parsed = simEventInputSchema.safeParse(body);
+    if (!parsed.success) return fail(ctx, 400, z.prettifyError(parsed.error));
+    const t = target(ctx);
+    if (!t) return;
+    ctx.body = store.put(t.platform, t.key, parsed.data);
+  });
+  router.get('/:platform/events/:eventId', (ctx) => {
+    const t = target(ctx);
+    if (!t) return;
+    const event = store.get(t.platform, t.key);
+    if (!event) return fail(ctx, 404, 'unknown event');
+    ctx.body = event;
+  });
+  router.delete('/:platform/events/:eventId', (ctx) => {
+    const t = target(ctx);
+    if (!t) return;
+    ctx.status = store.delete(t.platform, t.key) ? 204 : 404;
+  });
+  return router;
+}

@@ -1,0 +1,68 @@
+// The platform simulator: a local stand-in for pf_01..pf_11 (real sites cannot be reached from
+// here). Each platform is mounted under /{platform}/ in its own shape; /_sim/ is the control
+// API. Started by `npm start` on SIM_PORT, by tests on a free port, or alone (main.ts).
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Router from '@koa/router';
+import Koa from 'koa';
+import { controlRouter } from './control.ts';
+import { SIM_PLATFORMS } from './platforms/index.ts';
+import { createServe } from './serve.ts';
+import { SimStore } from './state.ts';
+
+export interface Simulator {
+  /** Base URL, e.g. http://127.0.0.1:8090; platform pf_03 lives under `${url}/pf_03`. */
+  url: string;
+  port: number;
+  store: SimStore;
+  /** Base URL of every platform, in the shape platformBaseUrls() gives the scrapers. */
+  baseUrls: Record<string, string>;
+  close(): Promise<void>;
+}
+
+export interface SimulatorOptions {
+  port?: number;
+  host?: string;
+  /** Milliseconds between drift steps; 0 (the default for tests) turns drift off. */
+  driftMs?: number;
+  /** Start with no events at all instead of the demo seed. */
+  empty?: boolean;
+}
+
+export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
+  const store = new SimStore();
+  if (options.empty) for (const e of store.all()) store.delete(e.platform, e.key);
+  const app = new Koa();
+  const serve = createServe(store);
+  app.use(controlRouter(store).routes());
+  for (const platform of SIM_PLATFORMS) {
+    const router = new Router({ prefix: `/${platform.platform}` });
+    platform.mount(router, serve);
+    app.use(router.routes()).use(router.allowedMethods());
+  }
+
+  const host = options.host ?? '127.0.0.1';
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(options.port ?? 0, host);
+    s.once('listening', () => resolve(s));
+    s.once('error', reject);
+  });
+  const drift = options.driftMs ? setInterval(() => store.drift(), options.driftMs) : undefined;
+  drift?.unref();
+
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  return {
+    url,
+    port,
+    store,
+    baseUrls: Object.fromEntries(SIM_PLATFORMS.map((p) => [p.platform, `${url}/${p.platform}`])),
+    close: async () => {
+      clearInterval(drift);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Hanging pages hold their sockets open by design; closing the server releases them.
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
