@@ -9,6 +9,7 @@ import type { ApiName } from './catalog.ts';
 import type { KeyVerifier, Principal } from './key-verifier.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { Metrics } from './metrics.ts';
+import type { ScrapeRunner } from '../apis/live-availability/scrape-runs.ts';
 
 export interface Services {
   config: Config;
@@ -20,6 +21,8 @@ export interface Services {
   keys: KeyVerifier;
   limiter: RateLimiter;
   metrics: Metrics;
+  /** On-demand scrapes (Temporal); absent when no Temporal server is configured: 502. */
+  scrapes?: ScrapeRunner;
 }
 
 export interface RequestState {

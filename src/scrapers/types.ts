@@ -1,70 +1,29 @@
-// What every platform adapter returns, and how a scrape fails. The shapes below are the
-// documented entries of spec 2.5's `sections` and `event_info` (README, "Live Availability"),
-// so the API, the watchlist monitors and the tests all read one definition.
+// What every platform adapter returns, how a scrape fails, and what adapters are given to fetch
+// with. The entry shapes of spec 2.5's `sections` and `event_info` are defined once, as zod
+// schemas in schema.ts; the types here are inferred from them.
 import type { CheerioAPI } from 'cheerio';
+import type { z } from 'zod';
 import type { Page } from 'playwright-core';
 import type { EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
+import type { degradedSchema, eventInfoSchema, offerSchema, offerSectionSchema, seatMapSectionSchema, seatSchema, ticketTypeSchema } from './schema.ts';
 
-export type TicketType = 'standard' | 'resale' | 'platinum' | 'general_admission';
+export type TicketType = z.infer<typeof ticketTypeSchema>;
 
 /** Attributes the watchlist filters on (no_restricted_view, no_accessibility, no_presale). */
-export interface TicketFlags {
-  ticket_type: TicketType;
-  restricted_view: boolean;
-  accessible: boolean;
-  presale: boolean;
-}
+export type TicketFlags = Pick<Offer, 'ticket_type' | 'restricted_view' | 'accessible' | 'presale'>;
 
 /** One purchasable offer of an OfferSections platform: `quantity` tickets at `price` each. */
-export interface Offer extends TicketFlags {
-  id: string;
-  price: number;
-  quantity: number;
-}
+export type Offer = z.infer<typeof offerSchema>;
 
 /** One seat of a SeatMapSections platform. */
-export interface Seat extends TicketFlags {
-  row: string;
-  seat: string;
-  price: number;
-}
+export type Seat = z.infer<typeof seatSchema>;
 
-interface SectionSummary {
-  name: string;
-  /** ISO 4217 code, or null when the page does not say. */
-  currency: string | null;
-  /** Lowest and highest price on offer; null when nothing is on sale. */
-  min_price: number | null;
-  max_price: number | null;
-  /** Tickets available in this section. */
-  stock: number;
-}
+export type OfferSection = z.infer<typeof offerSectionSchema>;
+export type SeatMapSection = z.infer<typeof seatMapSectionSchema>;
+export type EventInfo = z.infer<typeof eventInfoSchema>;
 
-export interface OfferSection extends SectionSummary {
-  offers: Offer[];
-}
-
-export interface SeatMapSection extends SectionSummary {
-  /** Available seats; empty when seat-level detail is missing (pf_01 degraded `v2`). */
-  seats: Seat[];
-  /** Tickets per ticket type; counts of a missing arm are absent (pf_01 degraded `v1`). */
-  by_ticket_type: Partial<Record<TicketType, number>>;
-}
-
-export interface EventInfo {
-  name: string | null;
-  venue: string | null;
-  city: string | null;
-  country: string | null;
-  /** RFC 3339 start time as the platform states it. */
-  starts_at: string | null;
-  currency: string | null;
-  /** The platform's public page for the event. */
-  url: string | null;
-}
-
-export type Degraded = 'v1' | 'v2';
+export type Degraded = z.infer<typeof degradedSchema>;
 
 /** What an adapter extracts: spec 2.5 minus the fields the service fills in itself. */
 export type ScrapeData =

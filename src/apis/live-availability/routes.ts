@@ -1,13 +1,96 @@
-// Live Availability API. This issue builds the liveness probe; the platform registry and
-// on-demand scrapes arrive with the Live Availability issue and are not routed until then.
+// Live Availability API (spec 4.2): the platform registry, on-demand scrapes run as Temporal
+// workflows (scrape-runs.ts), and the liveness probe. Every error is `{detail}` (spec 7.3).
 import { z } from 'zod';
 import type { ApiModule } from '../../gateway/app.ts';
-import { liveAvailabilityFailures } from './errors.ts';
+import { GatewayError } from '../../gateway/errors.ts';
+import { readJsonBody } from '../../gateway/json-body.ts';
+import type { RouteContext } from '../../gateway/route.ts';
+import { parseEventRef, type EventRef } from '../../platform/event-ref.ts';
+import { isPlatformKey, PLATFORM_KEYS, PLATFORMS } from '../../platform/registry.ts';
+import { LiveAvailabilityError, liveAvailabilityFailures } from './errors.ts';
+import { detailSchema, platformsResponseSchema, scrapeRequestSchema, scrapeResponseSchema } from './schema.ts';
+import { ScrapeRunError } from './scrape-runs.ts';
+
+/** The registry exactly as spec 2.6 lists it (our internal fields stay inside). */
+const PLATFORMS_BODY = JSON.stringify({
+  platforms: Object.fromEntries(
+    PLATFORM_KEYS.map((k) => {
+      const p = PLATFORMS[k];
+      return [k, { description: p.description, sections_type: p.sections_type, regions: p.regions, event_id_example: p.event_id_example }];
+    }),
+  ),
+});
+
+async function scrapeTarget(ctx: RouteContext): Promise<EventRef> {
+  const body = await readJsonBody(ctx, ctx.state.services.config.MAX_BODY_BYTES);
+  if (body.kind === 'too_large') {
+    const err = new LiveAvailabilityError(413, `body is larger than ${body.limit} bytes`);
+    err.headers = { Connection: 'close' };
+    throw err;
+  }
+  if (body.kind === 'invalid') throw new LiveAvailabilityError(400, `body is not valid JSON: ${body.reason}`);
+  const value = body.kind === 'json' ? body.value : undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new LiveAvailabilityError(400, 'body must be a JSON object with platform, event_id and region');
+  }
+  const parsed = scrapeRequestSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.map(String).join('.');
+    throw new LiveAvailabilityError(400, issue.code === 'invalid_type' ? `${field} is required and must be a string` : `${field}: ${issue.message}`);
+  }
+  const { platform, event_id, region } = parsed.data;
+  if (!isPlatformKey(platform)) {
+    throw new LiveAvailabilityError(400, `unknown or unsupported platform '${platform.slice(0, 40)}': expected one of ${PLATFORM_KEYS.join(', ')}`);
+  }
+  const ref = parseEventRef(platform, event_id, region);
+  if (!ref.ok) throw new LiveAvailabilityError(400, ref.message);
+  return ref.ref;
+}
+
+const STATUS_BY_KIND = { not_found: 404, timeout: 408, failed: 500 } as const;
 
 export const liveAvailabilityApi: ApiModule = {
   api: 'live_availability',
   failures: liveAvailabilityFailures,
   routes: [
+    {
+      operationId: 'listPlatforms',
+      summary: 'The eleven supported platforms (spec 2.6)',
+      responses: { 200: { description: 'Registry', schema: platformsResponseSchema } },
+      handler: async (ctx) => {
+        ctx.type = 'application/json';
+        ctx.body = PLATFORMS_BODY;
+      },
+    },
+    {
+      operationId: 'scrapeEvent',
+      summary: 'Scrape current availability of one event on one platform; synchronous, up to 60 s',
+      request: { body: scrapeRequestSchema },
+      responses: {
+        200: { description: 'Scrape response (spec 2.5)', schema: scrapeResponseSchema },
+        400: { description: 'Unknown platform, bad event id or region, or a body that is not a JSON object', schema: detailSchema },
+        404: { description: 'Event not found on the platform', schema: detailSchema },
+        408: { description: 'The platform took longer than 60 seconds', schema: detailSchema },
+        500: { description: 'Unexpected error during the scrape (not billed)', schema: detailSchema },
+      },
+      handler: async (ctx) => {
+        const ref = await scrapeTarget(ctx);
+        const runner = ctx.state.services.scrapes;
+        if (!runner) throw new GatewayError('service_unavailable', 'scrape backend not configured');
+        try {
+          ctx.body = await runner.run(ref);
+        } catch (err) {
+          if (!(err instanceof ScrapeRunError)) throw err;
+          if (err.kind === 'unavailable') {
+            ctx.state.log.error({ err: err.cause }, 'scrape backend unavailable');
+            throw new GatewayError('service_unavailable', 'scrape backend unavailable');
+          }
+          ctx.state.log.warn({ platform: ref.platform, region: ref.region, kind: err.kind, reason: err.message }, 'scrape did not succeed');
+          throw new LiveAvailabilityError(STATUS_BY_KIND[err.kind], err.message);
+        }
+      },
+    },
     {
       operationId: 'pingLiveAvailability',
       summary: 'Liveness probe',

@@ -1,0 +1,27 @@
+// Every activity the worker runs, built once per worker process with the resources they share
+// (the scrapers' HTTP fetcher and warm browser). close() releases them at shutdown.
+import { platformBaseUrls, type Config } from '../src/config.ts';
+import type { Logger } from '../src/logger.ts';
+import { createScrapers } from '../src/scrapers/index.ts';
+import { attemptTimeoutMs } from '../workflows/scrape-timing.ts';
+import { createScrapeActivities } from './scrape.ts';
+
+export interface Activities {
+  activities: Record<string, (...args: never[]) => Promise<unknown>>;
+  close(): Promise<void>;
+}
+
+export async function createActivities(deps: { config: Config; log: Logger; baseUrls?: Record<string, string> }): Promise<Activities> {
+  const { config, log } = deps;
+  const scrapers = createScrapers({
+    baseUrls: deps.baseUrls ?? platformBaseUrls(config),
+    concurrency: config.SCRAPE_CONCURRENCY,
+    browserPages: config.BROWSER_PAGES,
+    chromiumPath: config.CHROMIUM_PATH,
+    attemptTimeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS),
+  });
+  return {
+    activities: { ...createScrapeActivities(scrapers, log.child({ component: 'activities' })) },
+    close: () => scrapers.close(),
+  };
+}

@@ -1,0 +1,48 @@
+// The scrape activity: runs one platform adapter for one event and returns the spec 2.5
+// response. Failures become Temporal ApplicationFailures typed by ScrapeFailure kind, so the
+// workflow's retry policy can tell transient ones (retried with backoff) from final ones.
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { EventRef } from '../src/platform/event-ref.ts';
+import type { Scrapers } from '../src/scrapers/index.ts';
+import { toScrapeResponse, type ScrapeResponse } from '../src/scrapers/response.ts';
+import { ScrapeFailure } from '../src/scrapers/types.ts';
+import type { Logger } from '../src/logger.ts';
+
+/** Failure types of the scrape activity and workflow (ApplicationFailure.type). */
+export const SCRAPE_FAILURE_TYPES = {
+  notFound: 'not_found',
+  unsupported: 'unsupported',
+  malformed: 'malformed',
+  upstream: 'upstream',
+  attemptTimeout: 'attempt_timeout',
+  /** The whole request ran past its limit (set by the workflow). */
+  timeout: 'timeout',
+  /** A bug, not the platform: never retried. */
+  internal: 'internal',
+} as const;
+
+export interface ScrapeActivities {
+  scrapePlatform(ref: EventRef): Promise<ScrapeResponse>;
+}
+
+export function createScrapeActivities(scrapers: Scrapers, log: Logger): ScrapeActivities {
+  return {
+    async scrapePlatform(ref) {
+      const ctx = Context.current();
+      const started = performance.now();
+      try {
+        const data = await scrapers.scrape(ref, { signal: ctx.cancellationSignal });
+        log.info({ platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) }, 'scraped');
+        return toScrapeResponse(ref, data, new Date());
+      } catch (err) {
+        const fields = { platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) };
+        if (err instanceof ScrapeFailure) {
+          log.warn({ ...fields, kind: err.kind, err: err.message }, 'scrape failed');
+          throw ApplicationFailure.create({ type: err.kind, message: err.message, nonRetryable: !err.retryable, cause: err });
+        }
+        log.error({ ...fields, err }, 'scrape crashed');
+        throw ApplicationFailure.create({ type: SCRAPE_FAILURE_TYPES.internal, message: 'unexpected error while scraping', nonRetryable: true, cause: err as Error });
+      }
+    },
+  };
+}

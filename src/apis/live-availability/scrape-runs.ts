@@ -1,0 +1,97 @@
+// Runs an on-demand scrape as a Temporal `scrapeEvent` workflow and waits for its answer.
+// Identical concurrent requests (same platform, event key and region) share one run: the
+// workflow id is derived from them and a start that meets a running one joins it
+// (USE_EXISTING); a finished run's id may be reused (ALLOW_DUPLICATE), so the next request
+// scrapes afresh. The run's input is kept in its memo so ops can retry a failed run.
+import { type Client, WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure, TimeoutFailure } from '@temporalio/common';
+import type { EventRef } from '../../platform/event-ref.ts';
+import type { ScrapeResponse } from '../../scrapers/response.ts';
+import type { ScrapeEventInput, scrapeEvent } from '../../../workflows/scrape-event.ts';
+
+export type ScrapeRunFailureKind = 'not_found' | 'timeout' | 'failed' | 'unavailable';
+
+export class ScrapeRunError extends Error {
+  constructor(
+    readonly kind: ScrapeRunFailureKind,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'ScrapeRunError';
+  }
+}
+
+export interface ScrapeRunner {
+  run(ref: EventRef): Promise<ScrapeResponse>;
+}
+
+export const SCRAPE_WORKFLOW_TYPE = 'scrapeEvent';
+
+/** One id per (platform, event key, region): every spelling of one event shares it. */
+export function scrapeWorkflowId(ref: EventRef): string {
+  return `scrape:${ref.platform}:${ref.region}:${ref.key}`;
+}
+
+/** Extra time the client waits past the limit for the run's own timeout to arrive. */
+const RESULT_GRACE_MS = 3_000;
+
+export class TemporalScrapeRunner implements ScrapeRunner {
+  constructor(
+    private readonly client: Client,
+    private readonly options: { taskQueue: string; timeoutMs: number },
+  ) {}
+
+  async run(ref: EventRef): Promise<ScrapeResponse> {
+    const { taskQueue, timeoutMs } = this.options;
+    const input: ScrapeEventInput = { ref, timeoutMs };
+    let handle;
+    try {
+      handle = await this.client.workflow.start<typeof scrapeEvent>(SCRAPE_WORKFLOW_TYPE, {
+        taskQueue,
+        workflowId: scrapeWorkflowId(ref),
+        args: [input],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+        // A run nobody picks up (no worker) still ends, and its waiting client gets a 408.
+        workflowExecutionTimeout: timeoutMs + RESULT_GRACE_MS,
+        memo: { input },
+      });
+    } catch (err) {
+      throw new ScrapeRunError('unavailable', 'the scrape backend could not be reached', { cause: err });
+    }
+
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new ScrapeRunError('timeout', `${ref.platform} took longer than ${Math.round(timeoutMs / 1000)} seconds`)),
+        timeoutMs + RESULT_GRACE_MS,
+      );
+    });
+    try {
+      const result = await Promise.race([this.client.workflow.getHandle<typeof scrapeEvent>(handle.workflowId, handle.firstExecutionRunId).result(), deadline]);
+      // A shared run answers with the first caller's spelling of the id; each caller gets its own.
+      return { ...result, event_id: ref.eventId };
+    } catch (err) {
+      throw toRunError(err, ref, timeoutMs);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+function toRunError(err: unknown, ref: EventRef, timeoutMs: number): ScrapeRunError {
+  if (err instanceof ScrapeRunError) return err;
+  if (err instanceof WorkflowFailedError) {
+    const cause = err.cause;
+    if (cause instanceof TimeoutFailure) return new ScrapeRunError('timeout', `${ref.platform} took longer than ${Math.round(timeoutMs / 1000)} seconds`);
+    if (cause instanceof ApplicationFailure) {
+      if (cause.type === 'not_found') return new ScrapeRunError('not_found', cause.message);
+      if (cause.type === 'timeout' || cause.type === 'attempt_timeout') return new ScrapeRunError('timeout', cause.message);
+      if (cause.type === 'internal') return new ScrapeRunError('failed', 'unexpected error during the scrape');
+      return new ScrapeRunError('failed', cause.message);
+    }
+    return new ScrapeRunError('failed', 'unexpected error during the scrape', { cause: err });
+  }
+  return new ScrapeRunError('unavailable', 'the scrape backend could not be reached', { cause: err });
+}

@@ -1,0 +1,69 @@
+// `npm run ops -- <command>`: operations on the service's Temporal runs. JSON on stdout; on
+// error a message on stderr and a non-zero exit. Talks to TEMPORAL_ADDRESS, or to the dev
+// server `npm start` runs (127.0.0.1:TEMPORAL_PORT).
+import { parseArgs } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig } from '../config.ts';
+import { listFailedScrapes, parseSince, retryScrape } from './failed-scrapes.ts';
+
+const USAGE = `usage: npm run ops -- <command> [options]
+
+  scrapes:failed [--since 1h]                       failed or timed-out scrape runs (newest run per id)
+  scrapes:retry <workflow id>                       run a failed scrape again and wait for it
+  scrapes:retry --all-failed [--since 1h]           the same for every failed scrape run`;
+
+class UsageError extends Error {}
+
+async function main(argv: string[]): Promise<unknown> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { since: { type: 'string' }, 'all-failed': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    allowPositionals: true,
+  });
+  const [command, ...rest] = positionals;
+  if (values.help || !command) throw new UsageError('');
+  const config = loadConfig();
+  const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: 5_000 });
+  } catch {
+    throw new Error(`no Temporal server answers at ${address}: start the service (npm start) or set TEMPORAL_ADDRESS`);
+  }
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  try {
+    const since = parseSince(values.since ?? '1h');
+    if (command === 'scrapes:failed') {
+      if (rest.length) throw new UsageError(`unexpected argument ${rest[0]}`);
+      return await listFailedScrapes(client, since);
+    }
+    if (command === 'scrapes:retry') {
+      if (values['all-failed']) {
+        if (rest.length) throw new UsageError('give a workflow id or --all-failed, not both');
+        const failed = await listFailedScrapes(client, since);
+        const outcomes = [];
+        for (const f of failed) outcomes.push(await retryScrape(client, f.workflow_id, config.SCRAPE_TASK_QUEUE));
+        return outcomes;
+      }
+      if (rest.length !== 1) throw new UsageError('scrapes:retry needs one workflow id (see scrapes:failed) or --all-failed');
+      return await retryScrape(client, rest[0]!, config.SCRAPE_TASK_QUEUE);
+    }
+    throw new UsageError(`unknown command ${command}`);
+  } finally {
+    await connection.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (out) => {
+    console.log(JSON.stringify(out, null, 2));
+  },
+  (err: unknown) => {
+    if (err instanceof UsageError) {
+      console.error(`${err.message ? `${err.message}\n\n` : ''}${USAGE}`);
+      process.exit(2);
+    }
+    console.error((err as Error).message);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,45 @@
+// scrapeEvent: one on-demand availability scrape (POST /events/scrape). The activity is retried
+// with backoff for transient failures (network, 5xx, a crashed browser, a timed-out attempt);
+// not-found, unsupported and malformed answers fail at once. The whole run is bounded by the
+// request's limit: running past it fails with type `timeout` (the API's 408). Identical
+// concurrent requests share one run through its workflow id (src/apis/live-availability).
+import { ActivityFailure, ApplicationFailure, proxyActivities, TimeoutFailure } from '@temporalio/workflow';
+import type { ScrapeActivities } from '../activities/scrape.ts';
+import type { EventRef } from '../src/platform/event-ref.ts';
+import type { ScrapeResponse } from '../src/scrapers/response.ts';
+import { attemptTimeoutMs, SCRAPE_RETRY } from './scrape-timing.ts';
+
+export interface ScrapeEventInput {
+  ref: EventRef;
+  /** The request's whole limit, retries included. */
+  timeoutMs: number;
+}
+
+const FINAL = ['not_found', 'unsupported', 'malformed', 'internal'];
+
+export async function scrapeEvent(input: ScrapeEventInput): Promise<ScrapeResponse> {
+  const { scrapePlatform } = proxyActivities<ScrapeActivities>({
+    scheduleToCloseTimeout: input.timeoutMs,
+    startToCloseTimeout: attemptTimeoutMs(input.timeoutMs),
+    retry: { ...SCRAPE_RETRY, nonRetryableErrorTypes: FINAL },
+  });
+  try {
+    return await scrapePlatform(input.ref);
+  } catch (err) {
+    if (err instanceof ActivityFailure) {
+      const cause = err.cause;
+      if (cause instanceof TimeoutFailure) {
+        throw ApplicationFailure.create({
+          type: 'timeout',
+          message: `${input.ref.platform} took longer than ${Math.round(input.timeoutMs / 1000)} seconds`,
+          nonRetryable: true,
+        });
+      }
+      if (cause instanceof ApplicationFailure) {
+        // The last attempt's failure, retyped as the run's own so callers read one level.
+        throw ApplicationFailure.create({ type: cause.type ?? 'internal', message: cause.message, nonRetryable: true });
+      }
+    }
+    throw err;
+  }
+}
