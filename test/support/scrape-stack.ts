@@ -1,0 +1,78 @@
+// The whole on-demand scrape path for a test file, all real: a platform simulator on a free
+// port, a Temporal worker (workflows/ + activities/ with the real scrapers) on its own task
+// queue on the run's server, a client, and the runner the gateway uses.
+import type { Client } from '@temporalio/client';
+import { afterAll, beforeAll } from 'vitest';
+import { TemporalScrapeRunner } from '../../src/apis/live-availability/scrape-runs.ts';
+import { createLogger } from '../../src/logger.ts';
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
+import { createActivities } from '../../activities/index.ts';
+import { connectTemporal } from '../../temporal/client.ts';
+import { WORKFLOWS_PATH } from '../../temporal/runtime.ts';
+import { startWorkers } from '../../temporal/worker.ts';
+import { testConfig } from './harness.ts';
+import { cachedBundle, temporalAddress, TEST_NAMESPACE, uniqueTaskQueue } from './temporal.ts';
+
+export interface ScrapeStack {
+  sim: Simulator;
+  client: Client;
+  taskQueue: string;
+  timeoutMs: number;
+  runner: TemporalScrapeRunner;
+}
+
+/**
+ * Starts the stack before the file's tests and stops it after. `timeoutMs` stands in for the
+ * 60 s limit so time-outs are testable in seconds (each attempt gets a third of it).
+ */
+export function useScrapeStack(opts: { timeoutMs?: number } = {}): ScrapeStack {
+  const stack = {} as ScrapeStack;
+  const cleanups: (() => Promise<void>)[] = [];
+  beforeAll(async () => {
+    const timeoutMs = opts.timeoutMs ?? 4_500;
+    const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+    const sim = await startSimulator({ empty: true });
+    cleanups.push(() => sim.close());
+    const config = testConfig({ SCRAPE_TIMEOUT_MS: String(timeoutMs), BROWSER_PAGES: '2', SCRAPE_CONCURRENCY: '10' });
+    const { activities, close } = await createActivities({ config, log, baseUrls: sim.baseUrls });
+    cleanups.push(close);
+    const taskQueue = uniqueTaskQueue('scrapes');
+    const address = temporalAddress();
+    const workers = await startWorkers({
+      connection: { address },
+      namespace: TEST_NAMESPACE,
+      queues: [{ taskQueue, workflowsPath: WORKFLOWS_PATH, activities, workflowBundle: await cachedBundle(WORKFLOWS_PATH) }],
+      log,
+      shutdownGraceMs: 1_000,
+    });
+    cleanups.push(() => workers.stop());
+    const temporal = await connectTemporal({ address, namespace: TEST_NAMESPACE });
+    cleanups.push(() => temporal.close());
+    Object.assign(stack, { sim, client: temporal.client, taskQueue, timeoutMs, runner: new TemporalScrapeRunner(temporal.client, { taskQueue, timeoutMs }) });
+  }, 120_000);
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  }, 60_000);
+  return stack;
+}
+
+/** A simulator inventory section with the flags defaulted. */
+export function section(name: string, price: number, stock: number, extra: Record<string, unknown> = {}) {
+  return { name, price, stock, ticket_type: 'standard' as const, restricted_view: false, accessible: false, presale: false, ...extra };
+}
+
+/** Sets a simulated event exactly through the control API (PUT /_sim/{platform}/events/{id}). */
+export async function putEvent(sim: Simulator, platform: string, eventId: string, body: Record<string, unknown>): Promise<void> {
+  const res = await fetch(`${sim.url}/_sim/${platform}/events/${encodeURIComponent(eventId)}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 200) throw new Error(`simulator PUT ${platform}/${eventId}: ${res.status} ${await res.text()}`);
+}
+
+/** Requests the simulator served for an event so far. */
+export async function hits(sim: Simulator, platform: string, eventId: string): Promise<number> {
+  const res = await fetch(`${sim.url}/_sim/${platform}/events/${encodeURIComponent(eventId)}`);
+  return res.status === 200 ? ((await res.json()) as { hits: number }).hits : 0;
+}

@@ -1,0 +1,116 @@
+// scrapeEvent on the real Temporal server with the real scrapers against the simulator:
+// retries then success, non-retryable not-found, the request limit, shared runs for identical
+// requests, and the ops path that lists and retries failed runs.
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { scrapeWorkflowId, ScrapeRunError } from '../../src/apis/live-availability/scrape-runs.ts';
+import { listFailedScrapes, retryScrape } from '../../src/ops/failed-scrapes.ts';
+import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
+import { runTs } from '../support/harness.ts';
+import { temporalAddress } from '../support/temporal.ts';
+import { hits, putEvent, section, useScrapeStack } from '../support/scrape-stack.ts';
+
+const stack = useScrapeStack({ timeoutMs: 4_500 });
+
+/** A pf_03 event nobody else uses. */
+function pf03(): { url: string; ref: EventRef } {
+  const url = `https://pf03.example/e/wf-${randomUUID().slice(0, 8)}`;
+  const parsed = parseEventRef('pf_03', url, 'fr');
+  if (!parsed.ok) throw new Error(parsed.message);
+  return { url, ref: parsed.ref };
+}
+
+async function attempts(workflowId: string): Promise<number> {
+  const history = await stack.client.workflow.getHandle(workflowId).fetchHistory();
+  return (history.events ?? []).filter((e) => e.activityTaskStartedEventAttributes).map((e) => e.activityTaskStartedEventAttributes!.attempt ?? 1).reduce((a, b) => Math.max(a, b), 0);
+}
+
+describe('scrapeEvent workflow', () => {
+  it('retries transient failures with backoff, then succeeds', async () => {
+    const { url, ref } = pf03();
+    await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [section('Stalls', 80, 3)], failures: 2 });
+    const result = await stack.runner.run(ref);
+    expect(result).toMatchObject({ success: true, total_stock: 3, platform: 'pf_03', event_id: url, region: 'fr' });
+    expect(await hits(stack.sim, 'pf_03', url)).toBe(3);
+    expect(await attempts(scrapeWorkflowId(ref))).toBe(3);
+  });
+
+  it('fails at once, without retries, when the event is not found', async () => {
+    const { url, ref } = pf03();
+    await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [], behaviour: 'not_found' });
+    await expect(stack.runner.run(ref)).rejects.toMatchObject({ kind: 'not_found' });
+    expect(await hits(stack.sim, 'pf_03', url)).toBe(1);
+    expect(await attempts(scrapeWorkflowId(ref))).toBe(1);
+  });
+
+  it('gives up on a platform that keeps failing after its retries, as a failure (not a time-out)', async () => {
+    const { url, ref } = pf03();
+    await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [], behaviour: 'error' });
+    const err = await stack.runner.run(ref).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ScrapeRunError);
+    expect(err).toMatchObject({ kind: 'failed' });
+    expect(await hits(stack.sim, 'pf_03', url)).toBe(4);
+  });
+
+  it('bounds the whole request: a page that hangs ends as a time-out within the limit', async () => {
+    const { url, ref } = pf03();
+    await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [], behaviour: 'hang' });
+    const started = Date.now();
+    await expect(stack.runner.run(ref)).rejects.toMatchObject({ kind: 'timeout' });
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(stack.timeoutMs - 200);
+    expect(took).toBeLessThan(stack.timeoutMs + 2_500);
+  });
+
+  it('shares one run between identical concurrent requests, whatever the spelling of the event id', async () => {
+    const { url, ref } = pf03();
+    await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [section('Balcony', 45.5, 2)], behaviour: 'slow', delay_ms: 800 });
+    const spellings = [url, `${url}/`, url, `${url}/`, url];
+    const refs = spellings.map((s) => {
+      const p = parseEventRef('pf_03', s, 'FR');
+      if (!p.ok) throw new Error(p.message);
+      return p.ref;
+    });
+    const results = await Promise.all(refs.map((r) => stack.runner.run(r)));
+    expect(await hits(stack.sim, 'pf_03', url)).toBe(1);
+    expect(new Set(results.map((r) => r.scrape_timestamp)).size).toBe(1);
+    expect(results.map((r) => r.event_id)).toEqual(spellings);
+    // Once the run is over, the next request scrapes afresh.
+    await stack.runner.run(ref);
+    expect(await hits(stack.sim, 'pf_03', url)).toBe(2);
+  });
+
+  it('lists a failed run for ops and retries it once the platform is back', async () => {
+    const { url, ref } = pf03();
+    await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [section('Pit', 150, 5)], behaviour: 'malformed' });
+    await expect(stack.runner.run(ref)).rejects.toMatchObject({ kind: 'failed' });
+    const id = scrapeWorkflowId(ref);
+
+    const since = new Date(Date.now() - 60_000);
+    let failed = await listFailedScrapes(stack.client, since);
+    for (let i = 0; i < 20 && !failed.some((f) => f.workflow_id === id); i++) {
+      await new Promise((r) => setTimeout(r, 250)); // visibility is eventually consistent
+      failed = await listFailedScrapes(stack.client, since);
+    }
+    expect(failed.find((f) => f.workflow_id === id)).toMatchObject({ status: 'FAILED', failure_type: 'malformed', platform: 'pf_03', event_id: url, region: 'fr' });
+
+    // The ops CLI prints the same list as JSON.
+    const cli = await runTs('src/ops/cli.ts', ['scrapes:failed', '--since', '10m'], { ...process.env, TEMPORAL_ADDRESS: temporalAddress(), LOG_LEVEL: 'silent' });
+    expect(cli.code, cli.stderr).toBe(0);
+    expect((JSON.parse(cli.stdout) as { workflow_id: string }[]).map((f) => f.workflow_id)).toContain(id);
+
+    await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [section('Pit', 150, 5)] });
+    const outcome = await retryScrape(stack.client, id, stack.taskQueue);
+    expect(outcome).toMatchObject({ workflow_id: id, outcome: 'succeeded', total_stock: 5 });
+    expect((await listFailedScrapes(stack.client, since)).map((f) => f.workflow_id)).not.toContain(id);
+  });
+
+  it('ops CLI: usage errors exit 2, an unreachable server exits 1 with a message', async () => {
+    const usage = await runTs('src/ops/cli.ts', ['scrapes:nope'], { ...process.env, TEMPORAL_ADDRESS: temporalAddress() });
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('unknown command');
+    const down = await runTs('src/ops/cli.ts', ['scrapes:failed'], { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(down.code).toBe(1);
+    expect(down.stderr).toContain('no Temporal server answers at 127.0.0.1:1');
+  });
+});
