@@ -33,6 +33,9 @@ export function scrapeWorkflowId(ref: EventRef): string {
   return `scrape:${ref.platform}:${ref.region}:${ref.key}`;
 }
 
+/** How long starting (or joining) a run may take before the backend counts as unreachable. */
+const START_DEADLINE_MS = 5_000;
+
 /** Extra time the client waits past the limit for the run's own timeout to arrive. */
 const RESULT_GRACE_MS = 3_000;
 
@@ -47,7 +50,10 @@ export class TemporalScrapeRunner implements ScrapeRunner {
     const input: ScrapeEventInput = { ref, timeoutMs };
     let handle;
     try {
-      handle = await this.client.workflow.start<typeof scrapeEvent>(SCRAPE_WORKFLOW_TYPE, {
+      // Bounded: the SDK retries an unreachable frontend for a long time, and the client
+      // should get its 502 in seconds, not hold a connection open.
+      handle = await this.client.withDeadline(Date.now() + START_DEADLINE_MS, () =>
+        this.client.workflow.start<typeof scrapeEvent>(SCRAPE_WORKFLOW_TYPE, {
         taskQueue,
         workflowId: scrapeWorkflowId(ref),
         args: [input],
@@ -56,7 +62,8 @@ export class TemporalScrapeRunner implements ScrapeRunner {
         // A run nobody picks up (no worker) still ends, and its waiting client gets a 408.
         workflowExecutionTimeout: timeoutMs + RESULT_GRACE_MS,
         memo: { input },
-      });
+      }),
+      );
     } catch (err) {
       throw new ScrapeRunError('unavailable', 'the scrape backend could not be reached', { cause: err });
     }
