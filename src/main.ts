@@ -1,6 +1,7 @@
 // `npm start`: the whole service on embedded defaults. PostgreSQL (DATABASE_URL or embedded),
-// migrations, the demo account on first start, the gateway on PORT and metrics on
-// METRICS_PORT. Ctrl-C stops everything cleanly; data persists under DATA_DIR.
+// migrations, the demo account on first start, Temporal (TEMPORAL_ADDRESS or a dev server) and
+// its workers, the platform simulator on SIM_PORT, the gateway on PORT and metrics on METRICS_PORT. Ctrl-C stops everything
+// cleanly; data persists under DATA_DIR.
 import type { Server } from 'node:http';
 import { APIS } from './apis/index.ts';
 import { ensureDemoAccount } from './accounts/demo.ts';
@@ -9,6 +10,9 @@ import { createGateway } from './gateway/app.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './runtime/database.ts';
 import { closeServices, createRequestPool, createServices, startHousekeeping } from './runtime/services.ts';
+import { startLocalWorkers, startTemporal } from '../temporal/runtime.ts';
+import { TemporalScrapeRunner } from './apis/live-availability/scrape-runs.ts';
+import { startSimulator } from './simulator/server.ts';
 
 function listen(app: ReturnType<typeof createGateway>, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -43,9 +47,12 @@ async function main(): Promise<void> {
   const cleanups: { name: string; run: () => Promise<void> }[] = [];
   let stopping = false;
   let startup: Promise<unknown> = Promise.resolve();
+  // Cuts short the one start-up step that can take minutes: the first build of the Temporal CLI.
+  const aborted = new AbortController();
   const stop = async (reason: string, code: number) => {
     if (stopping) return;
     stopping = true;
+    aborted.abort(new Error(`stopped (${reason})`));
     log.info({ reason }, 'stopping');
     // Not unref'd: should a step hang on a promise that never settles, the process must not
     // drift to a silent exit 0 with nothing left to run, but fail loudly.
@@ -87,7 +94,24 @@ async function main(): Promise<void> {
     }
     if (stopping) return;
 
-    const services = createServices(config, database.db, createRequestPool(config, database.connectionString), log);
+    // Stopped after the gateway (cleanups run newest first): requests in flight may still start
+    // workflows.
+    const temporal = await startTemporal(config, log, { signal: aborted.signal });
+    cleanups.push({ name: 'temporal', run: () => temporal.stop() });
+    if (temporal.uiUrl) console.log(`  Temporal Web UI: ${temporal.uiUrl}\n`);
+    if (stopping) return;
+
+    if (config.RUN_SIMULATOR) {
+      const sim = await startSimulator({ port: config.SIM_PORT, host: '127.0.0.1', driftMs: config.SIM_DRIFT_MS });
+      cleanups.push({ name: 'simulator', run: () => sim.close() });
+      console.log(`  Platform simulator (the scrapers' default target): ${sim.url}/_sim/events\n`);
+    }
+    if (stopping) return;
+
+    const services = {
+      ...createServices(config, database.db, createRequestPool(config, database.connectionString), log),
+      scrapes: new TemporalScrapeRunner(temporal.client, { taskQueue: config.SCRAPE_TASK_QUEUE, timeoutMs: config.SCRAPE_TIMEOUT_MS }),
+    };
     cleanups.push({ name: 'services', run: () => closeServices(services) });
     const app = createGateway(services, APIS);
     const server = await listen(app, config.PORT, config.HOST);
@@ -101,6 +125,15 @@ async function main(): Promise<void> {
       { port: config.PORT, metrics_port: config.METRICS_PORT, ms: Math.round(performance.now() - started) },
       `gateway listening on http://localhost:${config.PORT} (OpenAPI at /openapi.json)`,
     );
+
+    // Last, as loading the scrapers and bundling the workflow code take seconds and the API does
+    // not need them to answer: workflows started meanwhile wait on their task queue. Stopped
+    // first, while the server and the database their activities use are still up.
+    if (config.RUN_WORKER) {
+      const workers = await startLocalWorkers(config, log, temporal.address);
+      cleanups.push({ name: 'workers', run: () => workers.stop() });
+      log.info({ ms: Math.round(performance.now() - started) }, 'worker ready');
+    }
   })().then(
     () => null,
     (err: unknown) => err ?? new Error('start-up failed'),

@@ -1,19 +1,25 @@
 // `npm start` on a fresh machine: embedded PostgreSQL under DATA_DIR (no DATABASE_URL),
 // migrations, the demo account and key printed once, the gateway and metrics listening,
-// Ctrl-C stopping everything with exit 0, data kept between runs, and the admin CLI working
-// against the same data directory whether the service runs or not.
+// the Temporal dev server and workers, Ctrl-C stopping everything (no server process left
+// behind) with exit 0, data kept between runs, and the admin CLI working against the same data
+// directory whether the service runs or not.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '../db/connection.ts';
 import { ensureDemoAccount } from '../src/accounts/demo.ts';
 import { PROJECT_ROOT, call, databaseUrl, runTs } from './support/harness.ts';
 import { canConnect } from '../db/embedded.ts';
+import { devServerFiles } from '../temporal/dev-server.ts';
+import { commandLine, isRunning } from '../temporal/processes.ts';
+import { temporalAddress, uniqueTaskQueue } from './support/temporal.ts';
 
 const READY = /gateway listening/;
+/** The workers start after the gateway answers; tests that stop the service wait for them too. */
+const WORKERS_READY = /"msg":"worker ready"/;
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -34,6 +40,18 @@ async function waitUntil(check: () => Promise<boolean>, timeoutMs: number): Prom
     await new Promise((r) => setTimeout(r, 100));
   }
   return check();
+}
+
+/** Temporal dev servers still running on this data directory (there must be none after a stop). */
+async function temporalServersOn(dataDir: string): Promise<number[]> {
+  const db = devServerFiles(dataDir).db;
+  const pids = (await fs.readdir('/proc')).filter((d) => /^\d+$/.test(d)).map(Number);
+  return pids.filter((pid) => pid !== process.pid && isRunning(pid) && commandLine(pid).includes(db));
+}
+
+/** Stops a dev server a failed test left behind, found through its pid file. */
+async function killLeftoverTemporal(dataDir: string): Promise<void> {
+  for (const pid of await temporalServersOn(dataDir)) process.kill(pid, 'SIGKILL');
 }
 
 /** One `npm start` process, in its own process group like a terminal's foreground job. */
@@ -91,7 +109,7 @@ async function exitWithin(svc: Service, ms: number) {
 
 describe('npm start on embedded defaults', () => {
   let dataDir: string;
-  let ports: { pg: number; http: number; metrics: number };
+  let ports: { pg: number; http: number; metrics: number; temporal: number; temporalUi: number };
   let env: NodeJS.ProcessEnv;
   const running: Service[] = [];
 
@@ -103,25 +121,47 @@ describe('npm start on embedded defaults', () => {
 
   const base = () => `http://127.0.0.1:${ports.http}`;
 
+  /** After a stop: PostgreSQL and the Temporal dev server are both gone. */
+  async function expectAllStopped(ms = 3_000): Promise<void> {
+    expect(await waitUntil(async () => !(await canConnect(ports.pg)), ms)).toBe(true);
+    expect(await canConnect(ports.temporal)).toBe(false);
+    expect(await canConnect(ports.temporalUi)).toBe(false);
+    expect(await temporalServersOn(dataDir)).toEqual([]);
+  }
+
   beforeAll(async () => {
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-start-'));
     // We run as root: the embedded server runs as the `postgres` user and must reach the directory.
     await fs.chmod(dataDir, 0o755);
-    ports = { pg: await freePort(), http: await freePort(), metrics: await freePort() };
+    ports = { pg: await freePort(), http: await freePort(), metrics: await freePort(), temporal: await freePort(), temporalUi: await freePort() };
     env = { ...process.env };
     // A fresh machine: no DATABASE_URL, nothing else configured but where and on which ports.
     for (const k of ['DATABASE_URL', 'PORT', 'METRICS_PORT', 'EMBEDDED_PG_PORT', 'DATA_DIR', 'HOST', 'DEMO_ACCOUNT', 'LOG_LEVEL']) delete env[k];
+    for (const k of Object.keys(env)) if (k.startsWith('TEMPORAL_') && k !== 'TEMPORAL_CLI_PATH') delete env[k];
     Object.assign(env, {
       DATA_DIR: dataDir,
       EMBEDDED_PG_PORT: String(ports.pg),
       PORT: String(ports.http),
       METRICS_PORT: String(ports.metrics),
       HOST: '127.0.0.1',
+      TEMPORAL_PORT: String(ports.temporal),
+      TEMPORAL_UI_PORT: String(ports.temporalUi),
+      SIM_PORT: String(await freePort()),
     });
+  });
+
+  // A failed test must not leave its service holding the ports for the next ones.
+  afterEach(async () => {
+    for (const svc of running.splice(0)) {
+      if (svc.child.exitCode !== null || svc.child.signalCode !== null) continue;
+      svc.kill();
+      await svc.exited;
+    }
   });
 
   afterAll(async () => {
     for (const svc of running) svc.kill();
+    await killLeftoverTemporal(dataDir);
     // A failed test may leave the embedded server behind: stop it by its pid file.
     const pid = await fs
       .readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')
@@ -147,6 +187,7 @@ describe('npm start on embedded defaults', () => {
     await svc.waitFor(READY, 90_000);
     const readyMs = Date.now() - t0;
     expect(readyMs).toBeLessThan(60_000); // initdb included
+    await svc.waitFor(WORKERS_READY, 60_000);
 
     const printed = svc.stdout.match(/^\s+(tmk_[A-Za-z0-9_-]+)\s*$/m);
     expect(printed, svc.stdout).not.toBeNull();
@@ -158,6 +199,14 @@ describe('npm start on embedded defaults', () => {
     expect(svc.stdout.split(demoKey).length - 1).toBe(1);
     expect(svc.stderr).not.toContain(demoKey);
 
+    // Temporal: a dev server persisted under DATA_DIR, its Web UI announced, the workers running.
+    expect(svc.stdout).toContain(`Temporal Web UI: http://localhost:${ports.temporalUi}`);
+    expect(svc.stdout).toMatch(/"msg":"Temporal workers running"/);
+    expect(await canConnect(ports.temporal)).toBe(true);
+    expect((await fetch(`http://127.0.0.1:${ports.temporalUi}/`)).status).toBe(200);
+    expect(await temporalServersOn(dataDir)).toHaveLength(1);
+    await fs.stat(devServerFiles(dataDir).db);
+
     const usage = await call(base(), 'GET', '/usage', { key: demoKey });
     expect(usage.status, usage.text).toBe(200);
     expect(usage.body).toMatchObject({ status: 'active', usage_status: 'ok' });
@@ -166,6 +215,16 @@ describe('npm start on embedded defaults', () => {
     expect(created.status, created.text).toBe(201);
     itemId = created.body.id;
     expect(itemId).toBeGreaterThan(0);
+
+    // Live Availability end to end on the embedded parts: the gateway, a scrapeEvent run on the
+    // in-process worker, and the simulator's demo event for pf_03.
+    const scraped = await call(base(), 'POST', '/events/scrape', {
+      key: demoKey,
+      body: { platform: 'pf_03', event_id: 'https://pf03.example/e/summer-open-air-4411', region: 'US' },
+    });
+    expect(scraped.status, scraped.text).toBe(200);
+    expect(scraped.body).toMatchObject({ success: true, platform: 'pf_03', region: 'us', sections_type: 'OfferSections', error: null });
+    expect(scraped.body.total_stock).toBeGreaterThan(0);
 
     const metrics = await fetch(`http://127.0.0.1:${ports.metrics}/metrics`);
     expect(metrics.status).toBe(200);
@@ -180,7 +239,9 @@ describe('npm start on embedded defaults', () => {
     const result = await exitWithin(svc, 10_000);
     expect(result, svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
     expect(svc.stdout).toMatch(/"msg":"stopped"/);
-    expect(await waitUntil(async () => !(await canConnect(ports.pg)), 3_000)).toBe(true);
+    // Ctrl-C reaches the dev server too; whatever it says while stopping is not an error.
+    expect(svc.stdout).not.toMatch(/"level":50/);
+    await expectAllStopped();
     expect(await canConnect(ports.http)).toBe(false);
     expect(await canConnect(ports.metrics)).toBe(false);
     await expect(fs.stat(path.join(dataDir, 'postgres', 'postmaster.pid'))).rejects.toThrow();
@@ -221,6 +282,7 @@ describe('npm start on embedded defaults', () => {
     const svc = start();
     await svc.waitFor(READY, 60_000);
     expect(Date.now() - t0).toBeLessThan(30_000);
+    await svc.waitFor(WORKERS_READY, 60_000);
     expect(svc.stdout).not.toMatch(/tmk_/);
     expect(svc.stdout).toContain('demo-api-key');
 
@@ -250,12 +312,13 @@ describe('npm start on embedded defaults', () => {
 
     svc.interrupt();
     expect(await exitWithin(svc, 10_000), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
-    expect(await waitUntil(async () => !(await canConnect(ports.pg)), 3_000)).toBe(true);
+    await expectAllStopped();
   }, 120_000);
 
   it('Ctrl-C with a client mid-request: the gateway drains for a bounded time, everything stops, exit 0', async () => {
     const svc = start();
     await svc.waitFor(READY, 60_000);
+    await svc.waitFor(WORKERS_READY, 60_000);
     // A client that has sent half a request: the server must not wait for it forever, and the
     // exit must still be the service's own clean one.
     const sock = net.connect({ host: '127.0.0.1', port: ports.http });
@@ -268,15 +331,16 @@ describe('npm start on embedded defaults', () => {
     expect(await exitWithin(svc, 10_000), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
     expect(svc.stdout).toMatch(/"msg":"stopped"/);
     await sockClosed;
-    expect(await waitUntil(async () => !(await canConnect(ports.pg)), 3_000)).toBe(true);
+    await expectAllStopped();
   }, 90_000);
 
   it('SIGTERM stops it cleanly too', async () => {
     const svc = start();
     await svc.waitFor(READY, 60_000);
+    await svc.waitFor(WORKERS_READY, 60_000);
     process.kill(svc.child.pid!, 'SIGTERM');
     expect(await exitWithin(svc, 10_000), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
-    expect(await waitUntil(async () => !(await canConnect(ports.pg)), 3_000)).toBe(true);
+    await expectAllStopped();
   }, 90_000);
 
   it('a gateway port already in use: non-zero exit with a message, and the embedded server is stopped', async () => {
@@ -288,7 +352,24 @@ describe('npm start on embedded defaults', () => {
       expect(result).not.toBe('timeout');
       expect((result as { code: number | null }).code).not.toBe(0);
       expect(svc.stderr).toMatch(/EADDRINUSE/);
+      await expectAllStopped(5_000);
+    } finally {
+      await new Promise((r) => blocker.close(r));
+    }
+  }, 90_000);
+
+  it('a Temporal port already in use: non-zero exit naming TEMPORAL_PORT, and the embedded server is stopped', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(ports.temporal, '127.0.0.1', () => r()));
+    try {
+      const svc = start();
+      const result = await exitWithin(svc, 60_000);
+      expect(result).not.toBe('timeout');
+      expect((result as { code: number | null }).code).not.toBe(0);
+      expect(svc.stderr).toContain(`port ${ports.temporal} (TEMPORAL_PORT) is already in use`);
+      expect(svc.stdout).not.toMatch(READY);
       expect(await waitUntil(async () => !(await canConnect(ports.pg)), 5_000)).toBe(true);
+      expect(await temporalServersOn(dataDir)).toEqual([]);
     } finally {
       await new Promise((r) => blocker.close(r));
     }
@@ -311,13 +392,16 @@ describe('npm start interrupted during its first start-up', () => {
     await fs.chmod(dataDir, 0o755);
     const pg = await freePort();
     const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const k of ['DATABASE_URL', 'LOG_LEVEL', 'DEMO_ACCOUNT']) delete env[k];
+    for (const k of ['DATABASE_URL', 'LOG_LEVEL', 'DEMO_ACCOUNT', 'TEMPORAL_ADDRESS']) delete env[k];
     Object.assign(env, {
       DATA_DIR: dataDir,
       EMBEDDED_PG_PORT: String(pg),
       PORT: String(await freePort()),
       METRICS_PORT: String(await freePort()),
       HOST: '127.0.0.1',
+      TEMPORAL_PORT: String(await freePort()),
+      TEMPORAL_UI_PORT: String(await freePort()),
+      SIM_PORT: String(await freePort()),
     });
     const services: Service[] = [];
     try {
@@ -332,12 +416,15 @@ describe('npm start interrupted during its first start-up', () => {
       const second = new Service(env);
       services.push(second);
       await second.waitFor(READY, 60_000);
+      await second.waitFor(WORKERS_READY, 60_000);
       expect(second.stdout).toMatch(/tmk_|demo-api-key/);
       process.kill(second.child.pid!, 'SIGINT');
       expect(await exitWithin(second, 10_000)).toEqual({ code: 0, signal: null });
       expect(await waitUntil(async () => !(await canConnect(pg)), 5_000)).toBe(true);
+      expect(await temporalServersOn(dataDir)).toEqual([]);
     } finally {
       for (const svc of services) svc.kill();
+      await killLeftoverTemporal(dataDir);
       const pid = await fs
         .readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')
         .then((t) => Number(t.split('\n')[0]))
@@ -348,8 +435,8 @@ describe('npm start interrupted during its first start-up', () => {
   }, 120_000);
 });
 
-describe('npm start with DATABASE_URL', () => {
-  it('uses that database (no embedded server) and stops cleanly with exit 0 on SIGINT and SIGTERM', async () => {
+describe('npm start with DATABASE_URL and TEMPORAL_ADDRESS', () => {
+  it('uses that database and that Temporal (no embedded servers) and stops cleanly with exit 0 on SIGINT and SIGTERM', async () => {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-start-url-'));
     try {
       for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -363,11 +450,19 @@ describe('npm start with DATABASE_URL', () => {
           PORT: String(http),
           METRICS_PORT: String(await freePort()),
           HOST: '127.0.0.1',
+          // Temporal given from outside as well (the run's server): no dev server under DATA_DIR.
+          TEMPORAL_ADDRESS: temporalAddress(),
+          SCRAPE_TASK_QUEUE: uniqueTaskQueue('start-scrapes'),
+          MONITOR_TASK_QUEUE: uniqueTaskQueue('start-monitors'),
+          SIM_PORT: String(await freePort()),
         });
         const svc = new Service(env);
         try {
           await svc.waitFor(READY, 30_000);
+          await svc.waitFor(WORKERS_READY, 60_000);
           expect(svc.stdout).toMatch(/"embedded":false/);
+          expect(svc.stdout).not.toMatch(/Temporal Web UI/);
+          expect(svc.stdout).toMatch(/"msg":"Temporal workers running"/);
           expect((await call(`http://127.0.0.1:${http}`, 'GET', '/usage')).status).toBe(401);
           process.kill(svc.child.pid!, signal);
           expect(await exitWithin(svc, 10_000), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });

@@ -1,16 +1,76 @@
-// Creates one fresh, migrated database for the run and drops it afterwards. Tests isolate by
-// creating their own accounts, never by sharing fixtures.
+// Once per run: one fresh, migrated database (dropped afterwards) and one Temporal dev server,
+// started through @temporalio/testing on the per-machine CLI binary (temporal/binary.ts), else the
+// SDK's download. Tests isolate by creating their own accounts and their own task queues.
+import net from 'node:net';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { TestProject } from 'vitest/node';
 import { createScratchDatabase } from '../../db/scratch.ts';
+import { resolveTemporalCli } from '../../temporal/binary.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
+    /** host:port of the run's Temporal frontend; '' when it could not start (see temporalError). */
+    temporalAddress: string;
+    temporalError: string;
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A Temporal server that cannot start fails the Temporal tests (with this reason), not the whole
+ * run: the database tests do not need it.
+ */
+async function startTemporal(): Promise<{ address: string; error: string; teardown(): Promise<void> }> {
+  const started = performance.now();
+  try {
+    const binary = await resolveTemporalCli({
+      cliPath: process.env.TEMPORAL_CLI_PATH || undefined,
+      onProgress: (msg) => process.stderr.write(`temporal: ${msg}\n`),
+    });
+    const env = await TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: binary ? { type: 'existing-path', path: binary } : { type: 'cached-download' },
+        ip: '127.0.0.1',
+        port: await freePort(),
+        ui: false,
+        log: { format: 'json', level: 'error' },
+        // No start-up banner on the test run's stdout.
+        extraArgs: ['--output', 'none'],
+        // In memory (no dbFilename): nothing to keep after the run.
+      },
+    });
+    process.stderr.write(`temporal: test server at ${env.address} in ${Math.round(performance.now() - started)} ms\n`);
+    return { address: env.address, error: '', teardown: () => env.teardown() };
+  } catch (err) {
+    const error = `the run's Temporal server did not start: ${err instanceof Error ? err.message : String(err)}`;
+    process.stderr.write(`temporal: ${error}\n`);
+    return { address: '', error, teardown: async () => {} };
   }
 }
 
 export default async function setup(project: TestProject) {
-  const scratch = await createScratchDatabase('tm_test');
+  const [database, temporal] = await Promise.allSettled([createScratchDatabase('tm_test'), startTemporal()]);
+  if (temporal.status === 'rejected') throw temporal.reason; // startTemporal reports, never rejects
+  if (database.status === 'rejected') {
+    await temporal.value.teardown();
+    throw database.reason;
+  }
+  const scratch = database.value;
   project.provide('databaseUrl', scratch.url);
-  return () => scratch.drop();
+  project.provide('temporalAddress', temporal.value.address);
+  project.provide('temporalError', temporal.value.error);
+  return async () => {
+    await Promise.all([scratch.drop(), temporal.value.teardown()]);
+  };
 }

@@ -1,0 +1,218 @@
+// `npm run bench:scrape`: side by side in one run, a direct adapter call versus POST
+// /events/scrape through the gateway (auth, rate limit, metering) and Temporal (workflow start,
+// activity on the worker, result), for an HTTP platform (pf_03) and the browser platform
+// (pf_01), sequential and with 20 concurrent clients. Reports p50/p95 of each and the gateway
+// path's added p50. Target: under 50 ms added at p50.
+// Env: BENCH_SEQUENTIAL (requests per sequential run, default 60), BENCH_CONCURRENT_TOTAL
+// (requests per concurrent run, default 200), BENCH_CONCURRENCY (default 20), BENCH_PLATFORMS
+// (default pf_03,pf_01).
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createAccount, createKey } from '../src/accounts/operations.ts';
+import { APIS } from '../src/apis/index.ts';
+import { TemporalScrapeRunner } from '../src/apis/live-availability/scrape-runs.ts';
+import { loadConfig } from '../src/config.ts';
+import { createGateway } from '../src/gateway/app.ts';
+import { Metrics } from '../src/gateway/metrics.ts';
+import { createLogger } from '../src/logger.ts';
+import { parseEventRef, type EventRef } from '../src/platform/event-ref.ts';
+import { closeServices, createRequestPool, createServices } from '../src/runtime/services.ts';
+import { createScrapers } from '../src/scrapers/index.ts';
+import { startSimulator } from '../src/simulator/server.ts';
+import { simEventInputSchema } from '../src/simulator/state.ts';
+import { createActivities } from '../activities/index.ts';
+import { createDb } from '../db/connection.ts';
+import { createScratchDatabase } from '../db/scratch.ts';
+import { resolveTemporalCli } from '../temporal/binary.ts';
+import { connectTemporal } from '../temporal/client.ts';
+import { startDevServer } from '../temporal/dev-server.ts';
+import { WORKFLOWS_PATH } from '../temporal/runtime.ts';
+import { startWorkers } from '../temporal/worker.ts';
+import { attemptTimeoutMs } from '../workflows/scrape-timing.ts';
+import { freePort } from './support/processes.ts';
+
+const sequential = Number(process.env.BENCH_SEQUENTIAL ?? 60);
+const concurrentTotal = Number(process.env.BENCH_CONCURRENT_TOTAL ?? 200);
+const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 20);
+const EVENTS_PER_PLATFORM = 40;
+const platforms = (process.env.BENCH_PLATFORMS ?? 'pf_03,pf_01').split(',') as ('pf_03' | 'pf_01')[];
+
+interface Figures {
+  name: string;
+  n: number;
+  p50: number;
+  p95: number;
+  rps: number;
+  failures: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Runs `total` calls, `parallel` at a time; each call gets its index. Latencies in ms. */
+async function measure(name: string, total: number, parallel: number, call: (i: number) => Promise<boolean>): Promise<Figures> {
+  const latencies: number[] = [];
+  let failures = 0;
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      while (next < total) {
+        const i = next++;
+        const t = performance.now();
+        const ok = await call(i).catch(() => false);
+        latencies.push(performance.now() - t);
+        if (!ok) failures++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { name, n: total, p50: percentile(latencies, 50), p95: percentile(latencies, 95), rps: total / seconds, failures };
+}
+
+const ms = (v: number) => v.toFixed(1);
+
+async function main() {
+  console.error(`bench:scrape: ${sequential} sequential and ${concurrentTotal} requests at ${concurrency} concurrent, per platform and path`);
+  const log = createLogger('warn');
+  const cleanups: (() => Promise<void>)[] = [];
+  try {
+    console.error('creating a scratch database...');
+    const scratch = await createScratchDatabase('tm_bench_scrape');
+    cleanups.push(() => scratch.drop());
+
+    console.error('starting the simulator and a Temporal dev server...');
+    const sim = await startSimulator({ empty: true });
+    cleanups.push(() => sim.close());
+    const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-bench-scrape-'));
+    cleanups.push(() => fs.rm(dataDir, { recursive: true, force: true }));
+    const binary = await resolveTemporalCli({ onProgress: (m) => console.error(`  temporal: ${m}`) });
+    const server = await startDevServer({ binary, dataDir, port: await freePort(), uiPort: await freePort(), namespace: 'default', log });
+    cleanups.push(() => server.stop());
+
+    const config = loadConfig({ ...process.env, DATABASE_URL: scratch.url, LOG_LEVEL: 'warn', SCRAPE_CONCURRENCY: '20', BROWSER_PAGES: '4' });
+    const { activities, close } = await createActivities({ config, log, baseUrls: sim.baseUrls });
+    cleanups.push(close);
+    const taskQueue = 'bench-scrapes';
+    console.error('bundling workflows and starting the worker...');
+    const workers = await startWorkers({
+      connection: { address: server.address },
+      namespace: 'default',
+      queues: [{ taskQueue, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: 20 }],
+      log,
+    });
+    cleanups.push(() => workers.stop());
+    const temporal = await connectTemporal({ address: server.address, namespace: 'default' });
+    cleanups.push(() => temporal.close());
+
+    const db = createDb({ connectionString: scratch.url, poolMax: 10 });
+    cleanups.push(() => db.destroy());
+    const services = {
+      ...createServices(config, db, createRequestPool(config, scratch.url), log, new Metrics(false)),
+      scrapes: new TemporalScrapeRunner(temporal.client, { taskQueue, timeoutMs: config.SCRAPE_TIMEOUT_MS }),
+    };
+    const app = createGateway(services, APIS);
+    const httpServer = app.listen(0, '127.0.0.1');
+    await new Promise((r) => httpServer.once('listening', r));
+    cleanups.push(async () => {
+      httpServer.closeAllConnections();
+      await new Promise((r) => httpServer.close(r));
+      await closeServices(services);
+    });
+    const gatewayUrl = `http://127.0.0.1:${(httpServer.address() as { port: number }).port}`;
+    const { account_id } = await createAccount(db, { plan: 'enterprise', name: 'bench' });
+    const { key } = await createKey(db, { accountId: account_id, rateLimitPerMinute: 1_000_000 });
+
+    // Distinct events, so concurrent requests never share a run (which would flatter the gateway path).
+    const sections = [
+      { name: 'Floor', price: 120, stock: 6 },
+      { name: 'Lower 101', price: 80.5, stock: 12 },
+      { name: 'Upper 305', price: 45, stock: 20 },
+      { name: 'Resale A', price: 150, stock: 4, ticket_type: 'resale' },
+    ];
+    const refs: Record<'pf_03' | 'pf_01', EventRef[]> = { pf_03: [], pf_01: [] };
+    for (let i = 0; i < EVENTS_PER_PLATFORM; i++) {
+      const pairs: ['pf_03' | 'pf_01', string, string][] = [
+        ['pf_03', `https://pf03.example/e/bench-${i}`, 'us'],
+        ['pf_01', `Bench${String(i).padStart(11, '0')}`, 'uk'],
+      ];
+      for (const [platform, eventId, region] of pairs) {
+        const parsed = parseEventRef(platform, eventId, region);
+        if (!parsed.ok) throw new Error(parsed.message);
+        sim.store.put(platform, parsed.ref.key, simEventInputSchema.parse({ region, sections }));
+        refs[platform].push(parsed.ref);
+      }
+    }
+
+    const direct = createScrapers({
+      baseUrls: sim.baseUrls,
+      concurrency: 20,
+      browserPages: 4,
+      chromiumPath: config.CHROMIUM_PATH,
+      attemptTimeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS),
+    });
+    cleanups.push(() => direct.close());
+    await direct.warm();
+
+    const viaDirect = (platform: 'pf_03' | 'pf_01') => async (i: number) => {
+      await direct.scrape(refs[platform][i % EVENTS_PER_PLATFORM]!);
+      return true;
+    };
+    const viaGateway = (platform: 'pf_03' | 'pf_01') => async (i: number) => {
+      const ref = refs[platform][i % EVENTS_PER_PLATFORM]!;
+      const res = await fetch(`${gatewayUrl}/events/scrape`, {
+        method: 'POST',
+        headers: { apikey: key, 'content-type': 'application/json' },
+        body: JSON.stringify({ platform: ref.platform, event_id: ref.eventId, region: ref.region }),
+      });
+      await res.arrayBuffer();
+      return res.status === 200;
+    };
+
+    console.error('warming up both paths...');
+    for (const p of platforms) {
+      await measure('warm', 10, 2, viaDirect(p));
+      await measure('warm', 10, 2, viaGateway(p));
+    }
+
+    const rows: [Figures, Figures][] = [];
+    for (const p of platforms) {
+      const label = p === 'pf_03' ? 'pf_03 (HTTP, Cheerio)' : 'pf_01 (browser)';
+      for (const [mode, total, parallel] of [
+        ['sequential', sequential, 1],
+        [`${concurrency} concurrent`, concurrentTotal, concurrency],
+      ] as const) {
+        console.error(`running: ${label}, ${mode}`);
+        const d = await measure(`${label}, ${mode}`, total, parallel, viaDirect(p));
+        const g = await measure(`${label}, ${mode}`, total, parallel, viaGateway(p));
+        rows.push([d, g]);
+      }
+    }
+
+    const lines = [
+      '| scenario | direct p50 / p95 ms | gateway + Temporal p50 / p95 ms | added p50 ms | p50 ratio | direct req/s | gateway req/s | failures |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|',
+    ];
+    for (const [d, g] of rows) {
+      lines.push(
+        `| ${d.name} | ${ms(d.p50)} / ${ms(d.p95)} | ${ms(g.p50)} / ${ms(g.p95)} | ${ms(g.p50 - d.p50)} | ${(g.p50 / d.p50).toFixed(2)}x | ${d.rps.toFixed(0)} | ${g.rps.toFixed(0)} | ${d.failures + g.failures} |`,
+      );
+    }
+    console.log(`\n${lines.join('\n')}\n`);
+    const worst = Math.max(...rows.map(([d, g]) => g.p50 - d.p50));
+    console.log(`target: the gateway + Temporal path adds < 50 ms at p50 (worst added p50: ${ms(worst)} ms: ${worst < 50 ? 'met' : 'NOT met'})`);
+  } finally {
+    for (const c of cleanups.reverse()) await c().catch((err: unknown) => console.error('cleanup failed:', err));
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,328 @@
+// Runs `temporal server start-dev` for `npm start` when no TEMPORAL_ADDRESS is given: state kept in
+// SQLite under DATA_DIR so workflows survive restarts, output routed to our logger, and the
+// process tied to ours (an exit hook, a pid file that lets the next start clean up after a
+// SIGKILL). Without a CLI binary it falls back to @temporalio/testing's downloaded server.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { Connection } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { commandLine, isRunning } from './processes.ts';
+import { installSdkLogging, type Log } from './sdk-logging.ts';
+
+export interface DevServerOptions {
+  /** The temporal CLI (resolveTemporalCli); null falls back to the SDK's download. */
+  binary: string | null;
+  /** DATA_DIR: the server keeps its SQLite database in `<dataDir>/temporal/`. */
+  dataDir: string;
+  port: number;
+  uiPort: number;
+  namespace: string;
+  log: Log;
+  /** How long the frontend may take to answer after launch. */
+  readyTimeoutMs?: number;
+  /** How long SIGTERM is given before SIGKILL. */
+  stopGraceMs?: number;
+}
+
+export interface DevServer {
+  /** host:port of the gRPC frontend. */
+  address: string;
+  /** The Web UI, or null when the SDK fallback runs the server without it. */
+  uiUrl: string | null;
+  /** The server's pid (absent for the SDK fallback, which hides it). */
+  pid?: number;
+  stop(): Promise<void>;
+}
+
+const IP = '127.0.0.1';
+const STDERR_LINES_KEPT = 20;
+
+export function devServerFiles(dataDir: string) {
+  const dir = path.join(dataDir, 'temporal');
+  return { dir, db: path.join(dir, 'dev-server.sqlite'), pidFile: path.join(dir, 'dev-server.pid') };
+}
+
+export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const files = devServerFiles(opts.dataDir);
+  await fs.mkdir(files.dir, { recursive: true });
+  // A previous run killed with SIGKILL cannot have stopped its server: stop it now, or it would
+  // hold the ports and the SQLite file.
+  await stopOrphan(files, opts.log, opts.stopGraceMs ?? 5_000);
+  await assertPortFree(opts.port, 'TEMPORAL_PORT');
+  await assertPortFree(opts.uiPort, 'TEMPORAL_UI_PORT');
+  if (opts.binary === null) return startWithSdk(opts, files.db);
+
+  const started = performance.now();
+  const args = [
+    'server',
+    'start-dev',
+    '--db-filename',
+    files.db,
+    '--ip',
+    IP,
+    '--port',
+    String(opts.port),
+    '--ui-port',
+    String(opts.uiPort),
+    '--namespace',
+    opts.namespace,
+    '--log-level',
+    'warn',
+    '--log-format',
+    'json',
+    // Dev data: losing the last writes on a power cut is fine, waiting on fsync is not.
+    '--sqlite-pragma',
+    'journal_mode=WAL',
+    '--sqlite-pragma',
+    'synchronous=OFF',
+  ];
+  // Same process group as ours (not detached): a Ctrl-C in the terminal reaches it too.
+  const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
+  let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
+  let spawnError: Error | null = null;
+  const exitedPromise = new Promise<void>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exited = { code, signal };
+      resolve();
+    });
+    // A binary that cannot be run emits 'error' and never 'exit'.
+    child.once('error', (err) => {
+      spawnError = err;
+      if (child.pid === undefined) {
+        exited = { code: null, signal: null };
+        resolve();
+      }
+    });
+  });
+  const killOnExit = () => {
+    // Only synchronous work is possible here. The server may then die of SIGPIPE (its output
+    // pipes close with us) rather than finish its own shutdown; SQLite in WAL mode survives that.
+    if (!exited) child.kill('SIGTERM');
+  };
+  process.on('exit', killOnExit);
+
+  let stopping = false;
+  const lastStderr: string[] = [];
+  pipeLines(child, 'stdout', (line) => {
+    // A terminal's Ctrl-C reaches the server directly (same process group), before our own
+    // ordered stop: from here on its complaints about clients are expected.
+    if (line.startsWith('Stopping server')) stopping = true;
+    opts.log.debug({ source: 'temporal-server' }, line);
+  });
+  let ready = false;
+  void exitedPromise.then(() => {
+    // Before ready, the start-up error reports it.
+    if (ready && !stopping) opts.log.error({ pid: child.pid, ...(exited ?? {}) }, 'Temporal dev server exited unexpectedly');
+  });
+  pipeLines(child, 'stderr', (line) => {
+    lastStderr.push(line);
+    if (lastStderr.length > STDERR_LINES_KEPT) lastStderr.shift();
+    logServerLine(opts.log, line, stopping);
+  });
+
+  let stopped: Promise<void> | null = null;
+  const stop = () =>
+    (stopped ??= (async () => {
+      stopping = true;
+      if (!exited) {
+        child.kill('SIGTERM');
+        const graceful = await Promise.race([exitedPromise.then(() => true), sleep(opts.stopGraceMs ?? 5_000).then(() => false)]);
+        if (!graceful) {
+          opts.log.warn({ pid: child.pid }, 'Temporal dev server did not stop in time; killing it');
+          child.kill('SIGKILL');
+          await exitedPromise;
+        }
+      }
+      process.off('exit', killOnExit);
+      await fs.rm(files.pidFile, { force: true });
+    })());
+
+  if (child.pid !== undefined) {
+    await fs.writeFile(files.pidFile, JSON.stringify({ pid: child.pid, owner: process.pid }));
+  }
+  const address = `${IP}:${opts.port}`;
+  try {
+    await waitUntilServing(address, opts.namespace, opts.readyTimeoutMs ?? 30_000, () => {
+      if (spawnError) return `could not run ${opts.binary}: ${(spawnError as Error).message}`;
+      if (exited) return `exited (${exited.signal ?? `code ${exited.code}`})`;
+      return null;
+    });
+  } catch (err) {
+    await stop();
+    const tail = lastStderr.length ? `\nlast server output:\n  ${lastStderr.join('\n  ')}` : '';
+    throw new Error(`Temporal dev server did not start: ${(err as Error).message}${tail}`);
+  }
+  ready = true;
+  const uiUrl = `http://localhost:${opts.uiPort}`;
+  opts.log.info(
+    { address, ui: uiUrl, pid: child.pid, db: files.db, ms: Math.round(performance.now() - started) },
+    'Temporal dev server ready',
+  );
+  return { address, uiUrl, pid: child.pid, stop };
+}
+
+/** Polls the frontend until the namespace answers; `failed` reports an early exit. */
+async function waitUntilServing(address: string, namespace: string, timeoutMs: number, failed: () => string | null): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError = 'no answer';
+  while (Date.now() < deadline) {
+    const why = failed();
+    if (why) throw new Error(why);
+    if (await canConnect(address)) {
+      let connection: Connection | undefined;
+      try {
+        connection = await Connection.connect({ address, connectTimeout: 2_000 });
+        await connection.withDeadline(Date.now() + 2_000, () => connection!.workflowService.describeNamespace({ namespace }));
+        return;
+      } catch (err) {
+        lastError = (err as Error).message;
+      } finally {
+        await connection?.close();
+      }
+    }
+    await sleep(100);
+  }
+  throw new Error(`no answer from ${address} within ${timeoutMs} ms (${lastError})`);
+}
+
+/** The SDK runs the server (downloaded on first use, which needs internet) and hides its pid. */
+async function startWithSdk(opts: DevServerOptions, dbFilename: string): Promise<DevServer> {
+  installSdkLogging(opts.log);
+  opts.log.warn('no Temporal CLI binary; starting the dev server through @temporalio/testing (downloads it on first use)');
+  let env: TestWorkflowEnvironment;
+  try {
+    env = await TestWorkflowEnvironment.createLocal({
+      server: {
+        executable: { type: 'cached-download' },
+        dbFilename,
+        ip: IP,
+        port: opts.port,
+        ui: true,
+        uiPort: opts.uiPort,
+        namespace: opts.namespace,
+        log: { format: 'json', level: 'warn' },
+        extraArgs: ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'],
+      },
+    });
+  } catch (err) {
+    throw new Error(
+      `no Temporal CLI binary (see npm run temporal:install) and the SDK's download failed: ${(err as Error).message}. ` +
+        'Set TEMPORAL_CLI_PATH to a temporal binary or TEMPORAL_ADDRESS to a running server.',
+    );
+  }
+  let stopped = false;
+  return {
+    address: env.address,
+    uiUrl: `http://localhost:${opts.uiPort}`,
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      await env.teardown();
+    },
+  };
+}
+
+async function stopOrphan(files: ReturnType<typeof devServerFiles>, log: Log, graceMs: number): Promise<void> {
+  const text = await fs.readFile(files.pidFile, 'utf8').catch(() => null);
+  if (text === null) return;
+  let recorded: { pid?: number; owner?: number } = {};
+  try {
+    recorded = JSON.parse(text);
+  } catch {
+    // unreadable: treat as absent
+  }
+  const { pid, owner } = recorded;
+  const ours = pid !== undefined && isRunning(pid) && commandLine(pid).includes(files.db);
+  if (ours && owner && isRunning(owner)) {
+    // Another live process runs a server on this data directory; two servers on one SQLite
+    // file would corrupt it.
+    throw new Error(`a Temporal dev server (pid ${pid}) started by process ${owner} is already using ${files.db}`);
+  }
+  if (ours) {
+    log.warn({ pid }, 'stopping a Temporal dev server left running by an earlier run');
+    const kill = (sig: NodeJS.Signals) => {
+      try {
+        process.kill(pid, sig);
+      } catch {
+        // exited meanwhile
+      }
+    };
+    kill('SIGTERM');
+    const deadline = Date.now() + graceMs;
+    while (isRunning(pid) && Date.now() < deadline) await sleep(100);
+    if (isRunning(pid)) kill('SIGKILL');
+    while (isRunning(pid)) await sleep(50);
+  }
+  await fs.rm(files.pidFile, { force: true });
+}
+
+function assertPortFree(port: number, variable: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (err: NodeJS.ErrnoException) => {
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new Error(`port ${port} (${variable}) is already in use; set ${variable} to a free port`)
+          : new Error(`cannot bind port ${port} (${variable}): ${err.message}`),
+      );
+    });
+    probe.listen(port, IP, () => probe.close(() => resolve()));
+  });
+}
+
+function canConnect(address: string): Promise<boolean> {
+  const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
+  return new Promise((resolve) => {
+    const sock = net.connect({ host, port });
+    sock.once('connect', () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => resolve(false));
+  });
+}
+
+function pipeLines(child: ChildProcess, stream: 'stdout' | 'stderr', onLine: (line: string) => void): void {
+  let buffered = '';
+  child[stream]!.setEncoding('utf8').on('data', (chunk: string) => {
+    buffered += chunk;
+    let nl: number;
+    while ((nl = buffered.indexOf('\n')) >= 0) {
+      const line = buffered.slice(0, nl).trimEnd();
+      buffered = buffered.slice(nl + 1);
+      if (line) onLine(line);
+    }
+  });
+}
+
+/**
+ * The server logs JSON at warn and above. While it stops, its pollers and dials fail by design,
+ * so that burst goes to debug instead of alarming whoever pressed Ctrl-C.
+ */
+function logServerLine(log: Log, line: string, stopping: boolean): void {
+  let parsed: Record<string, unknown> | null = null;
+  try {
+    const value: unknown = JSON.parse(line);
+    if (value && typeof value === 'object') parsed = value as Record<string, unknown>;
+  } catch {
+    // not JSON: a panic trace or a start-up error in plain text
+  }
+  if (!parsed) {
+    if (stopping) log.debug({ source: 'temporal-server' }, line);
+    else log.warn({ source: 'temporal-server' }, line);
+    return;
+  }
+  const { msg, level, time: _time, ...fields } = parsed;
+  const text = typeof msg === 'string' ? msg : line;
+  const obj = { source: 'temporal-server', server: fields };
+  if (stopping) log.debug(obj, text);
+  else if (level === 'ERROR' || level === 'FATAL' || level === 'PANIC' || level === 'DPANIC') log.error(obj, text);
+  else if (level === 'WARN') log.warn(obj, text);
+  else log.info(obj, text);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,95 @@
+// Temporal inside `npm start`: the frontend (TEMPORAL_ADDRESS, else a dev server under DATA_DIR on
+// a CLI binary provisioned once per machine), a client for the service, and, with RUN_WORKER,
+// the workers for both task queues in the same process. Kept here so src/main.ts stays short.
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@temporalio/client';
+import type { Config } from '../src/config.ts';
+import type { Logger } from '../src/logger.ts';
+import { resolveTemporalCli } from './binary.ts';
+import { connectTemporal } from './client.ts';
+import { startDevServer } from './dev-server.ts';
+import { installSdkLogging } from './sdk-logging.ts';
+import { taskQueues } from './task-queues.ts';
+import { startWorkers } from './worker.ts';
+
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+export interface TemporalRuntime {
+  address: string;
+  /** The dev server's Web UI; null when TEMPORAL_ADDRESS points elsewhere. */
+  uiUrl: string | null;
+  client: Client;
+  stop(): Promise<void>;
+}
+
+export async function startTemporal(config: Config, log: Logger, opts: { signal?: AbortSignal } = {}): Promise<TemporalRuntime> {
+  const tlog = log.child({ component: 'temporal' });
+  // Before anything can create the SDK's runtime with its default (stderr) logging.
+  installSdkLogging(tlog);
+  let address = config.TEMPORAL_ADDRESS;
+  let uiUrl: string | null = null;
+  let stopServer = async () => {};
+  if (!address) {
+    const binary = await resolveTemporalCli({
+      cliPath: config.TEMPORAL_CLI_PATH,
+      onProgress: (msg) => tlog.info(msg),
+      signal: opts.signal,
+    });
+    const server = await startDevServer({
+      binary,
+      dataDir: config.dataDir,
+      port: config.TEMPORAL_PORT,
+      uiPort: config.TEMPORAL_UI_PORT,
+      namespace: config.TEMPORAL_NAMESPACE,
+      log: tlog,
+    });
+    ({ address, uiUrl } = server);
+    stopServer = server.stop;
+  }
+  let connected;
+  try {
+    connected = await connectTemporal({ address, namespace: config.TEMPORAL_NAMESPACE });
+  } catch (err) {
+    await stopServer();
+    throw err;
+  }
+  return {
+    address,
+    uiUrl,
+    client: connected.client,
+    stop: async () => {
+      await connected.close();
+      await stopServer();
+    },
+  };
+}
+
+/** RUN_WORKER: both task queues' workers, with the activities' shared resources. */
+export async function startLocalWorkers(config: Config, log: Logger, address: string): Promise<{ stop(): Promise<void> }> {
+  const wlog = log.child({ component: 'worker' });
+  // Loaded only by processes that run workers: the scrapers pull in crawlee and playwright.
+  const { createActivities } = await import('../activities/index.ts');
+  const { activities, close } = await createActivities({ config, log: wlog });
+  const queues = taskQueues(config);
+  let workers;
+  try {
+    workers = await startWorkers({
+      connection: { address },
+      namespace: config.TEMPORAL_NAMESPACE,
+      queues: [
+        { taskQueue: queues.scrapes, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: config.SCRAPE_CONCURRENCY },
+        { taskQueue: queues.monitors, workflowsPath: WORKFLOWS_PATH, activities },
+      ],
+      log: wlog,
+    });
+  } catch (err) {
+    await close();
+    throw err;
+  }
+  return {
+    stop: async () => {
+      await workers.stop();
+      await close();
+    },
+  };
+}

@@ -1,0 +1,15 @@
+// The worker's two task queues. Scrapes (on-demand `scrapeEvent`, target pollers) are I/O and
+// browser bound and bursty; monitors (`watchlistMonitor`, `trackEvent`) are many long-lived,
+// mostly idle workflows. Separate queues let each be scaled and throttled without the other.
+import type { Config } from '../src/config.ts';
+
+export interface TaskQueues {
+  /** SCRAPE_TASK_QUEUE: scrape workflows and the activities that fetch platform pages. */
+  scrapes: string;
+  /** MONITOR_TASK_QUEUE: watchlist monitors, event tracking and their database activities. */
+  monitors: string;
+}
+
+export function taskQueues(config: Pick<Config, 'SCRAPE_TASK_QUEUE' | 'MONITOR_TASK_QUEUE'>): TaskQueues {
+  return { scrapes: config.SCRAPE_TASK_QUEUE, monitors: config.MONITOR_TASK_QUEUE };
+}

@@ -1,0 +1,53 @@
+// `npm run worker`: the production worker process (docker-compose's `worker` service), apart
+// from the gateway. Connects to TEMPORAL_ADDRESS, runs both task queues' workers until SIGINT or
+// SIGTERM, then lets activities in flight finish (bounded) and releases their resources.
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { createLogger } from '../src/logger.ts';
+import { startLocalWorkers } from './runtime.ts';
+import { installSdkLogging } from './sdk-logging.ts';
+
+const STOP_DEADLINE_MS = 30_000;
+
+let config;
+try {
+  config = loadConfig();
+} catch (err) {
+  if (err instanceof ConfigError) {
+    console.error(err.message);
+    process.exit(2);
+  }
+  throw err;
+}
+const log = createLogger(config.LOG_LEVEL).child({ process: 'worker' });
+installSdkLogging(log);
+// Without TEMPORAL_ADDRESS, join the dev server a local `npm start` (RUN_WORKER=false) runs.
+const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
+
+let workers: { stop(): Promise<void> };
+try {
+  workers = await startLocalWorkers(config, log, address);
+} catch (err) {
+  console.error('worker failed to start:', err instanceof Error ? err.message : err);
+  process.exit(1);
+}
+
+let stopping = false;
+const stop = async (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, 'stopping');
+  setTimeout(() => {
+    log.error({ ms: STOP_DEADLINE_MS }, 'could not stop in time; exiting');
+    process.exit(1);
+  }, STOP_DEADLINE_MS).unref();
+  try {
+    await workers.stop();
+    log.info('stopped');
+    process.exit(0);
+  } catch (err) {
+    log.error({ err }, 'error while stopping');
+    process.exit(1);
+  }
+};
+process.on('SIGINT', () => void stop('SIGINT'));
+process.on('SIGTERM', () => void stop('SIGTERM'));

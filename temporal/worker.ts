@@ -1,0 +1,101 @@
+// Runs the Temporal workers of one process: one Worker per task queue, all sharing one
+// NativeConnection and one webpack bundle of the workflow code (bundling costs seconds of CPU,
+// so it is paid once, not per queue), stopped together and gracefully.
+import type { NativeConnectionOptions } from '@temporalio/worker';
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { PinoSdkLogger, installSdkLogging, type Log } from './sdk-logging.ts';
+
+export interface QueueWorkerOptions {
+  taskQueue: string;
+  /** The workflows module (e.g. workflows/index.ts); queues naming the same path share a bundle. */
+  workflowsPath: string;
+  activities: object;
+  maxConcurrentActivityTaskExecutions?: number;
+  /** A bundle made earlier (bundleWorkflows) for this workflowsPath, e.g. cached across tests. */
+  workflowBundle?: WorkflowBundle;
+}
+
+export interface StartWorkersOptions {
+  connection: NativeConnectionOptions;
+  namespace: string;
+  queues: QueueWorkerOptions[];
+  log: Log;
+  /** How long activities in flight get to finish on stop before they are cancelled. */
+  shutdownGraceMs?: number;
+}
+
+export interface Workers {
+  stop(): Promise<void>;
+}
+
+/** Webpack-bundles the workflow code. TypeScript `.ts` import specifiers resolve as written. */
+export async function bundleWorkflows(workflowsPath: string, log: Log): Promise<WorkflowBundle> {
+  const started = performance.now();
+  // webpack's own chatter is INFO; PinoSdkLogger keeps only its warnings and errors.
+  const bundle = await bundleWorkflowCode({ workflowsPath, logger: new PinoSdkLogger(log) });
+  log.info({ workflowsPath, ms: Math.round(performance.now() - started), bytes: bundle.code.length }, 'workflow code bundled');
+  return bundle;
+}
+
+export async function startWorkers(opts: StartWorkersOptions): Promise<Workers> {
+  installSdkLogging(opts.log);
+  const bundles = new Map<string, Promise<WorkflowBundle>>();
+  for (const q of opts.queues) {
+    if (!bundles.has(q.workflowsPath)) {
+      bundles.set(q.workflowsPath, q.workflowBundle ? Promise.resolve(q.workflowBundle) : bundleWorkflows(q.workflowsPath, opts.log));
+    }
+  }
+  // Bundling and connecting do not depend on each other.
+  const connecting = NativeConnection.connect(opts.connection);
+  let connection: NativeConnection;
+  let ready: WorkflowBundle[];
+  try {
+    [connection, ...ready] = await Promise.all([connecting, ...bundles.values()]);
+  } catch (err) {
+    await connecting.then((c) => c.close()).catch(() => {});
+    throw err;
+  }
+  const bundleFor = new Map([...bundles.keys()].map((k, i) => [k, ready[i]!]));
+
+  const workers: Worker[] = [];
+  try {
+    for (const q of opts.queues) {
+      workers.push(
+        await Worker.create({
+          connection,
+          namespace: opts.namespace,
+          taskQueue: q.taskQueue,
+          workflowBundle: bundleFor.get(q.workflowsPath)!,
+          activities: q.activities,
+          maxConcurrentActivityTaskExecutions: q.maxConcurrentActivityTaskExecutions,
+          shutdownGraceTime: opts.shutdownGraceMs ?? 5_000,
+        }),
+      );
+    }
+  } catch (err) {
+    // Workers that were created but never run only need their connection closed.
+    await connection.close().catch(() => {});
+    throw err;
+  }
+
+  const runs = workers.map((w, i) =>
+    w.run().catch((err: unknown) => {
+      // run() only rejects on a fatal worker error; the queue then has no worker in this process.
+      opts.log.error({ err, taskQueue: opts.queues[i]!.taskQueue }, 'Temporal worker failed');
+    }),
+  );
+  opts.log.info({ taskQueues: opts.queues.map((q) => q.taskQueue), namespace: opts.namespace }, 'Temporal workers running');
+
+  let stopped: Promise<void> | null = null;
+  return {
+    stop: () =>
+      (stopped ??= (async () => {
+        for (const w of workers) {
+          if (w.getState() === 'RUNNING') w.shutdown();
+        }
+        await Promise.all(runs);
+        await connection.close();
+        opts.log.info('Temporal workers stopped');
+      })()),
+  };
+}

@@ -1,0 +1,207 @@
+// The dev server `npm start` runs: the real CLI binary on free ports with a temp DATA_DIR, its
+// frontend and Web UI answering, workflow history kept across a stop and start, a clean stop that
+// leaves no process behind, and clear failures for busy ports and a server that cannot start.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.ts';
+import { resolveTemporalCli } from '../../temporal/binary.ts';
+import { connectTemporal } from '../../temporal/client.ts';
+import { devServerFiles, startDevServer, type DevServer } from '../../temporal/dev-server.ts';
+import { isRunning } from '../../temporal/processes.ts';
+import { PROJECT_ROOT } from '../support/harness.ts';
+import { uniqueTaskQueue } from '../support/temporal.ts';
+
+const log = createLogger('silent');
+let binary: string;
+let dataDir: string;
+const started: DevServer[] = [];
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = net.connect({ host: '127.0.0.1', port });
+    sock.once('connect', () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => resolve(false));
+  });
+}
+
+async function waitUntil(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return check();
+}
+
+async function start(dir: string, ports: { port: number; uiPort: number }, bin: string = binary): Promise<DevServer> {
+  const server = await startDevServer({ binary: bin, dataDir: dir, ...ports, namespace: 'default', log });
+  started.push(server);
+  return server;
+}
+
+beforeAll(async () => {
+  const resolved = await resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH || undefined });
+  if (!resolved) throw new Error('no Temporal CLI binary on this machine: run `npm run temporal:install`');
+  binary = resolved;
+  dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-temporal-dev-'));
+});
+
+afterAll(async () => {
+  for (const s of started) await s.stop();
+  await fs.rm(dataDir, { recursive: true, force: true });
+});
+
+describe('startDevServer', () => {
+  it('serves the frontend and Web UI, keeps workflows across a restart, and stops without leftovers', async () => {
+    const ports = { port: await freePort(), uiPort: await freePort() };
+    const first = await start(dataDir, ports);
+    expect(first.address).toBe(`127.0.0.1:${ports.port}`);
+    expect(first.uiUrl).toBe(`http://localhost:${ports.uiPort}`);
+    expect(first.pid).toBeGreaterThan(0);
+
+    const ui = await fetch(`http://127.0.0.1:${ports.uiPort}/`);
+    expect(ui.status).toBe(200);
+    await ui.arrayBuffer();
+
+    // No worker serves this queue: the workflow stays open, its start recorded in history.
+    const workflowId = `persisted-${Date.now()}`;
+    const c1 = await connectTemporal({ address: first.address, namespace: 'default' });
+    try {
+      await c1.client.workflow.start('neverPolled', { taskQueue: uniqueTaskQueue('dev-server'), workflowId, args: [42] });
+    } finally {
+      await c1.close();
+    }
+    const files = devServerFiles(dataDir);
+    expect(JSON.parse(await fs.readFile(files.pidFile, 'utf8'))).toEqual({ pid: first.pid, owner: process.pid });
+
+    await first.stop();
+    expect(isRunning(first.pid!)).toBe(false);
+    expect(await canConnect(ports.port)).toBe(false);
+    expect(await canConnect(ports.uiPort)).toBe(false);
+    await expect(fs.stat(files.pidFile)).rejects.toThrow();
+    await first.stop(); // idempotent
+
+    const second = await start(dataDir, ports);
+    const c2 = await connectTemporal({ address: second.address, namespace: 'default' });
+    try {
+      const handle = c2.client.workflow.getHandle(workflowId);
+      const described = await handle.describe();
+      expect(described.status.name).toBe('RUNNING');
+      expect(described.type).toBe('neverPolled');
+      const history = await handle.fetchHistory();
+      expect(history.events?.[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name).toBe('neverPolled');
+      await handle.terminate('test done');
+    } finally {
+      await c2.close();
+    }
+    await second.stop();
+    expect(isRunning(second.pid!)).toBe(false);
+  });
+
+  it('a busy port fails with a message naming the port and its variable', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+    const busy = (blocker.address() as net.AddressInfo).port;
+    try {
+      await expect(start(dataDir, { port: busy, uiPort: await freePort() })).rejects.toThrow(
+        `port ${busy} (TEMPORAL_PORT) is already in use; set TEMPORAL_PORT to a free port`,
+      );
+      await expect(start(dataDir, { port: await freePort(), uiPort: busy })).rejects.toThrow(`port ${busy} (TEMPORAL_UI_PORT) is already in use`);
+    } finally {
+      await new Promise((r) => blocker.close(r));
+    }
+  });
+
+  it('a server that exits at start-up fails with its last output', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-temporal-bad-'));
+    try {
+      const bad = path.join(dir, 'bad-temporal');
+      await fs.writeFile(bad, '#!/bin/sh\necho "unable to open database file: boom" >&2\nexit 3\n', { mode: 0o755 });
+      const err = await start(dir, { port: await freePort(), uiPort: await freePort() }, bad).catch((e: Error) => e);
+      expect(err).toBeInstanceOf(Error);
+      expect((err as Error).message).toMatch(/Temporal dev server did not start: exited \(code 3\)/);
+      expect((err as Error).message).toContain('unable to open database file: boom');
+
+      await expect(start(dir, { port: await freePort(), uiPort: await freePort() }, path.join(dir, 'missing'))).rejects.toThrow(/could not run/);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the dev server and the process that started it', () => {
+  function launch(dir: string, ports: { port: number; uiPort: number }, mode: 'exit' | 'idle') {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'test/temporal/fixtures/start-and-exit.ts', binary, dir, String(ports.port), String(ports.uiPort), mode],
+      { cwd: PROJECT_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const pid = new Promise<number>((resolve, reject) => {
+      let out = '';
+      child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+        out += d;
+        const line = out.split('\n').find((l) => l.startsWith('{'));
+        if (line) resolve(JSON.parse(line).pid);
+      });
+      child.once('exit', (code) => setTimeout(() => reject(new Error(`launcher exited (${code}) before printing: ${out}`)), 100));
+    });
+    return { child, pid };
+  }
+
+  it('exiting without stop() still stops the server (exit hook)', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-temporal-exit-'));
+    try {
+      const ports = { port: await freePort(), uiPort: await freePort() };
+      const { pid } = launch(dir, ports, 'exit');
+      const serverPid = await pid;
+      expect(await waitUntil(async () => !isRunning(serverPid) && !(await canConnect(ports.port)), 10_000)).toBe(true);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a server orphaned by a SIGKILLed owner is refused while the owner lives and stopped by the next start', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-temporal-orphan-'));
+    const ports = { port: await freePort(), uiPort: await freePort() };
+    const { child, pid } = launch(dir, ports, 'idle');
+    let serverPid = 0;
+    try {
+      serverPid = await pid;
+      // Its owner still runs: a second server on the same SQLite file is refused.
+      await expect(start(dir, { port: await freePort(), uiPort: await freePort() })).rejects.toThrow(
+        new RegExp(`a Temporal dev server \\(pid ${serverPid}\\) started by process ${child.pid} is already using`),
+      );
+      const gone = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL'); // the launcher only: its server lives on, orphaned
+      await gone;
+      expect(isRunning(serverPid)).toBe(true);
+
+      const next = await start(dir, ports);
+      expect(isRunning(serverPid)).toBe(false);
+      expect(next.pid).not.toBe(serverPid);
+      await next.stop();
+    } finally {
+      child.kill('SIGKILL');
+      if (serverPid && isRunning(serverPid)) process.kill(serverPid, 'SIGKILL');
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+});
