@@ -1,5 +1,10 @@
-// PLACEHOLDER: the warm browser pool (crawlee PlaywrightCrawler / browser-pool + Debian chromium). Not built yet.
-import type { BrowserSession } from './types.ts';
+// The warm browser for client-rendered platforms (pf_01): Debian's chromium driven by
+// playwright-core, launched and retired by crawlee's BrowserPool, with at most `pages` pages
+// open at once. Pages are kept open between visits and reused, because opening a page costs
+// more than the visit itself on these machines; every failure comes out as a ScrapeFailure.
+import { BrowserPool, PlaywrightPlugin } from '@crawlee/browser-pool';
+import { chromium, errors, type Browser, type Page } from 'playwright-core';
+import { ScrapeFailure, type BrowserSession } from './types.ts';
 
 export interface BrowserPagesOptions {
   /** Pages open at once. */
@@ -9,18 +14,396 @@ export interface BrowserPagesOptions {
   timeoutMs: number;
 }
 
+export interface BrowserPagesStats {
+  /** Browsers launched so far (a warm pool launches once, plus once per crash or retirement). */
+  launches: number;
+  /** Browsers running now: 1 when warm, 0 before the first page or after a crash. */
+  browsers: number;
+  /** Pages open now, in use or kept for reuse. */
+  openPages: number;
+  /** Most pages ever open at once; never above `pages`. */
+  peakOpenPages: number;
+  /** Visits that reached the page, whatever their outcome. */
+  visits: number;
+}
+
 export interface BrowserPages extends BrowserSession {
   /** Launches the browser now instead of at the first page. */
   warm(): Promise<void>;
   close(): Promise<void>;
+  stats(): BrowserPagesStats;
 }
 
-export function createBrowserPages(_options: BrowserPagesOptions): BrowserPages {
+/**
+ * Flags for Debian's chromium on these machines (design brief, machine notes). Without the
+ * background-networking ones it keeps dialling Google's hosts through a closed network; /dev/shm
+ * is 64 MB in a default container, too small for chromium. Playwright passes some of these too,
+ * but the launch should not hang on its defaults. It adds --headless and a fresh temporary
+ * --user-data-dir itself (and refuses one given here).
+ */
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-dev-shm-usage',
+];
+
+/**
+ * Nothing a scrape reads: images, fonts, media, stylesheets, favicons. Chromium's patterns match
+ * the whole URL, so each extension is anchored at the end of the path (a host like icons.example
+ * must not match `.ico`).
+ */
+const BLOCKED_EXTENSIONS = ['.png', '.jpg', '.jpeg', '.gif', '.webp', '.avif', '.svg', '.ico', '.woff', '.woff2', '.ttf', '.otf', '.mp4', '.webm', '.mp3', '.css'];
+const BLOCKED_URLS = BLOCKED_EXTENSIONS.flatMap((ext) => [`*${ext}`, `*${ext}?*`]);
+
+const LAUNCH_TIMEOUT_MS = 30_000;
+/** A page is closed and replaced after this many visits, so renderer memory cannot creep. */
+const VISITS_PER_PAGE = 50;
+/** crawlee retires (and replaces) a browser after this many pages, i.e. ~25k visits. */
+const PAGES_PER_BROWSER = 500;
+
+/**
+ * The slice of BrowserPool used here. Its own typings describe pages and browsers with the
+ * `playwright` package, which is an optional peer we do not install (it would download
+ * browsers), so they come out as `any`; this pins them to playwright-core's types.
+ */
+interface Controller {
+  browser: Browser;
+  close(): Promise<void>;
+}
+interface Pool {
+  newPage(): Promise<Page>;
+  getBrowserControllerByPage(page: Page): Controller | undefined;
+  retireBrowserController(controller: Controller): void;
+  on(event: 'browserLaunched' | 'browserRetired', listener: (controller: Controller) => void): unknown;
+  destroy(): Promise<void>;
+}
+
+interface Lease {
+  page: Page;
+  controller: Controller;
+  visits: number;
+  /** Set once the page is being closed. */
+  closing?: Promise<void>;
+}
+
+function firstLine(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).split('\n')[0]!.trim();
+}
+
+function aborted(): ScrapeFailure {
+  return new ScrapeFailure('attempt_timeout', 'the page visit was aborted');
+}
+
+/** A FIFO of page slots; a waiter whose signal fires leaves the queue at once. */
+class Slots {
+  private readonly waiters: { grant: () => void; fail: (err: Error) => void }[] = [];
+
+  constructor(private free: number) {}
+
+  acquire(signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(aborted());
+    if (this.free > 0) {
+      this.free--;
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => {
+      const waiter = {
+        grant: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        fail: (err: Error) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(err);
+        },
+      };
+      const onAbort = () => {
+        const i = this.waiters.indexOf(waiter);
+        if (i >= 0) this.waiters.splice(i, 1);
+        reject(aborted());
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push(waiter);
+    });
+  }
+
+  release(): void {
+    const next = this.waiters.shift();
+    if (next) next.grant();
+    else this.free++;
+  }
+
+  failAll(err: Error): void {
+    for (const waiter of this.waiters.splice(0)) waiter.fail(err);
+  }
+}
+
+export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
+  if (!Number.isInteger(options.pages) || options.pages < 1) throw new Error('browser pages must be a positive integer');
+  const slots = new Slots(options.pages);
+  const idle: Lease[] = [];
+  const pending = new Set<Promise<void>>();
+  const blanking = new Set<Promise<boolean>>();
+  const retired = new WeakSet<Controller>();
+  const stats: BrowserPagesStats = { launches: 0, browsers: 0, openPages: 0, peakOpenPages: 0, visits: 0 };
+  let closed = false;
+
+  const pool = new BrowserPool({
+    browserPlugins: [
+      new PlaywrightPlugin(chromium, {
+        launchOptions: {
+          executablePath: options.chromiumPath,
+          args: CHROMIUM_ARGS,
+          headless: true,
+          timeout: LAUNCH_TIMEOUT_MS,
+          // crawlee points chromium at an in-process proxy (for per-page proxies, unused here);
+          // bypassing it for every host keeps page traffic direct and out of Node's event loop.
+          proxy: { bypass: '*,<loopback>' },
+        } as Record<string, unknown>,
+        // A context per page: no cookie or storage of one event's visit leaks into another page.
+        useIncognitoPages: true,
+      }),
+    ],
+    // Pages are bounded by the slots; the pool's own limit only has to never launch a second browser.
+    maxOpenPagesPerBrowser: options.pages * 2,
+    retireBrowserAfterPageCount: PAGES_PER_BROWSER,
+    // crawlee retires a browser idle for 10 s by default: the opposite of a warm pool.
+    retireInactiveBrowserAfterSecs: 24 * 3600,
+    useFingerprints: false,
+  }) as unknown as Pool;
+
+  /** Work that close() waits for: visits and the page clean-ups behind them. */
+  const track = (work: Promise<unknown>): void => {
+    const settled = work.then(
+      () => {},
+      () => {},
+    );
+    pending.add(settled);
+    void settled.finally(() => pending.delete(settled));
+  };
+
+  /** Closes the page; every caller waits for the same close, so a slot frees only after it. */
+  const discard = (lease: Lease): Promise<void> => {
+    lease.closing ??= lease.page
+      .close()
+      .catch(() => {})
+      .then(() => {
+        stats.openPages--;
+      });
+    return lease.closing;
+  };
+
+  /** Idle pages of a retired browser, closing without a slot: new pages wait for them. */
+  const dropping = new Set<Promise<void>>();
+  const dropIdle = (controller: Controller): void => {
+    for (const lease of idle.filter((l) => l.controller === controller)) {
+      idle.splice(idle.indexOf(lease), 1);
+      const closing = discard(lease);
+      dropping.add(closing);
+      void closing.finally(() => dropping.delete(closing));
+    }
+  };
+
+  pool.on('browserLaunched', (controller) => {
+    stats.launches++;
+    stats.browsers++;
+    controller.browser.on('disconnected', () => {
+      stats.browsers--;
+      // Crashed, killed or closed: retired, so the next page launches a fresh one.
+      pool.retireBrowserController(controller);
+    });
+  });
+  pool.on('browserRetired', (controller) => {
+    retired.add(controller);
+    // Its kept pages would hold the old browser open for ever.
+    dropIdle(controller);
+  });
+
+  const usable = (lease: Lease): boolean =>
+    !lease.closing && !lease.page.isClosed() && !retired.has(lease.controller) && lease.controller.browser.isConnected() && lease.visits < VISITS_PER_PAGE;
+
+  const takePage = async (): Promise<Lease> => {
+    for (;;) {
+      for (let lease = idle.pop(); lease; lease = idle.pop()) {
+        if (usable(lease)) return lease;
+        await discard(lease);
+      }
+      // A page being blanked is a few ms from idle; opening a new one costs far more.
+      if (blanking.size === 0) break;
+      await Promise.race(blanking);
+    }
+    await Promise.all([...dropping]);
+    let page: Page;
+    try {
+      page = await pool.newPage();
+    } catch (err) {
+      throw new ScrapeFailure('upstream', `chromium could not open a page: ${firstLine(err)}`, { cause: err });
+    }
+    stats.openPages++;
+    stats.peakOpenPages = Math.max(stats.peakOpenPages, stats.openPages);
+    const controller = pool.getBrowserControllerByPage(page);
+    const lease: Lease = { page, controller: controller!, visits: 0 };
+    if (!controller) {
+      // The page closed before the pool filed it (its browser died at that very moment).
+      await discard(lease);
+      throw new ScrapeFailure('upstream', 'chromium closed a page as it opened');
+    }
+    if (closed) {
+      // close() ran while this browser was launching, after the pool stopped tracking it.
+      await discard(lease);
+      await lease.controller.close();
+      throw new ScrapeFailure('upstream', 'the browser pool is closed');
+    }
+    try {
+      // Blocked inside chromium (no round trip to Node per request, as page.route would cost).
+      const cdp = await page.context().newCDPSession(page);
+      await cdp.send('Network.enable');
+      await cdp.send('Network.setBlockedURLs', { urls: BLOCKED_URLS });
+    } catch (err) {
+      await discard(lease);
+      throw new ScrapeFailure('upstream', `chromium could not set up a page: ${firstLine(err)}`, { cause: err });
+    }
+    return lease;
+  };
+
+  /** Back to the idle list, blank and without cookies, or closed if it cannot be trusted. */
+  const giveBack = async (lease: Lease): Promise<void> => {
+    lease.visits++;
+    if (closed || !usable(lease)) return discard(lease);
+    const blank = lease.page
+      .goto('about:blank', { timeout: 5_000 })
+      .then(() => lease.page.context().clearCookies())
+      .then(
+        () => true,
+        () => false,
+      );
+    blanking.add(blank);
+    let clean: boolean;
+    try {
+      clean = await blank;
+    } finally {
+      blanking.delete(blank);
+    }
+    if (!clean || closed || !usable(lease)) return discard(lease);
+    idle.push(lease);
+  };
+
+  /** Why a visit failed, as the scrape API reports it. */
+  const classify = (err: unknown, stop: AbortSignal, lease: Lease | undefined, url: string): unknown => {
+    if (stop.aborted) return stop.reason;
+    if (err instanceof ScrapeFailure) return err;
+    if (err instanceof errors.TimeoutError) return new ScrapeFailure('attempt_timeout', `${url}: ${firstLine(err)}`, { cause: err });
+    if (lease && (lease.page.isClosed() || !lease.controller.browser.isConnected())) {
+      return new ScrapeFailure('upstream', `the browser went away during the visit: ${firstLine(err)}`, { cause: err });
+    }
+    if (/Target crashed|Target closed|has been closed/i.test(firstLine(err))) {
+      return new ScrapeFailure('upstream', `the page crashed: ${firstLine(err)}`, { cause: err });
+    }
+    // Anything else came from `use` itself (a bug, not the platform): left as it is.
+    return err;
+  };
+
+  /**
+   * One visit on a page of its own. The time limit starts once the page is ours: it bounds the
+   * platform (navigation and `use`), not our queue or a browser launch (LAUNCH_TIMEOUT_MS).
+   */
+  const visit = async <T>(url: string, use: (page: Page) => Promise<T>, stopper: AbortController): Promise<T> => {
+    const stop = stopper.signal;
+    let lease: Lease | undefined;
+    let healthy = false;
+    let timer: NodeJS.Timeout | undefined;
+    // Closing the page is what makes playwright give up whatever it is waiting for.
+    const onStop = () => void (lease && discard(lease));
+    stop.addEventListener('abort', onStop, { once: true });
+    try {
+      lease = await takePage();
+      if (stop.aborted) throw stop.reason;
+      timer = setTimeout(() => stopper.abort(new ScrapeFailure('attempt_timeout', `the page visit took longer than ${options.timeoutMs} ms`)), options.timeoutMs);
+      const { page } = lease;
+      // When one step eats the whole budget, playwright's TimeoutError says which step it was.
+      page.setDefaultTimeout(options.timeoutMs);
+      page.setDefaultNavigationTimeout(options.timeoutMs);
+      stats.visits++;
+      let response;
+      try {
+        response = await page.goto(url, { waitUntil: 'domcontentloaded' });
+      } catch (err) {
+        if (stop.aborted || err instanceof errors.TimeoutError) throw err;
+        throw new ScrapeFailure('upstream', `could not load ${url}: ${firstLine(err)}`, { cause: err });
+      }
+      if (response && response.status() >= 500) {
+        healthy = true;
+        throw new ScrapeFailure('upstream', `${url} answered ${response.status()}`);
+      }
+      const value = await use(page);
+      healthy = true;
+      return value;
+    } catch (err) {
+      // A ScrapeFailure from `use` is a verdict on the platform's page, not on our page.
+      if (err instanceof ScrapeFailure) healthy = true;
+      throw classify(err, stop, lease, url);
+    } finally {
+      clearTimeout(timer);
+      stop.removeEventListener('abort', onStop);
+      // The caller has its answer now; the slot stays taken until the page is blank or closed.
+      const held = lease;
+      const cleanup = (async () => {
+        if (held) await (healthy && !stop.aborted ? giveBack(held) : discard(held));
+      })().finally(() => slots.release());
+      track(cleanup);
+    }
+  };
+
   return {
-    withPage: async () => {
-      throw new Error('browser-pages not built yet');
+    async withPage(url, use, { signal } = {}) {
+      if (closed) throw new ScrapeFailure('upstream', 'the browser pool is closed');
+      await slots.acquire(signal);
+      const stop = new AbortController();
+      const onAbort = () => stop.abort(aborted());
+      signal?.addEventListener('abort', onAbort, { once: true });
+      if (signal?.aborted) onAbort();
+      const running = visit(url, use, stop);
+      track(running);
+      // The caller hears at once when the visit is stopped; the page closes behind it.
+      const stopped = new Promise<never>((_, reject) => {
+        if (stop.signal.aborted) reject(stop.signal.reason);
+        stop.signal.addEventListener('abort', () => reject(stop.signal.reason), { once: true });
+      });
+      stopped.catch(() => {});
+      try {
+        return await Promise.race([running, stopped]);
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
+      }
     },
-    warm: async () => {},
-    close: async () => {},
+
+    async warm() {
+      if (closed) throw new ScrapeFailure('upstream', 'the browser pool is closed');
+      await slots.acquire();
+      try {
+        // A fresh page is already blank: it waits in the idle list for the first visit.
+        const lease = await takePage();
+        if (closed) await discard(lease);
+        else idle.push(lease);
+      } finally {
+        slots.release();
+      }
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      slots.failAll(new ScrapeFailure('upstream', 'the browser pool is closed'));
+      await Promise.all(idle.splice(0).map(discard));
+      await pool.destroy();
+      while (pending.size > 0) await Promise.all([...pending]);
+    },
+
+    stats: () => ({ ...stats }),
   };
 }

@@ -1,20 +1,313 @@
-// PLACEHOLDER: crawlee-backed PageFetcher (keep-alive HttpCrawler / CheerioCrawler). Not built yet.
-import type { PageFetcher } from './types.ts';
+// The HTTP PageFetcher of every non-browser adapter, on crawlee: two keep-alive crawlers, a
+// CheerioCrawler for HTML pages and an HttpCrawler for JSON APIs, started on first use and fed
+// one request per call through an in-memory handoff; each call waits for its own request's
+// outcome in a map of pending calls keyed by the request's unique key.
+import { randomUUID } from 'node:crypto';
+import { CheerioCrawler } from '@crawlee/cheerio';
+import { Configuration, EventManager, Log, LogLevel, Request, type RequestProvider } from '@crawlee/core';
+import { HttpCrawler, type BasicCrawler } from '@crawlee/http';
+import { load, type CheerioAPI } from 'cheerio';
+import { RequestHandoff } from './request-handoff.ts';
+import { ScrapeFailure, type FetchedPage, type FetchInit, type PageFetcher } from './types.ts';
 
 export interface HttpPagesOptions {
-  /** Requests in flight at once. */
+  /** Requests in flight at once, per crawler (HTML and JSON each). */
   concurrency: number;
-  /** Upper bound of one request. */
+  /** Upper bound of one request, from the call to the last byte (queueing included). */
   timeoutMs: number;
 }
 
 export interface HttpPages extends PageFetcher {
+  /**
+   * Starts both crawlers now rather than on their first request (about 0.1-0.4 s each, once per
+   * process), so the first scrape's time limit is not spent on set-up.
+   */
+  warm(): Promise<void>;
   close(): Promise<void>;
 }
 
-export function createHttpPages(_options: HttpPagesOptions): HttpPages {
-  const missing = async (): Promise<never> => {
-    throw new Error('http-pages not built yet');
+interface Answer {
+  status: number;
+  url: string;
+  body: string;
+  $?: CheerioAPI;
+}
+
+interface PendingCall {
+  lane: Lane;
+  /** The request's own abort: cancels the socket when the caller gives up. */
+  controller: AbortController;
+  /** The origin redirects may stay on (the adapters' base URL is the only place they fetch). */
+  origin: string;
+  settle(outcome: { ok: true; answer: Answer } | { ok: false; failure: ScrapeFailure }): void;
+}
+
+/** Statuses crawlee would otherwise turn into thrown errors: we answer 5xx ourselves, as `upstream`. */
+const SERVER_ERRORS = Array.from({ length: 100 }, (_, i) => 500 + i);
+
+/** crawlee's own timers that only feed autoscaling; concurrency is fixed here, so they rarely matter. */
+const RARELY_MS = 10 * 60_000;
+
+/**
+ * crawlee's events without the local system sampler: that one spawns `ps` every second (and logs
+ * an error where there is no `ps`, as in slim container images) only to scale concurrency, which
+ * is fixed here.
+ */
+class FixedConcurrencyEvents extends EventManager {}
+
+type Lane = 'html' | 'json';
+
+interface LaneState {
+  handoff: RequestHandoff;
+  crawler: BasicCrawler | null;
+  /** Resolves once the crawler's pool asks for work (run()'s set-up is done), or it ended. */
+  started: Promise<void>;
+  /** Resolves when the crawler's run() has returned. */
+  ended: Promise<void>;
+}
+
+/**
+ * crawlee 3.18 types a `requestManager` option for exactly this, but its option validation
+ * rejects it; `requestQueue` takes any object with fetchNextRequest and addRequest, and the
+ * crawler only uses the request-manager methods of it.
+ */
+function asRequestQueue(handoff: RequestHandoff): RequestProvider {
+  return handoff as unknown as RequestProvider;
+}
+
+function timedOut(error: Error): boolean {
+  return error.name === 'TimeoutError' || /timed? ?out/i.test(error.message);
+}
+
+/** crawlee files connection errors as "session errors" (a proxy might be to blame); say what happened. */
+function reasonOf(error: Error): string {
+  return error.message.replace(/^Detected a session error, rotating session\.\.\.\s*/, '').trim();
+}
+
+export function createHttpPages(options: HttpPagesOptions): HttpPages {
+  const timeoutSecs = Math.max(options.timeoutMs, 1) / 1000;
+  const pending = new Map<string, PendingCall>();
+  const isLive = (request: Request) => pending.has(request.uniqueKey);
+  const lanes: Record<Lane, LaneState> = {
+    html: { handoff: new RequestHandoff(isLive), crawler: null, started: Promise.resolve(), ended: Promise.resolve() },
+    json: { handoff: new RequestHandoff(isLive), crawler: null, started: Promise.resolve(), ended: Promise.resolve() },
   };
-  return { html: missing, json: missing, close: async () => {} };
+  let closed = false;
+
+  // One in-memory configuration for both crawlers: nothing is written to ./storage, and no
+  // system sampling.
+  const config = new Configuration({
+    persistStorage: false,
+    purgeOnStart: false,
+    storageClientOptions: { persistStorage: false, writeMetadata: false },
+    persistStateIntervalMillis: RARELY_MS,
+  });
+  config.useEventManager(new FixedConcurrencyEvents(config));
+  // Every outcome reaches the caller as a page or a ScrapeFailure, and the caller logs it with
+  // context; crawlee's own lines would only repeat it, on stdout, through a CLI's output.
+  const log = new Log({ level: LogLevel.OFF, prefix: 'http-pages' });
+
+  const shared = {
+    keepAlive: true,
+    maxRequestRetries: 0,
+    maxSessionRotations: 0,
+    // No session pool: it would retire "blocked" sessions on 401/403/429 and retry; those
+    // statuses are the adapter's to read, and retries are Temporal's.
+    useSessionPool: false,
+    minConcurrency: options.concurrency,
+    maxConcurrency: options.concurrency,
+    navigationTimeoutSecs: timeoutSecs,
+    requestHandlerTimeoutSecs: timeoutSecs,
+    ignoreHttpErrorStatusCodes: SERVER_ERRORS,
+    additionalMimeTypes: ['*/*'],
+    statusMessageLoggingInterval: RARELY_MS / 1000,
+    statisticsOptions: { logIntervalSecs: RARELY_MS / 1000, saveErrorSnapshots: false },
+    autoscaledPoolOptions: {
+      desiredConcurrency: options.concurrency,
+      loggingIntervalSecs: null,
+      autoscaleIntervalSecs: RARELY_MS / 1000,
+      snapshotterOptions: { eventLoopSnapshotIntervalSecs: RARELY_MS / 1000, clientSnapshotIntervalSecs: RARELY_MS / 1000 },
+    },
+    log,
+    preNavigationHooks: [
+      ({ request }: { request: Request }, gotOptions: { signal?: AbortSignal | undefined; followRedirect?: unknown }) => {
+        const call = pending.get(request.uniqueKey);
+        if (!call) throw new Error('the caller has gone');
+        gotOptions.signal = call.controller.signal;
+        // A redirect may not leave the origin asked for: full-URL event ids are checked
+        // against the platform's hosts, and a redirect must not undo that.
+        gotOptions.followRedirect = (response: { headers: { location?: string }; url: string }) => {
+          const location = response.headers.location;
+          return location !== undefined && new URL(location, response.url).origin === call.origin;
+        };
+      },
+    ],
+    failedRequestHandler: ({ request }: { request: Request }, error: Error) => {
+      const call = pending.get(request.uniqueKey);
+      if (!call) return;
+      const failure = timedOut(error)
+        ? new ScrapeFailure('attempt_timeout', `no answer from ${request.url} within ${options.timeoutMs} ms`, { cause: error })
+        : new ScrapeFailure('upstream', `fetching ${request.url} failed: ${reasonOf(error)}`, { cause: error });
+      call.settle({ ok: false, failure });
+    },
+  };
+
+  const answer = (request: Request, status: number, url: string, body: string, $?: CheerioAPI) => {
+    const call = pending.get(request.uniqueKey);
+    if (!call) return;
+    if (status >= 500) {
+      call.settle({ ok: false, failure: new ScrapeFailure('upstream', `${request.url} answered ${status}`) });
+    } else {
+      call.settle({ ok: true, answer: { status, url, body, $ } });
+    }
+  };
+
+  const pool = (handoff: RequestHandoff, onAsked: () => void) => ({
+    ...shared.autoscaledPoolOptions,
+    isTaskReadyFunction: async () => {
+      onAsked();
+      return !(await handoff.isEmpty());
+    },
+  });
+
+  const build: Record<Lane, (handoff: RequestHandoff, onAsked: () => void) => BasicCrawler> = {
+    html: (handoff, onAsked) =>
+      new CheerioCrawler(
+        {
+          ...shared,
+          autoscaledPoolOptions: pool(handoff, onAsked),
+          requestQueue: asRequestQueue(handoff),
+          requestHandler: ({ request, response, body, $ }) => {
+            // `$` exists only for HTML and XML answers; an error page in JSON still has a body.
+            answer(request, response.statusCode ?? 0, response.url ?? request.url, String(body), $ as CheerioAPI | undefined);
+          },
+        },
+        config,
+      ) as unknown as BasicCrawler,
+    json: (handoff, onAsked) =>
+      new HttpCrawler(
+        {
+          ...shared,
+          autoscaledPoolOptions: pool(handoff, onAsked),
+          requestQueue: asRequestQueue(handoff),
+          requestHandler: ({ request, response, body }) => {
+            answer(request, response.statusCode ?? 0, response.url ?? request.url, String(body));
+          },
+        },
+        config,
+      ) as unknown as BasicCrawler,
+  };
+
+  /** Starts the lane's crawler if it is not running; a crawler that stopped on its own is replaced. */
+  const running = (lane: Lane): BasicCrawler => {
+    const state = lanes[lane];
+    if (state.crawler) return state.crawler;
+    let onAsked = () => {};
+    const asked = new Promise<void>((resolve) => (onAsked = resolve));
+    const crawler = build[lane](state.handoff, () => onAsked());
+    state.crawler = crawler;
+    state.ended = crawler.run().then(
+      () => crawlerEnded(lane, crawler, null),
+      (error: unknown) => crawlerEnded(lane, crawler, error),
+    );
+    state.started = Promise.race([asked, state.ended]);
+    return crawler;
+  };
+
+  const crawlerEnded = (lane: Lane, crawler: BasicCrawler, error: unknown) => {
+    const state = lanes[lane];
+    if (state.crawler !== crawler) return;
+    state.crawler = null;
+    if (closed) return;
+    // keepAlive crawlers only stop on close(), a crash, or crawlee's own SIGINT handling; the
+    // calls in flight are lost with it, and the next call starts a fresh crawler.
+    const reason = error instanceof Error ? error.message : 'the crawler stopped';
+    for (const call of pending.values()) {
+      if (call.lane === lane) call.settle({ ok: false, failure: new ScrapeFailure('upstream', `HTTP fetcher (${lane}) stopped: ${reason}`, { cause: error }) });
+    }
+  };
+
+  const fetchRaw = (lane: Lane, url: string, init: FetchInit = {}, accept: string): Promise<Answer> => {
+    if (closed) return Promise.reject(new ScrapeFailure('upstream', 'the HTTP fetcher is closed'));
+    const signal = init.signal;
+    if (signal?.aborted) return Promise.reject(new ScrapeFailure('attempt_timeout', `fetching ${url} was aborted`));
+    const uniqueKey = randomUUID();
+    const method = init.method ?? 'GET';
+    const request = new Request({
+      url,
+      uniqueKey,
+      method,
+      payload: method === 'POST' ? (init.body ?? '') : undefined,
+      headers: { accept, ...init.headers },
+    });
+
+    return new Promise<Answer>((resolve, reject) => {
+      const controller = new AbortController();
+      const onAbort = () => call.settle({ ok: false, failure: new ScrapeFailure('attempt_timeout', `fetching ${url} was aborted`) });
+      const timer = setTimeout(
+        () => call.settle({ ok: false, failure: new ScrapeFailure('attempt_timeout', `no answer from ${url} within ${options.timeoutMs} ms`) }),
+        options.timeoutMs,
+      );
+      const call: PendingCall = {
+        lane,
+        controller,
+        origin: new URL(url).origin,
+        settle: (outcome) => {
+          if (!pending.delete(uniqueKey)) return;
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          if (outcome.ok) return resolve(outcome.answer);
+          controller.abort();
+          reject(outcome.failure);
+        },
+      };
+      pending.set(uniqueKey, call);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const crawler = running(lane);
+      lanes[lane].handoff.push(request);
+      // The pool polls for work only every half second; tell it now.
+      void crawler.autoscaledPool?.notify();
+    });
+  };
+
+  return {
+    async html(url, init) {
+      const answer = await fetchRaw('html', url, init, 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.8');
+      return { status: answer.status, url: answer.url, body: answer.body, $: answer.$ ?? load(answer.body) } satisfies FetchedPage & { $: CheerioAPI };
+    },
+    async json(url, init) {
+      const answer = await fetchRaw('json', url, init, 'application/json');
+      let data: unknown;
+      try {
+        data = JSON.parse(answer.body);
+      } catch {
+        data = undefined;
+      }
+      return { status: answer.status, url: answer.url, body: answer.body, data };
+    },
+    async warm() {
+      if (closed) return;
+      running('html');
+      running('json');
+      await Promise.all([lanes.html.started, lanes.json.started]);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      for (const call of pending.values()) {
+        call.settle({ ok: false, failure: new ScrapeFailure('upstream', 'the HTTP fetcher was closed') });
+      }
+      await Promise.all(
+        Object.values(lanes).map(async (state) => {
+          const crawler = state.crawler;
+          if (!crawler) return;
+          // teardown() aborts the pool, which only exists once run() has set it up.
+          await state.started;
+          await crawler.teardown();
+          await state.ended;
+          state.crawler = null;
+        }),
+      );
+    },
+  };
 }
