@@ -20,6 +20,9 @@ export async function createActivities(deps: { config: Config; log: Logger; base
     chromiumPath: config.CHROMIUM_PATH,
     attemptTimeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS),
   });
+  // In the background: the first scrape should not pay for the browser launch (~1 s) or the
+  // crawlers' start (~0.4 s), and the worker need not wait for them either.
+  void scrapers.warm().catch((err: unknown) => log.warn({ err }, 'could not warm the scrapers; the first scrape will'));
   return {
     activities: { ...createScrapeActivities(scrapers, log.child({ component: 'activities' })) },
     close: () => scrapers.close(),

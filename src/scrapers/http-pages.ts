@@ -3,6 +3,7 @@
 // one request per call through an in-memory handoff; each call waits for its own request's
 // outcome in a map of pending calls keyed by the request's unique key.
 import { randomUUID } from 'node:crypto';
+import { totalmem } from 'node:os';
 import { CheerioCrawler } from '@crawlee/cheerio';
 import { Configuration, EventManager, Log, LogLevel, Request, type RequestProvider } from '@crawlee/core';
 import { HttpCrawler, type BasicCrawler } from '@crawlee/http';
@@ -49,9 +50,8 @@ const SERVER_ERRORS = Array.from({ length: 100 }, (_, i) => 500 + i);
 const RARELY_MS = 10 * 60_000;
 
 /**
- * crawlee's events without the local system sampler: that one spawns `ps` every second (and logs
- * an error where there is no `ps`, as in slim container images) only to scale concurrency, which
- * is fixed here.
+ * crawlee's events without the local system sampler: that one runs `ps` every second only to
+ * scale concurrency, which is fixed here.
  */
 class FixedConcurrencyEvents extends EventManager {}
 
@@ -95,12 +95,14 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
   let closed = false;
 
   // One in-memory configuration for both crawlers: nothing is written to ./storage, and no
-  // system sampling.
+  // system sampling. A memory size stated here spares crawlee measuring it with `ps` at start,
+  // which fails the whole crawler where there is no `ps` (slim images such as our Dockerfile's).
   const config = new Configuration({
     persistStorage: false,
     purgeOnStart: false,
     storageClientOptions: { persistStorage: false, writeMetadata: false },
     persistStateIntervalMillis: RARELY_MS,
+    memoryMbytes: Math.floor(totalmem() / 2 ** 20),
   });
   config.useEventManager(new FixedConcurrencyEvents(config));
   // Every outcome reaches the caller as a page or a ScrapeFailure, and the caller logs it with

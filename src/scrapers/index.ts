@@ -21,7 +21,7 @@ export interface ScrapersOptions {
 
 export interface Scrapers {
   scrape(ref: EventRef, options?: ScrapeOptions): Promise<ScrapeData>;
-  /** Launches the browser ahead of the first client-rendered scrape. */
+  /** Starts the HTTP crawlers and launches the browser ahead of the first scrape. */
   warm(): Promise<void>;
   close(): Promise<void>;
 }
@@ -37,7 +37,9 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
   }
   return {
     scrape: (ref, scrapeOptions) => adapters.get(ref.platform)!.scrape(ref, scrapeOptions),
-    warm: () => browser.warm(),
+    warm: async () => {
+      await Promise.all([http.warm(), browser.warm()]);
+    },
     close: async () => {
       await Promise.all([http.close(), browser.close()]);
     },

@@ -52,6 +52,9 @@ export interface SimEvent extends SimEventInput {
 
 const KEY = /^[A-Za-z0-9-]{1,100}$/;
 
+/** The demo events are priced in their region's currency. */
+const DEMO_CURRENCY: Record<string, string> = { us: 'USD', uk: 'GBP', au: 'AUD', cz: 'CZK', it: 'EUR', de: 'EUR' };
+
 /**
  * The control API names an event by its key (the id inside the platform's URL, or the bare id)
  * or by the whole client event id, URL-encoded. Returns the key, or null if neither fits.
@@ -95,7 +98,8 @@ export class SimStore {
       const region = platform === 'pf_08' ? 'au' : ((info.regions as readonly string[] | null)?.[0] ?? 'us');
       const parsed = parseEventRef(platform, info.event_id_example, region);
       if (!parsed.ok) throw new Error(`registry example for ${platform} does not parse: ${parsed.message}`);
-      this.put(platform, parsed.ref.key, simEventInputSchema.parse({ region, sections: demoSections(i), drift: true, name: `Demo event on ${platform}` }));
+      const currency = DEMO_CURRENCY[region] ?? 'EUR';
+      this.put(platform, parsed.ref.key, simEventInputSchema.parse({ region, currency, sections: demoSections(i), drift: true, name: `Demo event on ${platform}` }));
     });
   }
 

@@ -1,8 +1,7 @@
-// pf_04 in the simulator: one event, two ways in, as the real platform has. A JSON offers API
-// `/api/events/{key}/offers?region=xx` (prices in cents, kinds in capitals), used for the
-// German-speaking regions, and a server-rendered page `/{region}/tickets/{key}` with schema.org
-// microdata (Event, Offer) for the rest. Malformed: the API's offers lose their price, the page
-// loses its offer list.
+// pf_04 in the simulator: one event, two ways in. A JSON offers API `/api/events/{key}/offers`
+// (prices in cents, kinds in capitals), used for the German-speaking regions, and a page
+// `/{region}/tickets/{key}` with schema.org Event and Offer microdata for the rest. Malformed:
+// the API's offers lose their price, the page loses its offer list.
 import { esc, page } from '../html.ts';
 import { queryRegion } from '../inventory.ts';
 import { amountText, cents, currencySymbol, decimalString } from '../money.ts';

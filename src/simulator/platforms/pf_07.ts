@@ -1,8 +1,7 @@
-// pf_07 in the simulator: a resale marketplace. Its listings API
-// `/api/events/{key}/listings?region=xx` lists tickets in pairs, plus the event's section names;
-// UK events are also served by the dedicated UK monitor `/uk/monitor/{key}?region=xx`, a
-// different feed (fixture, stands, prices in pence). Malformed: the listings API answers
-// truncated JSON; the monitor's feed loses its stands.
+// pf_07 in the simulator: a resale marketplace. Its listings API `/api/events/{key}/listings`
+// lists tickets in pairs plus the section names; UK events also have the dedicated UK monitor
+// `/uk/monitor/{key}`, another feed (fixture, stands, pence). Malformed: the listings API
+// answers truncated JSON; the monitor's feed loses its stands.
 import { groupByName, lots, queryRegion } from '../inventory.ts';
 import { cents } from '../money.ts';
 import type { SimPlatform } from '../platform.ts';

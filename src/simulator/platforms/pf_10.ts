@@ -1,8 +1,7 @@
-// pf_10 in the simulator: a GraphQL-style API, `POST /graphql` with `{query, variables: {id,
-// region}}`, answering `{data: {event: {...}}}`: sectors by name, each with its offers. As
-// GraphQL servers do, an unknown event (or one not sold in that region) is `{data: {event:
-// null}}` with status 200; a request that is not a query is a 400 with `errors`. Malformed: the
-// event comes without its `sectors`.
+// pf_10 in the simulator: GraphQL-style `POST /graphql` with `{query, variables: {id, region}}`,
+// answering `{data: {event: {...}}}` with sectors and their offers. As GraphQL servers do, an
+// unknown event (or another region's) is `{data: {event: null}}` with status 200, a request that
+// is not a query a 400 with `errors`. Malformed: the event comes without its `sectors`.
 import type { Context } from 'koa';
 import { groupByName } from '../inventory.ts';
 import { cents } from '../money.ts';

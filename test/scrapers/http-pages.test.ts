@@ -1,0 +1,293 @@
+// The crawlee fetcher against a local server: statuses come back as pages (4xx) or as the right
+// failure (5xx, network, time-out, abort), POST bodies travel, redirects stay on their origin,
+// concurrency holds, close() settles everything, and crawlee writes nothing to disk or stdout.
+import childProcess from 'node:child_process';
+import { existsSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createHttpPages, type HttpPages } from '../../src/scrapers/http-pages.ts';
+import { expectFailure, warmUp } from './platform-harness.ts';
+
+interface TestServer {
+  url: string;
+  /** Requests seen, by path. */
+  seen: string[];
+  /** Requests in flight now, and the most seen at once. */
+  inFlight: { now: number; max: number };
+  /** Resolves with the time a /hang request's socket closed. */
+  hangClosed: Promise<number>;
+  close(): Promise<void>;
+}
+
+async function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+async function startTestServer(elsewhere: string): Promise<TestServer> {
+  const seen: string[] = [];
+  const inFlight = { now: 0, max: 0 };
+  let onHangClosed: (t: number) => void = () => {};
+  const hangClosed = new Promise<number>((resolve) => (onHangClosed = resolve));
+  const { server, url } = await listen((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    seen.push(path);
+    inFlight.now++;
+    inFlight.max = Math.max(inFlight.max, inFlight.now);
+    res.on('close', () => inFlight.now--);
+    const send = (status: number, type: string, body: string) => {
+      res.writeHead(status, { 'content-type': type });
+      res.end(body);
+    };
+    const status = /^\/status\/(\d{3})$/.exec(path);
+    if (status) return send(Number(status[1]), 'text/html', `<h1>status ${status[1]}</h1>`);
+    switch (path) {
+      case '/html':
+        return send(200, 'text/html; charset=utf-8', '<html><body><p class="x">Zürich &amp; <b>Wien</b></p></body></html>');
+      case '/json':
+        return send(200, 'application/json', '{"ok":true,"n":[1,2]}');
+      case '/json-error':
+        return send(503, 'application/json', '{oops');
+      case '/bad-json':
+        return send(200, 'application/json', '{"ok": tru');
+      case '/text':
+        return send(200, 'text/plain', 'plain words');
+      case '/post': {
+        let body = '';
+        req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+        req.on('end', () => send(200, 'application/json', JSON.stringify({ method: req.method, type: req.headers['content-type'], body })));
+        return;
+      }
+      case '/slow':
+        return void setTimeout(() => send(200, 'text/html', '<p>late</p>'), 200);
+      case '/hang':
+        req.socket.once('close', () => onHangClosed(performance.now()));
+        return;
+      case '/drop':
+        return void req.socket.destroy();
+      case '/redirect-here':
+        res.writeHead(302, { location: '/html' });
+        return void res.end();
+      case '/redirect-away':
+        res.writeHead(302, { location: `${elsewhere}/html` });
+        return void res.end();
+      default:
+        return send(404, 'text/html', 'nothing here');
+    }
+  });
+  return {
+    url,
+    seen,
+    inFlight,
+    hangClosed,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+const storageDir = join(process.cwd(), 'storage');
+const storageExisted = existsSync(storageDir);
+
+let server: TestServer;
+let other: { server: http.Server; url: string; hits: number };
+let pages: HttpPages;
+beforeAll(async () => {
+  let hits = 0;
+  const started = await listen((_req, res) => {
+    hits++;
+    res.end('<p>elsewhere</p>');
+  });
+  other = {
+    ...started,
+    get hits() {
+      return hits;
+    },
+  };
+  server = await startTestServer(other.url);
+  pages = createHttpPages({ concurrency: 4, timeoutMs: 500 });
+  await warmUp(pages, `${server.url}/json`);
+});
+afterAll(async () => {
+  await pages?.close();
+  await server?.close();
+  other?.server.close();
+});
+
+describe('answers', () => {
+  it('parses an HTML page with cheerio', async () => {
+    const page = await pages.html(`${server.url}/html`);
+    expect(page.status).toBe(200);
+    expect(page.url).toBe(`${server.url}/html`);
+    expect(page.$('p.x').text()).toBe('Zürich & Wien');
+  });
+
+  it('parses a JSON answer, and leaves data undefined when the body is not JSON', async () => {
+    expect((await pages.json(`${server.url}/json`)).data).toEqual({ ok: true, n: [1, 2] });
+    const bad = await pages.json(`${server.url}/bad-json`);
+    expect(bad).toMatchObject({ status: 200, data: undefined, body: '{"ok": tru' });
+    expect(await pages.json(`${server.url}/text`)).toMatchObject({ status: 200, data: undefined, body: 'plain words' });
+  });
+
+  it('gives a non-HTML answer to html() as a page all the same', async () => {
+    const page = await pages.html(`${server.url}/json`);
+    expect(page.body).toBe('{"ok":true,"n":[1,2]}');
+    expect(page.$.root().text()).toBe('{"ok":true,"n":[1,2]}');
+  });
+
+  it.each([401, 403, 404, 429])('returns a %i as a page, asked once, not retried', async (status) => {
+    const before = server.seen.length;
+    const page = await pages.html(`${server.url}/status/${status}`);
+    expect(page.status).toBe(status);
+    expect(page.$('h1').text()).toBe(`status ${status}`);
+    expect(server.seen.length - before).toBe(1);
+    // A session pool would now treat the client as blocked; the next request must go through.
+    expect((await pages.json(`${server.url}/json`)).status).toBe(200);
+  });
+
+  it('sends a POST with its JSON body', async () => {
+    const answer = await pages.json(`${server.url}/post`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ event }"}' });
+    expect(answer.data).toEqual({ method: 'POST', type: 'application/json', body: '{"query":"{ event }"}' });
+  });
+
+  it('follows a redirect on the same origin, but not to another origin', async () => {
+    expect((await pages.html(`${server.url}/redirect-here`)).$('p.x').length).toBe(1);
+    const away = await pages.html(`${server.url}/redirect-away`);
+    expect(away.status).toBe(302);
+    expect(other.hits).toBe(0);
+  });
+});
+
+describe('failures', () => {
+  it.each([500, 502, 503])('fails a %i as upstream, asked once', async (status) => {
+    const before = server.seen.length;
+    const failure = await expectFailure(pages.html(`${server.url}/status/${status}`), 'upstream');
+    expect(failure.message).toContain(String(status));
+    expect(server.seen.length - before).toBe(1);
+  });
+
+  it('fails a 5xx whose JSON body is broken as upstream too', async () => {
+    await expectFailure(pages.json(`${server.url}/json-error`), 'upstream');
+  });
+
+  it('fails a dropped connection and a refused one as upstream', async () => {
+    await expectFailure(pages.html(`${server.url}/drop`), 'upstream');
+    const failure = await expectFailure(pages.json('http://127.0.0.1:1/nothing'), 'upstream');
+    expect(failure.message).toMatch(/ECONNREFUSED/);
+    expect(failure.message).not.toMatch(/session/i);
+  });
+
+  it('gives up on a page that never answers at the time limit, and closes its socket', async () => {
+    const started = performance.now();
+    await expectFailure(pages.html(`${server.url}/hang`), 'attempt_timeout');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(490);
+    expect((await server.hangClosed) - started).toBeLessThan(3_000);
+  });
+
+  it('rejects at once when aborted, and at once when the signal is already aborted', async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 30);
+    // /slow answers after 200 ms: only a prompt abort turns it into a failure.
+    const failure = await expectFailure(pages.json(`${server.url}/slow`, { signal: controller.signal }), 'attempt_timeout');
+    expect(failure.message).toMatch(/was aborted/);
+    const before = server.seen.length;
+    await expectFailure(pages.html(`${server.url}/html`, { signal: AbortSignal.abort() }), 'attempt_timeout');
+    expect(server.seen.length).toBe(before);
+  });
+});
+
+describe('running', () => {
+  it('keeps to its concurrency', async () => {
+    const narrow = createHttpPages({ concurrency: 2, timeoutMs: 2_000 });
+    try {
+      await warmUp(narrow, `${server.url}/json`);
+      server.inFlight.max = 0;
+      const started = performance.now();
+      await Promise.all(Array.from({ length: 6 }, () => narrow.html(`${server.url}/slow`)));
+      expect(server.inFlight.max).toBe(2);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(580);
+    } finally {
+      await narrow.close();
+    }
+  });
+
+  it('counts the time a request waits for a free slot against its limit', async () => {
+    const single = createHttpPages({ concurrency: 1, timeoutMs: 300 });
+    try {
+      await warmUp(single, `${server.url}/json`);
+      const hung = single.html(`${server.url}/hang`);
+      const queued = single.html(`${server.url}/html`);
+      await expectFailure(hung, 'attempt_timeout');
+      await expectFailure(queued, 'attempt_timeout');
+      // The slot is free again.
+      expect((await single.html(`${server.url}/html`)).status).toBe(200);
+    } finally {
+      await single.close();
+    }
+  });
+
+  it('settles calls in flight on close() and refuses new ones', async () => {
+    const closing = createHttpPages({ concurrency: 2, timeoutMs: 5_000 });
+    await closing.html(`${server.url}/html`);
+    const inFlight = expectFailure(closing.html(`${server.url}/hang`), 'upstream');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await closing.close();
+    await inFlight;
+    await expectFailure(closing.json(`${server.url}/json`), 'upstream');
+  });
+
+  it('closes cleanly when it never fetched anything, and when closed twice', async () => {
+    const idle = createHttpPages({ concurrency: 1, timeoutMs: 1_000 });
+    await idle.close();
+    await idle.close();
+    const warmed = createHttpPages({ concurrency: 1, timeoutMs: 1_000 });
+    await warmed.warm();
+    await warmed.close();
+  });
+
+  it('prints nothing and writes no storage directory', async () => {
+    const spies = (['log', 'info', 'warn', 'error', 'debug'] as const).map((m) => vi.spyOn(console, m));
+    const stdout = vi.spyOn(process.stdout, 'write');
+    try {
+      await Promise.allSettled([pages.html(`${server.url}/html`), pages.html(`${server.url}/status/503`), pages.json(`${server.url}/drop`), pages.json(`${server.url}/hang`)]);
+      for (const spy of [...spies, stdout]) expect(spy).not.toHaveBeenCalled();
+    } finally {
+      for (const spy of [...spies, stdout]) spy.mockRestore();
+    }
+    if (!storageExisted) expect(existsSync(storageDir)).toBe(false);
+  });
+
+  it('starts no child process (crawlee measures memory with `ps`, absent from slim images)', async () => {
+    const spawn = vi.spyOn(childProcess, 'spawn');
+    const fresh = createHttpPages({ concurrency: 1, timeoutMs: 5_000 });
+    try {
+      await fresh.warm();
+      expect((await fresh.json(`${server.url}/json`)).status).toBe(200);
+      expect(spawn).not.toHaveBeenCalled();
+    } finally {
+      spawn.mockRestore();
+      await fresh.close();
+    }
+  });
+
+  it('adds little to a plain fetch of the same page', async () => {
+    const target = `${server.url}/html`;
+    const plain: number[] = [];
+    const crawled: number[] = [];
+    for (let i = 0; i < 120; i++) {
+      let t = performance.now();
+      await (await fetch(target)).text();
+      plain.push(performance.now() - t);
+      t = performance.now();
+      await pages.html(target);
+      crawled.push(performance.now() - t);
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+    // Measured about 1-2 ms here; the bound only catches a regression to polling (hundreds of ms).
+    expect(median(crawled) - median(plain)).toBeLessThan(20);
+  });
+});

@@ -1,0 +1,104 @@
+// How a simulated page answers, whatever the platform: an unknown event or another region is a
+// 404, then the event's behaviour (a transient 503 per `failures`, not_found, error, slow, hang,
+// malformed) decides; every request served is counted. Checked on an HTML and a JSON platform.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
+
+let sim: Simulator;
+beforeAll(async () => {
+  sim = await startSimulator({ empty: true });
+});
+afterAll(async () => {
+  await sim?.close();
+});
+
+const put = async (platform: string, key: string, body: Record<string, unknown>) => {
+  const res = await fetch(`${sim.url}/_sim/${platform}/events/${key}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  expect(res.status).toBe(200);
+};
+const get = (platform: string, key: string) => fetch(`${sim.url}/_sim/${platform}/events/${key}`).then((r) => r.json());
+
+/** pf_11 serves an HTML page, pf_05 a JSON API. */
+const PAGES = {
+  html: { platform: 'pf_11', url: (key: string, region = 'us') => `${sim.baseUrls.pf_11}/event/${key}?region=${region}`, region: 'us', type: 'text/html' },
+  json: { platform: 'pf_05', url: (key: string, region = 'it') => `${sim.baseUrls.pf_05}/api/eventi/${key}/settori?regione=${region}`, region: 'it', type: 'application/json' },
+} as const;
+
+const sections = [{ name: 'Floor', price: 10, stock: 2 }];
+
+describe.each(Object.entries(PAGES))('%s pages', (_kind, p) => {
+  let n = 0;
+  const key = () => String(1_000_000 + n++ + (p.platform === 'pf_05' ? 0 : 500));
+
+  it('serve the event in its region only', async () => {
+    const k = key();
+    await put(p.platform, k, { region: p.region, sections });
+    const ok = await fetch(p.url(k));
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('content-type')).toContain(p.type);
+    expect((await fetch(p.url(k, 'xx'))).status).toBe(404);
+    expect((await fetch(p.url(String(9_999_999)))).status).toBe(404);
+    // Only the request that found the event counts.
+    expect((await get(p.platform, k)).hits).toBe(1);
+  });
+
+  it('answer 503 for the next `failures` requests, counting down, then normally', async () => {
+    const k = key();
+    await put(p.platform, k, { region: p.region, sections, failures: 2 });
+    expect((await fetch(p.url(k))).status).toBe(503);
+    expect((await get(p.platform, k)).failures).toBe(1);
+    expect((await fetch(p.url(k))).status).toBe(503);
+    expect((await fetch(p.url(k))).status).toBe(200);
+    expect(await get(p.platform, k)).toMatchObject({ failures: 0, hits: 3 });
+  });
+
+  it.each([
+    ['not_found', 404],
+    ['error', 503],
+  ] as const)('answer %s with a %i in the platform’s own type', async (behaviour, status) => {
+    const k = key();
+    await put(p.platform, k, { region: p.region, sections, behaviour });
+    const res = await fetch(p.url(k));
+    expect(res.status).toBe(status);
+    expect(res.headers.get('content-type')).toContain(p.type);
+  });
+
+  it('answer a slow event after its delay', async () => {
+    const k = key();
+    await put(p.platform, k, { region: p.region, sections, behaviour: 'slow', delay_ms: 300 });
+    const started = performance.now();
+    expect((await fetch(p.url(k))).status).toBe(200);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+  });
+
+  it('never answer a hanging event, until the client gives up', async () => {
+    const k = key();
+    await put(p.platform, k, { region: p.region, sections, behaviour: 'hang' });
+    const outcome = await fetch(p.url(k), { signal: AbortSignal.timeout(300) }).then(
+      () => 'answered',
+      (err: Error) => err.name,
+    );
+    expect(outcome).toBe('TimeoutError');
+  });
+
+  it('serve a broken variant of the page when malformed', async () => {
+    const k = key();
+    await put(p.platform, k, { region: p.region, sections });
+    const good = await (await fetch(p.url(k))).text();
+    await put(p.platform, k, { region: p.region, sections, behaviour: 'malformed' });
+    const bad = await fetch(p.url(k));
+    expect(bad.status).toBe(200);
+    expect(await bad.text()).not.toBe(good);
+  });
+});
+
+it('closes with a hanging request still open', async () => {
+  const own = await startSimulator({ empty: true });
+  await fetch(`${own.url}/_sim/pf_03/events/show-1`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ region: 'us', behaviour: 'hang' }) });
+  const hanging = fetch(`${own.baseUrls.pf_03}/e/show-1?region=us`).catch((err: Error) => err);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  const started = performance.now();
+  await own.close();
+  expect(performance.now() - started).toBeLessThan(1_000);
+  expect(await hanging).toBeInstanceOf(Error);
+});
