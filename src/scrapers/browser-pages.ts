@@ -164,6 +164,11 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
           // crawlee points chromium at an in-process proxy (for per-page proxies, unused here);
           // bypassing it for every host keeps page traffic direct and out of Node's event loop.
           proxy: { bypass: '*,<loopback>' },
+          // Playwright's own signal handlers kill the browser and exit the process (code 130 on
+          // Ctrl-C) before our shutdown has run; the process's owner closes the pool instead.
+          handleSIGINT: false,
+          handleSIGTERM: false,
+          handleSIGHUP: false,
         } as Record<string, unknown>,
         // A context per page: no cookie or storage of one event's visit leaks into another page.
         useIncognitoPages: true,
