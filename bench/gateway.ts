@@ -5,6 +5,9 @@
 // every server sustains (latency without queueing).
 // Env: BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (default 50), BENCH_KEYS (default 2000),
 // BENCH_RATE (requests/s of the fixed-load runs, default 1000).
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { createAccount, createKey } from '../src/accounts/operations.ts';
 import { createDb } from '../db/connection.ts';
 import { createScratchDatabase } from '../db/scratch.ts';
@@ -71,6 +74,13 @@ async function main() {
       DEMO_ACCOUNT: 'false',
       LOG_LEVEL: 'warn',
       METRICS_PORT: String(await freePort()),
+      // The gateway alone, as in production: no workers, browser or simulator in its process.
+      // Temporal is only connected to (a dev server on free ports, its state in a temp dir).
+      RUN_WORKER: 'false',
+      RUN_SIMULATOR: 'false',
+      TEMPORAL_PORT: String(await freePort()),
+      TEMPORAL_UI_PORT: String(await freePort()),
+      DATA_DIR: await fs.mkdtemp(path.join(os.tmpdir(), 'tm-bench-gateway-')),
     });
     try {
       // Warm-up: JIT, pool connections, and every key into the verification cache.
