@@ -85,6 +85,20 @@ export type Config = z.infer<typeof schema> & { dataDir: string };
 
 export class ConfigError extends Error {}
 
+/** For entry points: the configuration, or exit 2 with the message naming the bad variable. */
+export function loadConfigOrExit(): Config {
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      // eslint-disable-next-line no-console -- an entry point's one message to the operator
+      console.error(err.message);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // Empty strings mean "unset" so `PORT= npm start` behaves like no PORT at all.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));

@@ -5,7 +5,7 @@
 import type { Server } from 'node:http';
 import { APIS } from './apis/index.ts';
 import { ensureDemoAccount } from './accounts/demo.ts';
-import { ConfigError, loadConfig } from './config.ts';
+import { loadConfigOrExit } from './config.ts';
 import { createGateway } from './gateway/app.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './runtime/database.ts';
@@ -28,16 +28,7 @@ const DRAIN_MS = 5_000;
 const STOP_DEADLINE_MS = 15_000;
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      console.error(err.message);
-      process.exit(2);
-    }
-    throw err;
-  }
+  const config = loadConfigOrExit();
   const log = createLogger(config.LOG_LEVEL);
   const started = performance.now();
 

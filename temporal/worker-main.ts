@@ -1,23 +1,14 @@
 // `npm run worker`: the production worker process (docker-compose's `worker` service), apart
 // from the gateway. Connects to TEMPORAL_ADDRESS, runs both task queues' workers until SIGINT or
 // SIGTERM, then lets activities in flight finish (bounded) and releases their resources.
-import { ConfigError, loadConfig } from '../src/config.ts';
+import { loadConfigOrExit } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { startLocalWorkers } from './runtime.ts';
 import { installSdkLogging } from './sdk-logging.ts';
 
 const STOP_DEADLINE_MS = 30_000;
 
-let config;
-try {
-  config = loadConfig();
-} catch (err) {
-  if (err instanceof ConfigError) {
-    console.error(err.message);
-    process.exit(2);
-  }
-  throw err;
-}
+const config = loadConfigOrExit();
 const log = createLogger(config.LOG_LEVEL).child({ process: 'worker' });
 installSdkLogging(log);
 // Without TEMPORAL_ADDRESS, join the dev server a local `npm start` (RUN_WORKER=false) runs.

@@ -16,21 +16,12 @@ import { canConnect } from '../db/embedded.ts';
 import { devServerFiles } from '../temporal/dev-server.ts';
 import { commandLine, isRunning } from '../temporal/processes.ts';
 import { temporalAddress, uniqueTaskQueue } from './support/temporal.ts';
+import { freePort } from '../src/runtime/ports.ts';
 
 const READY = /gateway listening/;
 /** The workers start after the gateway answers; tests that stop the service wait for them too. */
 const WORKERS_READY = /"msg":"worker ready"/;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 
 async function waitUntil(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {

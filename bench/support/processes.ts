@@ -2,7 +2,6 @@
 // event loop) and waits until it accepts connections.
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import { canConnect } from '../../db/embedded.ts';
 
 export interface ServerProcess {
@@ -40,13 +39,4 @@ export async function startServer(script: string, port: number, env: Record<stri
   };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-    srv.once('error', reject);
-  });
-}
+export { freePort } from '../../src/runtime/ports.ts';

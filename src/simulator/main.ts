@@ -1,8 +1,8 @@
 // `npm run simulator`: the platform simulator alone, on SIM_PORT (default 8090).
-import { loadConfig } from '../config.ts';
+import { loadConfigOrExit } from '../config.ts';
 import { startSimulator } from './server.ts';
 
-const config = loadConfig();
+const config = loadConfigOrExit();
 const sim = await startSimulator({ port: config.SIM_PORT, host: config.HOST, driftMs: config.SIM_DRIFT_MS });
 console.log(`platform simulator on ${sim.url} (control API under ${sim.url}/_sim/)`);
 const stop = () => void sim.close().then(() => process.exit(0));

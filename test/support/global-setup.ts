@@ -1,11 +1,11 @@
 // Once per run: one fresh, migrated database (dropped afterwards) and one Temporal dev server,
 // started through @temporalio/testing on the per-machine CLI binary (temporal/binary.ts), else the
 // SDK's download. Tests isolate by creating their own accounts and their own task queues.
-import net from 'node:net';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { TestProject } from 'vitest/node';
 import { createScratchDatabase } from '../../db/scratch.ts';
 import { resolveTemporalCli } from '../../temporal/binary.ts';
+import { freePort } from '../../src/runtime/ports.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -16,16 +16,6 @@ declare module 'vitest' {
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * A Temporal server that cannot start fails the Temporal tests (with this reason), not the whole

@@ -14,22 +14,13 @@ import { devServerFiles, startDevServer, type DevServer } from '../../temporal/d
 import { isRunning } from '../../temporal/processes.ts';
 import { PROJECT_ROOT } from '../support/harness.ts';
 import { uniqueTaskQueue } from '../support/temporal.ts';
+import { freePort } from '../../src/runtime/ports.ts';
 
 const log = createLogger('silent');
 let binary: string;
 let dataDir: string;
 const started: DevServer[] = [];
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {
