@@ -30,12 +30,15 @@ export function createScrapeActivities(scrapers: Scrapers, log: Logger): ScrapeA
     async scrapePlatform(ref) {
       const ctx = Context.current();
       const started = performance.now();
+      // The workflow id names the (platform, region, event) run every joined request shares; the
+      // gateway logs it with each request id, so a request's scrape can be found from its logs.
+      const run = { workflow_id: ctx.info.workflowExecution?.workflowId ?? null, run_id: ctx.info.workflowExecution?.runId ?? null };
       try {
         const data = await scrapers.scrape(ref, { signal: ctx.cancellationSignal });
-        log.info({ platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) }, 'scraped');
+        log.info({ ...run, platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) }, 'scraped');
         return toScrapeResponse(ref, data, new Date());
       } catch (err) {
-        const fields = { platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) };
+        const fields = { ...run, platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) };
         if (err instanceof ScrapeFailure) {
           log.warn({ ...fields, kind: err.kind, err: err.message }, 'scrape failed');
           throw ApplicationFailure.create({ type: err.kind, message: err.message, nonRetryable: !err.retryable, cause: err });

@@ -9,7 +9,7 @@ import { parseEventRef, type EventRef } from '../../platform/event-ref.ts';
 import { isPlatformKey, PLATFORM_KEYS, PLATFORMS } from '../../platform/registry.ts';
 import { LiveAvailabilityError, liveAvailabilityFailures } from './errors.ts';
 import { detailSchema, platformsResponseSchema, scrapeRequestSchema, scrapeResponseSchema } from './schema.ts';
-import { ScrapeRunError } from './scrape-runs.ts';
+import { ScrapeRunError, scrapeWorkflowId } from './scrape-runs.ts';
 
 /** The registry exactly as spec 2.6 lists it (our internal fields stay inside). */
 const PLATFORMS_BODY = JSON.stringify({
@@ -80,13 +80,17 @@ export const liveAvailabilityApi: ApiModule = {
         if (!runner) throw new GatewayError('service_unavailable', 'scrape backend not configured');
         try {
           ctx.body = await runner.run(ref);
+          ctx.state.log.info({ workflow_id: scrapeWorkflowId(ref), platform: ref.platform, region: ref.region }, 'scraped');
         } catch (err) {
           if (!(err instanceof ScrapeRunError)) throw err;
           if (err.kind === 'unavailable') {
             ctx.state.log.error({ err: err.cause }, 'scrape backend unavailable');
             throw new GatewayError('service_unavailable', 'scrape backend unavailable');
           }
-          ctx.state.log.warn({ platform: ref.platform, region: ref.region, kind: err.kind, reason: err.message }, 'scrape did not succeed');
+          ctx.state.log.warn(
+            { workflow_id: scrapeWorkflowId(ref), platform: ref.platform, region: ref.region, kind: err.kind, reason: err.message },
+            'scrape did not succeed',
+          );
           throw new LiveAvailabilityError(STATUS_BY_KIND[err.kind], err.message);
         }
       },
