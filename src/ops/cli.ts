@@ -42,11 +42,11 @@ async function main(argv: string[]): Promise<unknown> {
         if (rest.length) throw new UsageError('give a workflow id or --all-failed, not both');
         const failed = await listFailedScrapes(client, since);
         const outcomes = [];
-        for (const f of failed) outcomes.push(await retryScrape(client, f.workflow_id, config.SCRAPE_TASK_QUEUE));
+        for (const f of failed) outcomes.push(await retryScrape(client, f.workflow_id));
         return outcomes;
       }
       if (rest.length !== 1) throw new UsageError('scrapes:retry needs one workflow id (see scrapes:failed) or --all-failed');
-      return await retryScrape(client, rest[0]!, config.SCRAPE_TASK_QUEUE);
+      return await retryScrape(client, rest[0]!);
     }
     throw new UsageError(`unknown command ${command}`);
   } finally {

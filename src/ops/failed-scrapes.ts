@@ -78,9 +78,13 @@ export async function listFailedScrapes(client: Client, since: Date): Promise<Fa
   return failed;
 }
 
-/** Runs the failed run's input again as a new run of the same workflow id, and waits for it. */
-export async function retryScrape(client: Client, workflowId: string, taskQueue: string): Promise<RetryOutcome> {
+/**
+ * Runs the failed run's input again as a new run of the same workflow id, on the failed run's
+ * task queue, and waits for it.
+ */
+export async function retryScrape(client: Client, workflowId: string): Promise<RetryOutcome> {
   const previous = await client.workflow.getHandle(workflowId).describe();
+  const taskQueue = previous.taskQueue;
   const input = previous.memo?.input as ScrapeEventInput | undefined;
   if (!input?.ref) throw new Error(`${workflowId} is not a scrape run (no input in its memo)`);
   const runner = new TemporalScrapeRunner(client, { taskQueue, timeoutMs: input.timeoutMs });

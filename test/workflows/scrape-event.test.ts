@@ -94,8 +94,16 @@ describe('scrapeEvent workflow', () => {
     expect((JSON.parse(cli.stdout) as { workflow_id: string }[]).map((f) => f.workflow_id)).toContain(id);
 
     await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [section('Pit', 150, 5)] });
-    const outcome = await retryScrape(stack.client, id, stack.taskQueue);
-    expect(outcome).toMatchObject({ workflow_id: id, outcome: 'succeeded', total_stock: 5 });
+    // Retried through the CLI, as an operator would, on the failed run's own task queue.
+    const retried = await runTs('src/ops/cli.ts', ['scrapes:retry', id], { ...process.env, TEMPORAL_ADDRESS: temporalAddress(), LOG_LEVEL: 'silent' });
+    expect(retried.code, retried.stderr).toBe(0);
+    expect(JSON.parse(retried.stdout)).toMatchObject({ workflow_id: id, outcome: 'succeeded', total_stock: 5 });
+    // A run that fails again is reported as such, not thrown.
+    await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [], behaviour: 'not_found' });
+    await expect(stack.runner.run(ref)).rejects.toMatchObject({ kind: 'not_found' });
+    expect(await retryScrape(stack.client, id)).toMatchObject({ workflow_id: id, outcome: 'failed', detail: expect.stringContaining('not_found') });
+    await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [section('Pit', 150, 5)] });
+    expect(await retryScrape(stack.client, id)).toMatchObject({ outcome: 'succeeded' });
     expect((await listFailedScrapes(stack.client, since)).map((f) => f.workflow_id)).not.toContain(id);
   });
 
