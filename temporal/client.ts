@@ -2,6 +2,7 @@
 // workflows): a connection with a bounded connect time, checked against the namespace up front so
 // a wrong TEMPORAL_ADDRESS or TEMPORAL_NAMESPACE fails at start-up with a message that names it.
 import { Client, Connection } from '@temporalio/client';
+import { temporalDataConverter } from './payload-codec.ts';
 
 export interface TemporalClient {
   connection: Connection;
@@ -23,6 +24,6 @@ export async function connectTemporal(opts: { address: string; namespace: string
     await connection.close();
     throw new Error(`Temporal at ${opts.address} has no usable namespace "${opts.namespace}" (TEMPORAL_NAMESPACE): ${(err as Error).message}`);
   }
-  const client = new Client({ connection, namespace: opts.namespace });
+  const client = new Client({ connection, namespace: opts.namespace, dataConverter: temporalDataConverter });
   return { connection, client, close: () => connection.close() };
 }

@@ -3,6 +3,7 @@
 // so it is paid once, not per queue), stopped together and gracefully.
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { temporalDataConverter } from './payload-codec.ts';
 import { PinoSdkLogger, installSdkLogging, type Log } from './sdk-logging.ts';
 
 export interface QueueWorkerOptions {
@@ -69,6 +70,7 @@ export async function startWorkers(opts: StartWorkersOptions): Promise<Workers> 
           activities: q.activities,
           maxConcurrentActivityTaskExecutions: q.maxConcurrentActivityTaskExecutions,
           shutdownGraceTime: opts.shutdownGraceMs ?? 5_000,
+          dataConverter: temporalDataConverter,
         }),
       );
     }

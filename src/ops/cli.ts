@@ -3,7 +3,8 @@
 // server `npm start` runs (127.0.0.1:TEMPORAL_PORT).
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
-import { loadConfig } from '../config.ts';
+import { loadConfigOrExit } from '../config.ts';
+import { temporalDataConverter } from '../../temporal/payload-codec.ts';
 import { listFailedScrapes, parseSince, retryScrape } from './failed-scrapes.ts';
 
 const USAGE = `usage: npm run ops -- <command> [options]
@@ -22,7 +23,7 @@ async function main(argv: string[]): Promise<unknown> {
   });
   const [command, ...rest] = positionals;
   if (values.help || !command) throw new UsageError('');
-  const config = loadConfig();
+  const config = loadConfigOrExit();
   const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
   let connection: Connection;
   try {
@@ -30,7 +31,7 @@ async function main(argv: string[]): Promise<unknown> {
   } catch {
     throw new Error(`no Temporal server answers at ${address}: start the service (npm start) or set TEMPORAL_ADDRESS`);
   }
-  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
+  const client = new Client({ connection, namespace: config.TEMPORAL_NAMESPACE, dataConverter: temporalDataConverter });
   try {
     const since = parseSince(values.since ?? '1h');
     if (command === 'scrapes:failed') {

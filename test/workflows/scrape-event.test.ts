@@ -74,6 +74,17 @@ describe('scrapeEvent workflow', () => {
     expect(await hits(stack.sim, 'pf_03', url)).toBe(2);
   });
 
+  it('delivers a seat map past the 2 MB Temporal payload limit (gzip codec)', async () => {
+    // 20 sections of 1,000 seats: 2.4 MB of JSON, 59 KB gzipped.
+    const url = `https://www.pf02.example/uk/event/big-${randomUUID().slice(0, 8)}`;
+    await putEvent(stack.sim, 'pf_02', url, { region: 'uk', sections: Array.from({ length: 20 }, (_, i) => section(`S${i}`, 50 + i, 1_000)) });
+    const parsed = parseEventRef('pf_02', url, 'uk');
+    if (!parsed.ok) throw new Error(parsed.message);
+    const result = await stack.runner.run(parsed.ref);
+    expect(JSON.stringify(result).length).toBeGreaterThan(2 * 1024 * 1024);
+    expect(result.total_stock).toBe(20_000);
+  });
+
   it('lists a failed run for ops and retries it once the platform is back', async () => {
     const { url, ref } = pf03();
     await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [section('Pit', 150, 5)], behaviour: 'malformed' });
