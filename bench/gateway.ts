@@ -34,7 +34,7 @@ async function seed(url: string): Promise<string[]> {
   for (const a of accounts) {
     for (let j = 0; j < 5; j++) {
       await db('watchlist_items').insert({
-        client_id: a, website: 'pf_03', event: `https://pf03.example/event/${a}-${j}`, region: 'us',
+        client_id: a, website: 'pf_03', event: `https://pf03.example/e/${a}-${j}`, region: 'us',
         seat_quantity: 1, priority: 0, stock_threshold_filter: 1, change_type: 'stock_increase',
         standard_tickets: true, resale_tickets: false, general_admission_tickets: false, platinum_tickets: false,
         no_restricted_view: false, no_accessibility: false, no_presale: false, auto_add_to_watchlist: false,

@@ -14,7 +14,7 @@ const t = useFixtureGateway();
 const SALES = '/svc/data/sales/marketplace_a/E-42';
 
 async function createItem(key: string): Promise<number> {
-  const r = await t.api('POST', '/watchlist', { key, body: { website: 'pf_01', event: 'evt-1', region: 'us' } });
+  const r = await t.api('POST', '/watchlist', { key, body: { website: 'pf_01', event: 'G5vYZ9fT1aB2cD3e', region: 'us' } });
   expect(r.status, r.text).toBe(201);
   return r.body.id;
 }

@@ -122,7 +122,7 @@ describe('logs', () => {
     };
     await record(api('GET', '/svc/data/ping', { key: a.key }), a.key);
     await record(api('GET', '/watchlist', { key: a.key }), a.key);
-    await record(api('POST', '/watchlist', { key: a.key, body: { website: 'pf_01', event: 'e', region: 'us', notes: 'hello' } }), a.key);
+    await record(api('POST', '/watchlist', { key: a.key, body: { website: 'pf_01', event: 'G5vYZ9fT1aB2cD3e', region: 'us', notes: 'hello' } }), a.key);
     await record(api('POST', '/svc/data/search?outcome=throw', { key: a.key }), a.key); // logged as an error
     await record(api('POST', '/svc/data/search?outcome=edge_timeout', { key: a.key }), a.key);
     await record(api('GET', '/nope', { key: a.key }), a.key);

@@ -208,7 +208,7 @@ describe('GET /openapi.json', () => {
     const { newAccount } = await import('../support/harness.ts');
     const a = await newAccount(gw.db);
     const schema = deref(doc, doc.paths['/watchlist'].post.requestBody.content['application/json'].schema);
-    const created = await clientFor(gw.url)('POST', '/watchlist', { key: a.key, body: { website: 'pf_01', event: 'e-9', region: 'us' } });
+    const created = await clientFor(gw.url)('POST', '/watchlist', { key: a.key, body: { website: 'pf_01', event: 'G5vYZ9fT1aB2cD3e', region: 'us' } });
     expect(created.status).toBe(201);
     for (const [k, p] of Object.entries(schema.properties as Record<string, Doc>)) {
       if ('default' in p) expect(created.body[k], k).toEqual(p.default);

@@ -145,7 +145,7 @@ describe('RateLimit headers on the answers of counted requests', () => {
     await setUsage(fx.db, broke.accountId, 1000);
     const replies = [
       await fapi('GET', '/svc/data/ping', { key: a.key }),
-      await fapi('POST', '/watchlist', { key: a.key, body: { website: 'pf_01', event: 'e', region: 'us' } }),
+      await fapi('POST', '/watchlist', { key: a.key, body: { website: 'pf_01', event: 'G5vYZ9fT1aB2cD3e', region: 'us' } }),
       await fapi('GET', '/svc/data/sales/marketplace_a/E-1?sales_limit=0', { key: a.key }),
       await fapi('POST', '/svc/data/search?outcome=not_found', { key: a.key }),
       await fapi('POST', '/svc/data/search?outcome=throw', { key: a.key }),

@@ -107,7 +107,7 @@ describe('the billing provider is unreachable while authentication works', () =>
     const a = await newAccount(gw.db);
     expect((await api('GET', '/watchlist', { key: a.key })).status).toBe(200);
     expect((await api('GET', '/watchlist/health', { key: a.key })).status).toBe(200);
-    const created = await api('POST', '/watchlist', { key: a.key, body: { website: 'pf_01', event: 'e-1', region: 'us' } });
+    const created = await api('POST', '/watchlist', { key: a.key, body: { website: 'pf_01', event: 'G5vYZ9fT1aB2cD3e', region: 'us' } });
     expect(created.status).toBe(201);
   });
 

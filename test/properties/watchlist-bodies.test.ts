@@ -1,7 +1,10 @@
 // Property tests of the Watchlist API against the real gateway and PostgreSQL: whatever body or
 // path a client sends, the answer is never a 5xx; it is either a 2xx with a valid item that
 // reflects what was sent, or a 4xx in the watchlist envelope, and a refused request stores
-// nothing (no new row, no change of the stored item, no change-log entry).
+// nothing (no new row, no change of the stored item, no change-log entry). An accepted item's
+// event is one the Live Availability parser accepts for its platform and region (the monitors
+// scrape what is stored); events in the documented format are accepted, and clear violations of
+// it (another host, another form, pf_08's domain against the region) are refused as `event: ...`.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, newAccount, startTestGateway, type Reply, type TestAccount, type TestGateway } from '../support/harness.ts';
@@ -18,6 +21,8 @@ import {
   TARGET_ONLY,
 } from '../apis/watchlist/helpers.ts';
 import type { WatchlistItem } from '../../src/apis/watchlist/schema.ts';
+import { parseEventRef } from '../../src/platform/event-ref.ts';
+import { isPlatformKey } from '../../src/platform/registry.ts';
 
 const RUNS = 150;
 const TIMEOUT = 60_000;
@@ -44,6 +49,129 @@ const text = (maxLength = 24) => fc.string({ unit, maxLength });
 const anyJson = fc.jsonValue({ maxDepth: 3, stringUnit: unit });
 
 const PLATFORMS = ['pf_01', 'pf_02', 'pf_03', 'pf_04', 'pf_05', 'pf_06', 'pf_07', 'pf_08', 'pf_09', 'pf_10', 'pf_11'];
+
+// ---- events (spec 2.6, in the shapes of the README's Live Availability table) ----------------
+
+const ALNUM = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+const LOWER = 'abcdefghijklmnopqrstuvwxyz';
+const DIGITS = '0123456789';
+const chars = (alphabet: string, minLength: number, maxLength: number) =>
+  fc.string({ unit: fc.constantFrom(...alphabet.split('')), minLength, maxLength });
+const eventUrl = (hosts: string[], path: fc.Arbitrary<string>) =>
+  fc.tuple(fc.constantFrom('https', 'http'), fc.constantFrom(...hosts), path).map(([scheme, host, p]) => `${scheme}://${host}${p}`);
+
+/** pf_08's domains and the region each one means. */
+const PF08_DOMAINS: [string, string][] = [
+  ['pf08.example.com.au', 'au'],
+  ['pf08.example.co.nz', 'nz'],
+  ['pf08.example.sg', 'sg'],
+  ['pf08.example.com.my', 'my'],
+  ['pf08.example.co.uk', 'uk'],
+  ['pf08.example.com.ph', 'ph'],
+];
+
+/** A valid event of each platform with a region the platform serves (any case). */
+const validTargetOf: Record<string, fc.Arbitrary<{ event: string; region: string }>> = {
+  pf_01: fc.record({ event: chars(ALNUM, 16, 16), region: fc.constantFrom('UK', 'us', 'De', 'za') }),
+  pf_02: fc.record({
+    event: eventUrl(['www.pf02.example', 'pf02.example'], fc.tuple(chars(LOWER, 2, 2), chars(`${ALNUM}-`, 3, 40)).map(([l, id]) => `/${l}/event/${id}`)),
+    region: fc.constantFrom('uk', 'US', 'nu', 'de'),
+  }),
+  pf_03: fc.record({
+    event: eventUrl(['pf03.example', 'www.pf03.example'], chars(`${ALNUM}-`, 1, 60).map((slug) => `/e/${slug}`)),
+    region: fc.constantFrom('us', 'FR', 'abcdefgh'),
+  }),
+  pf_04: fc.record({
+    event: eventUrl(['www.pf04.example', 'pf04.example'], fc.tuple(chars(LOWER, 2, 2), chars(DIGITS, 3, 12)).map(([l, n]) => `/${l}/tickets/${n}`)),
+    region: fc.constantFrom('De', 'it', 'uk', 'hu'),
+  }),
+  pf_05: fc.record({ event: chars(DIGITS, 6, 10), region: fc.constantFrom('it', 'IT') }),
+  pf_06: fc.record({ event: chars(ALNUM, 8, 8), region: fc.constantFrom('fr', 'us') }),
+  pf_07: fc.record({
+    event: eventUrl(
+      ['www.pf07.example', 'www.pf07.example.co.uk'],
+      fc.tuple(chars(`${LOWER}${DIGITS}-`, 0, 30), chars(DIGITS, 3, 12)).map(([slug, n]) => `/event/${slug ? `${slug}-` : ''}${n}`),
+    ),
+    region: fc.constantFrom('uk', 'us', 'fr'),
+  }),
+  pf_08: fc
+    .tuple(fc.constantFrom(...PF08_DOMAINS), fc.constantFrom('https', 'http'), chars(`${ALNUM}-`, 3, 40), fc.boolean())
+    .map(([[host, region], scheme, id, upper]) => ({ event: `${scheme}://${host}/event/${id}`, region: upper ? region.toUpperCase() : region })),
+  pf_09: fc.record({ event: chars(DIGITS, 4, 9), region: fc.constantFrom('cz', 'sk') }),
+  pf_10: fc.record({ event: fc.uuid().map((u) => u.toLowerCase()), region: fc.constantFrom('fr', 'us') }),
+  pf_11: fc.record({ event: eventUrl(['tickets.pf11.example'], chars(DIGITS, 1, 12).map((n) => `/event/${n}`)), region: fc.constantFrom('us', 'nl') }),
+};
+
+/** Mostly nothing around the event, now and then whitespace the server trims. */
+const padding = fc.oneof({ weight: 6, arbitrary: fc.constant('') }, { weight: 1, arbitrary: fc.constantFrom(' ', '\n', '\t ', '  ') });
+
+/** A target the watchlist must accept: a platform, a valid event of it, a region it serves. */
+const validTarget = fc
+  .constantFrom(...PLATFORMS)
+  .chain((website) =>
+    fc.tuple(validTargetOf[website]!, padding, padding).map(([t, before, after]) => ({ website, event: `${before}${t.event}${after}`, region: t.region })),
+  );
+
+/** Hosts no platform owns, internal addresses among them. */
+const FOREIGN_EVENTS = [
+  'http://127.0.0.1/e/1',
+  'http://localhost/event/1',
+  'http://[::1]/event/1',
+  'http://169.254.169.254/latest/meta-data/',
+  'http://10.0.0.1/de/tickets/883120',
+  'https://pf03.example.evil.test/e/1',
+  'https://evil.test/e/1',
+  'file:///etc/passwd',
+  'javascript:alert(1)',
+];
+
+/**
+ * An event that is clearly not valid for `website` in `region`: a URL on another platform's host or
+ * on no platform's, a URL on a bare-id platform, a bare id on a URL platform, the platform's own URL
+ * with credentials, a port, another scheme or another path, or a pf_08 domain of another region.
+ */
+function wrongEventFor(website: string, region: string): fc.Arbitrary<string> {
+  const otherUrls = PLATFORMS.filter((p) => p !== website && p !== 'pf_01' && !['pf_05', 'pf_06', 'pf_09', 'pf_10'].includes(p));
+  const choices: fc.Arbitrary<string>[] = [
+    fc.constantFrom(...otherUrls).chain((p) => validTargetOf[p]!.map((t) => t.event)),
+    fc.constantFrom(...FOREIGN_EVENTS),
+  ];
+  const own = validTargetOf[website]!.map((t) => t.event);
+  if (/^https?:\/\//.test(FIRST_EVENT[website]!)) {
+    choices.push(
+      chars(ALNUM, 1, 20),
+      own.map((e) => e.replace('://', '://user:pw@')),
+      own.map((e) => e.replace(/^(https?:\/\/[^/]+)/, '$1:8443')),
+      own.map((e) => e.replace(/^https?:/, 'ftp:')),
+      own.map((e) => e.replace(/^(https?:\/\/[^/]+)/, '$1.evil.test')),
+      own.map((e) => e.replace(/^(https?:\/\/[^/]+)\/.*$/, '$1/nope/1')),
+    );
+  } else {
+    choices.push(own.map((id) => `https://${website.replace('_', '')}.example/event/${id}`), own.map((id) => `${id}/x`));
+  }
+  if (website === 'pf_08') {
+    const r = region.toLowerCase();
+    choices.push(
+      fc
+        .tuple(fc.constantFrom(...PF08_DOMAINS.filter(([, dr]) => dr !== r)), chars(ALNUM, 3, 10))
+        .map(([[host], id]) => `https://${host}/event/${id}`),
+    );
+  }
+  return fc.oneof(...choices);
+}
+
+/** One sample event per platform, to tell URL platforms from bare-id ones. */
+const FIRST_EVENT: Record<string, string> = Object.fromEntries(
+  PLATFORMS.map((p) => [p, fc.sample(validTargetOf[p]!.map((t) => t.event), { numRuns: 1, seed: 1 })[0]!]),
+);
+
+/** Valid events of any platform (so usually of another platform than the body's), and random text. */
+const anyEvent = fc.oneof(
+  { weight: 3, arbitrary: validTarget.map((t) => t.event) },
+  { weight: 1, arbitrary: fc.constantFrom(...FOREIGN_EVENTS) },
+  { weight: 1, arbitrary: text(40) },
+  { weight: 1, arbitrary: fc.webUrl() },
+);
 
 const isoDay = fc
   .date({ min: new Date('1900-01-01T00:00:00Z'), max: new Date('2100-12-31T00:00:00Z'), noInvalidDate: true })

@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import type { ApiModule } from '../../gateway/app.ts';
 import { readJsonBody } from '../../gateway/json-body.ts';
 import type { RouteContext } from '../../gateway/route.ts';
+import { parseEventRef } from '../../platform/event-ref.ts';
 import { normaliseRegion, PLATFORMS } from '../../platform/registry.ts';
 import { notFound, WatchlistError, watchlistFailures } from './errors.ts';
 import {
@@ -85,6 +86,10 @@ export const watchlistApi: ApiModule = {
           const allowed: readonly string[] | null = PLATFORMS[fields.website].regions;
           throw new WatchlistError(400, `region: ${JSON.stringify(fields.region)} is not served by ${fields.website}${allowed ? ` (one of ${allowed.join(', ')})` : ''}`);
         }
+        // The monitors scrape what is stored, so the event must pass the same parser (format, hosts,
+        // pf_08's domain against the region) as POST /events/scrape: nothing unmonitorable is kept.
+        const ref = parseEventRef(fields.website, fields.event, region);
+        if (!ref.ok) throw new WatchlistError(400, `event: ${ref.message}`);
         const problem = rangeProblem(fields);
         if (problem) throw new WatchlistError(400, problem);
         try {

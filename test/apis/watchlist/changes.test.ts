@@ -10,6 +10,7 @@ import {
   expectItem,
   expectWatchlistError,
   Listener,
+  pf03Event,
   SAMPLE_VALUES,
   sleep,
   target,
@@ -130,7 +131,7 @@ describe('ordering', () => {
     })();
 
     const N = 30;
-    const items = await Promise.all(Array.from({ length: N }, (_, i) => createItem(gw.url, a.key, { event: `race-${i}` })));
+    const items = await Promise.all(Array.from({ length: N }, (_, i) => createItem(gw.url, a.key, { event: pf03Event(`race-${i}`) })));
     await Promise.all(
       items.map((it, i) => call(gw.url, 'PATCH', `/watchlist/${it.id}`, { key: a.key, body: { priority: i % 1000 } })),
     );

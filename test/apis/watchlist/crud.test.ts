@@ -13,6 +13,7 @@ import {
   getItem,
   type ItemField,
   NULLABLE,
+  pf03Event,
   SAMPLE_VALUES,
   SETTABLE,
   sleep,
@@ -45,7 +46,7 @@ describe('POST /watchlist', () => {
     // Every client-settable field of the answer was checked against a spec default above.
     expect(Object.keys(item).filter((k) => SETTABLE.includes(k as ItemField)).sort()).toEqual(Object.keys(SPEC_DEFAULTS).sort());
     expect(item.website).toBe('pf_03');
-    expect(item.event).toBe('https://tickets.example/event/42');
+    expect(item.event).toBe('https://pf03.example/e/42');
     expect(item.region).toBe('us');
     expect(item.client_id).toBe(acct.accountId);
     expect(Number.isInteger(item.id) && item.id > 0).toBe(true);
@@ -172,7 +173,7 @@ describe('GET /watchlist', () => {
     const a = await newAccount(gw.db);
     const created = [];
     for (let i = 0; i < 4; i++) {
-      created.push(await createItem(gw.url, a.key, { event: `evt-${i}`, priority: i }));
+      created.push(await createItem(gw.url, a.key, { event: pf03Event(`evt-${i}`), priority: i }));
       await sleep(2);
     }
     const r = await call(gw.url, 'GET', '/watchlist', { key: a.key });
@@ -186,7 +187,7 @@ describe('GET /watchlist', () => {
 
   it('lists concurrently created items with created_at in list order', async () => {
     const a = await newAccount(gw.db);
-    await Promise.all(Array.from({ length: 12 }, (_, i) => createItem(gw.url, a.key, { event: `c-${i}` })));
+    await Promise.all(Array.from({ length: 12 }, (_, i) => createItem(gw.url, a.key, { event: pf03Event(`c-${i}`) })));
     const r = await call(gw.url, 'GET', '/watchlist', { key: a.key });
     expect(r.body).toHaveLength(12);
     const ids = r.body.map((i: { id: number }) => i.id);

@@ -161,9 +161,17 @@ export const SAMPLE_VALUES: Record<string, unknown> = {
   notes: 'hello, watchlist',
 };
 
+/**
+ * A valid pf_03 event (spec 2.6: a full event URL, here on pf_03's own host with its `/e/{slug}`
+ * path); `slug` is letters, digits and hyphens, 1..100 of them.
+ */
+export function pf03Event(slug: string): string {
+  return `https://pf03.example/e/${slug}`;
+}
+
 /** A minimal valid create body (an unrestricted platform, so any 2-8 letter region works). */
 export function target(over: Record<string, unknown> = {}): Record<string, unknown> {
-  return { website: 'pf_03', event: 'https://tickets.example/event/42', region: 'us', ...over };
+  return { website: 'pf_03', event: pf03Event('42'), region: 'us', ...over };
 }
 
 /** RFC 3339 in UTC with a literal Z. */

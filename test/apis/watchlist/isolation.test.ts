@@ -10,6 +10,7 @@ import {
   expectItem,
   expectWatchlistError,
   getItem,
+  pf03Event,
   rowCount,
   SAMPLE_VALUES,
   target,
@@ -57,8 +58,8 @@ describe('tenant isolation', () => {
   it('never lists another account’s items', async () => {
     const a = await newAccount(gw.db);
     const b = await newAccount(gw.db);
-    const mine = [await createItem(gw.url, a.key, { event: 'a-1' }), await createItem(gw.url, a.key, { event: 'a-2' })];
-    const theirs = await createItem(gw.url, b.key, { event: 'b-1' });
+    const mine = [await createItem(gw.url, a.key, { event: pf03Event('a-1') }), await createItem(gw.url, a.key, { event: pf03Event('a-2') })];
+    const theirs = await createItem(gw.url, b.key, { event: pf03Event('b-1') });
     const listA = await call(gw.url, 'GET', '/watchlist', { key: a.key });
     const listB = await call(gw.url, 'GET', '/watchlist', { key: b.key });
     expect(listA.body.map((i: { id: number }) => i.id)).toEqual(mine.map((i) => i.id));
@@ -114,7 +115,7 @@ describe('access', () => {
   it('answers 401 without a key on every route, and stores nothing', async () => {
     const item = await createItem(gw.url, alice.key);
     const before = await dbRow(gw.db, item.id);
-    const event = `anonymous-${Date.now()}-${Math.random()}`;
+    const event = pf03Event(`anonymous-${Date.now()}-${Math.random().toString(36).slice(2)}`);
     const routes: [string, string, unknown?][] = [
       ['GET', '/watchlist'],
       ['POST', '/watchlist', target({ event })],

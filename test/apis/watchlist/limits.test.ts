@@ -2,7 +2,7 @@
 // under concurrency, and per account.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { call, newAccount, startTestGateway, type TestGateway } from '../../support/harness.ts';
-import { changeCount, createItem, expectItem, expectWatchlistError, rowCount, target } from './helpers.ts';
+import { changeCount, createItem, expectItem, expectWatchlistError, pf03Event, rowCount, target } from './helpers.ts';
 
 const LIMIT = 3;
 let gw: TestGateway;
@@ -18,9 +18,9 @@ afterAll(async () => {
 describe('maximum items per account', () => {
   it('refuses the item past the limit with 400 {error}, storing nothing', async () => {
     const a = await newAccount(gw.db);
-    for (let i = 0; i < LIMIT; i++) await createItem(gw.url, a.key, { event: `e-${i}` });
+    for (let i = 0; i < LIMIT; i++) await createItem(gw.url, a.key, { event: pf03Event(`e-${i}`) });
     const changes = await changeCount(gw.db, a.accountId);
-    const r = await call(gw.url, 'POST', '/watchlist', { key: a.key, body: target({ event: 'one too many' }) });
+    const r = await call(gw.url, 'POST', '/watchlist', { key: a.key, body: target({ event: pf03Event('one-too-many') }) });
     expectWatchlistError(r, 400);
     expect(await rowCount(gw.db, a.accountId)).toBe(LIMIT);
     expect(await changeCount(gw.db, a.accountId)).toBe(changes);
@@ -30,7 +30,7 @@ describe('maximum items per account', () => {
   it('lets exactly the limit through when 10 creates race', async () => {
     const a = await newAccount(gw.db);
     const replies = await Promise.all(
-      Array.from({ length: 10 }, (_, i) => call(gw.url, 'POST', '/watchlist', { key: a.key, body: target({ event: `race-${i}` }) })),
+      Array.from({ length: 10 }, (_, i) => call(gw.url, 'POST', '/watchlist', { key: a.key, body: target({ event: pf03Event(`race-${i}`) }) })),
     );
     const ok = replies.filter((r) => r.status === 201);
     const refused = replies.filter((r) => r.status !== 201);
@@ -44,10 +44,10 @@ describe('maximum items per account', () => {
   it('counts live items only: deleting one makes room for one', async () => {
     const a = await newAccount(gw.db);
     const items = [];
-    for (let i = 0; i < LIMIT; i++) items.push(await createItem(gw.url, a.key, { event: `d-${i}` }));
+    for (let i = 0; i < LIMIT; i++) items.push(await createItem(gw.url, a.key, { event: pf03Event(`d-${i}`) }));
     expectWatchlistError(await call(gw.url, 'POST', '/watchlist', { key: a.key, body: target() }), 400);
     expect((await call(gw.url, 'DELETE', `/watchlist/${items[0]!.id}`, { key: a.key })).status).toBe(204);
-    await createItem(gw.url, a.key, { event: 'replacement' });
+    await createItem(gw.url, a.key, { event: pf03Event('replacement') });
     expectWatchlistError(await call(gw.url, 'POST', '/watchlist', { key: a.key, body: target() }), 400);
     expect((await call(gw.url, 'GET', '/watchlist', { key: a.key })).body).toHaveLength(LIMIT);
   });

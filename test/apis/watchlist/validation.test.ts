@@ -2,6 +2,7 @@
 // types, range rules (also after merging a PATCH with stored values), body size, and values
 // the database cannot store as sent. A rejected request never stores anything.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { PLATFORMS } from '../../../src/platform/registry.ts';
 import { call, newAccount, startTestGateway, type TestAccount, type TestGateway } from '../../support/harness.ts';
 import {
   changeCount,
@@ -11,6 +12,7 @@ import {
   expectItem,
   expectWatchlistError,
   NON_NULLABLE_SETTABLE,
+  pf03Event,
   rowCount,
   SERVER_ONLY,
   target,
@@ -83,6 +85,107 @@ describe('required target fields', () => {
     for (const f of TARGET_ONLY) {
       await rejectPatch(item.id, { [f]: item[f] });
       await rejectPatch(item.id, { [f]: 'other', priority: 5 });
+    }
+  });
+});
+
+// The monitors scrape what is stored, so an item's event passes the same check as the event_id
+// of POST /events/scrape (spec 2.6 and the README's table): format, the platform's own hosts only,
+// and for pf_08 a domain that agrees with the region.
+describe('event format per platform (spec 2.6)', () => {
+  async function rejectEvent(body: Record<string, unknown>): Promise<void> {
+    const msg = await rejectCreate(body);
+    expect(msg, JSON.stringify(body)).toMatch(/^event: /);
+  }
+
+  it('refuses a bare id on a URL platform', async () => {
+    await rejectEvent(target({ event: '42' }));
+    await rejectEvent(target({ event: 'summer-open-air-4411' }));
+    await rejectEvent(target({ event: 'pf03.example/e/42' }));
+    await rejectEvent({ website: 'pf_07', event: '551902', region: 'us' });
+    await rejectEvent({ website: 'pf_11', event: '70215', region: 'us' });
+    await rejectEvent({ website: 'pf_02', event: 'ev-2024-0917', region: 'uk' });
+  });
+
+  it('refuses a URL on a bare-id platform, even the event’s own page', async () => {
+    await rejectEvent({ website: 'pf_01', event: 'https://pf01.example/event/G5vYZ9fT1aB2cD3e', region: 'us' });
+    await rejectEvent({ website: 'pf_05', event: 'https://www.pf05.example/7730021', region: 'it' });
+    await rejectEvent({ website: 'pf_10', event: 'https://pf10.example/9b1f3c2e-4d5a-4f6b-8c7d-0e1f2a3b4c5d', region: 'us' });
+  });
+
+  it('refuses a bare id of the wrong shape', async () => {
+    await rejectEvent({ website: 'pf_01', event: 'G5vYZ9fT1aB2cD3', region: 'us' });
+    await rejectEvent({ website: 'pf_01', event: 'G5vYZ9fT-aB2cD3e', region: 'us' });
+    await rejectEvent({ website: 'pf_05', event: 'abc123', region: 'it' });
+    await rejectEvent({ website: 'pf_10', event: '9B1F3C2E-4D5A-4F6B-8C7D-0E1F2A3B4C5D', region: 'us' });
+  });
+
+  it('refuses a URL on another platform’s host, an internal address or a look-alike host', async () => {
+    for (const event of [
+      'https://www.pf07.example/event/arena-tour-551902',
+      'https://www.pf02.example/uk/event/ev-2024-0917',
+      'http://127.0.0.1/e/1',
+      'http://localhost/e/1',
+      'http://[::1]/e/1',
+      'http://169.254.169.254/e/1',
+      'https://pf03.example.evil.test/e/1',
+      'https://evil.test/pf03.example/e/1',
+      'https://evil.test/e/1?u=https://pf03.example/e/1',
+    ]) {
+      await rejectEvent(target({ event }));
+    }
+    await rejectEvent({ website: 'pf_11', event: 'http://127.0.0.1/event/70215', region: 'us' });
+  });
+
+  it('refuses a URL on the platform’s host with credentials, a port, another scheme or another path', async () => {
+    for (const event of [
+      'https://user:secret@pf03.example/e/42',
+      'https://pf03.example@127.0.0.1/e/42',
+      'https://pf03.example:8443/e/42',
+      'ftp://pf03.example/e/42',
+      'file:///etc/passwd',
+      'javascript:alert(1)',
+      'https://pf03.example/event/42',
+      'https://pf03.example/e/42/../../admin',
+      'https://pf03.example/e/',
+    ]) {
+      await rejectEvent(target({ event }));
+    }
+  });
+
+  it('refuses a pf_08 URL whose domain disagrees with the region', async () => {
+    await rejectEvent({ website: 'pf_08', event: 'https://pf08.example.com.au/event/SYD-20417', region: 'nz' });
+    await rejectEvent({ website: 'pf_08', event: 'https://pf08.example.co.uk/event/LON-1', region: 'AU' });
+    const ok = await createItem(gw.url, acct.key, { website: 'pf_08', event: 'https://pf08.example.co.nz/event/AKL-7', region: 'NZ' });
+    expect(ok.region).toBe('nz');
+  });
+
+  // What GET /events/platforms advertises as each platform's example, with a region it serves.
+  const SERVED_REGION: Record<string, string> = {
+    pf_01: 'us',
+    pf_02: 'uk',
+    pf_03: 'us',
+    pf_04: 'de',
+    pf_05: 'it',
+    pf_06: 'fr',
+    pf_07: 'uk',
+    pf_08: 'au',
+    pf_09: 'cz',
+    pf_10: 'us',
+    pf_11: 'us',
+  };
+
+  it('accepts the example event of every platform, stored as sent (trimmed)', async () => {
+    expect(Object.keys(SERVED_REGION).sort()).toEqual(Object.keys(PLATFORMS).sort());
+    for (const [website, info] of Object.entries(PLATFORMS)) {
+      const example = info.event_id_example;
+      for (const sent of [example, ` ${example}\n`]) {
+        const r = await call(gw.url, 'POST', '/watchlist', { key: acct.key, body: { website, event: sent, region: SERVED_REGION[website] } });
+        expect(r.status, `${website} ${JSON.stringify(sent)}: ${r.text}`).toBe(201);
+        const item = expectItem(r.body);
+        expect(item.event).toBe(example);
+        expect((await dbRow(gw.db, item.id))!.event).toBe(example);
+      }
     }
   });
 });
@@ -260,7 +363,7 @@ describe('bodies that are not a JSON object', () => {
   it('answers {error} for JSON that is not an object, and for an empty body', async () => {
     const item = await createItem(gw.url, acct.key);
     const before = await dbRow(gw.db, item.id);
-    for (const text of ['[]', '[{"website":"pf_03","event":"e","region":"us"}]', '"a string"', '42', 'true', 'null', '', '   ']) {
+    for (const text of ['[]', '[{"website":"pf_03","event":"https://pf03.example/e/1","region":"us"}]', '"a string"', '42', 'true', 'null', '', '   ']) {
       const rows = await rowCount(gw.db, acct.accountId);
       expectWatchlistError(await raw('POST', '/watchlist', text), 400);
       expect(await rowCount(gw.db, acct.accountId)).toBe(rows);
@@ -334,7 +437,8 @@ describe('values at the edge of what is stored', () => {
   it('refuses NUL characters in text fields instead of failing in the database', async () => {
     const item = await createItem(gw.url, acct.key);
     for (const [f, v] of Object.entries({
-      event: 'evt\u0000',
+      // A URL parser drops a trailing NUL, so only the text check stands between it and the database.
+      event: `${pf03Event('evt')}\u0000`,
       section: 'A\u0000B',
       mb_did: '\u0000',
       notes: 'x\u0000y',
