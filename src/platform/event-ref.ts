@@ -60,6 +60,9 @@ export function parseEventKey(platform: PlatformKey, eventId: string): { ok: tru
   const id = eventId.trim();
   if (!id) return { ok: false, message: 'event_id must not be empty' };
   if (id.length > MAX_EVENT_ID_LENGTH) return { ok: false, message: `event_id must be at most ${MAX_EVENT_ID_LENGTH} characters` };
+  // URL parsing would silently drop or keep them; an id that carries them is never what was meant.
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  if (/[\u0000-\u001f\u007f]/.test(id)) return { ok: false, message: 'event_id must not contain control characters' };
 
   if (info.eventIdForm === 'bare') {
     const bare = BARE[platform]!;

@@ -41,6 +41,9 @@ describe('parseEventRef', () => {
     ['pf_03', 'https://user:pw@pf03.example/e/4411', 'credentials'],
     ['pf_03', 'https://pf03.example:8443/e/4411', 'port'],
     ['pf_03', '', 'empty'],
+    ['pf_03', 'https://pf03.exa\nmple/e/42', 'control characters'],
+    ['pf_03', 'https://pf03.example/e/42\u0001', 'control characters'],
+    ['pf_05', '7730\u000021', 'control characters'],
   ] as const)('rejects %s event id %j (%s)', (platform, id, mention) => {
     const r = parseEventRef(platform, id, regionFor(platform));
     expect(r.ok).toBe(false);
