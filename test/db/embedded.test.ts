@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runTs } from '../support/harness.ts';
 import { canConnect } from '../../db/embedded.ts';
+import { freePort } from '../../src/runtime/ports.ts';
 
 
 describe('embedded PostgreSQL', () => {
@@ -20,7 +21,8 @@ describe('embedded PostgreSQL', () => {
   // The package's own exit hook threw at a natural exit and turned exit 0 into 1, which made
   // `npm test` fail on machines without DATABASE_URL although every test had passed.
   it('a process that starts, uses and stops it, then ends by itself, exits 0 and leaves no server', async () => {
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    // A random port could be one another test holds at that moment: ask the OS for a free one.
+    const port = await freePort();
     const r = await runTs('test/fixtures/embedded-round-trip.ts', [dir, String(port)], { ...process.env });
     expect(r.stderr).not.toMatch(/TypeError|is not a function/);
     expect(r.code).toBe(0);
