@@ -1,25 +1,12 @@
 // The scrape activity: runs one platform adapter for one event and returns the spec 2.5
-// response. Failures become Temporal ApplicationFailures typed by ScrapeFailure kind, so the
-// workflow's retry policy can tell transient ones (retried with backoff) from final ones.
+// response. Failures become Temporal ApplicationFailures typed by ScrapeFailure kind and marked
+// non-retryable unless transient; a crash (a bug, not the platform) is type `internal`, final.
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EventRef } from '../src/platform/event-ref.ts';
 import type { Scrapers } from '../src/scrapers/index.ts';
 import { toScrapeResponse, type ScrapeResponse } from '../src/scrapers/response.ts';
 import { ScrapeFailure } from '../src/scrapers/types.ts';
 import type { Logger } from '../src/logger.ts';
-
-/** Failure types of the scrape activity and workflow (ApplicationFailure.type). */
-export const SCRAPE_FAILURE_TYPES = {
-  notFound: 'not_found',
-  unsupported: 'unsupported',
-  malformed: 'malformed',
-  upstream: 'upstream',
-  attemptTimeout: 'attempt_timeout',
-  /** The whole request ran past its limit (set by the workflow). */
-  timeout: 'timeout',
-  /** A bug, not the platform: never retried. */
-  internal: 'internal',
-} as const;
 
 export interface ScrapeActivities {
   scrapePlatform(ref: EventRef): Promise<ScrapeResponse>;
@@ -44,7 +31,7 @@ export function createScrapeActivities(scrapers: Scrapers, log: Logger): ScrapeA
           throw ApplicationFailure.create({ type: err.kind, message: err.message, nonRetryable: !err.retryable, cause: err });
         }
         log.error({ ...fields, err }, 'scrape crashed');
-        throw ApplicationFailure.create({ type: SCRAPE_FAILURE_TYPES.internal, message: 'unexpected error while scraping', nonRetryable: true, cause: err as Error });
+        throw ApplicationFailure.create({ type: 'internal', message: 'unexpected error while scraping', nonRetryable: true, cause: err as Error });
       }
     },
   };

@@ -15,8 +15,6 @@ export interface ScrapeEventInput {
   timeoutMs: number;
 }
 
-const FINAL = ['not_found', 'unsupported', 'malformed', 'internal'];
-
 export async function scrapeEvent(input: ScrapeEventInput): Promise<ScrapeResponse> {
   // A local activity: it runs on the worker that holds the workflow task, so a scrape costs
   // one workflow task instead of three task dispatches (measured: bench:scrape). Scrapes are
@@ -25,7 +23,9 @@ export async function scrapeEvent(input: ScrapeEventInput): Promise<ScrapeRespon
   const { scrapePlatform } = proxyLocalActivities<ScrapeActivities>({
     scheduleToCloseTimeout: input.timeoutMs,
     startToCloseTimeout: attemptTimeoutMs(input.timeoutMs),
-    retry: { ...SCRAPE_RETRY, nonRetryableErrorTypes: FINAL },
+    // Which failures are final is decided once, where they arise: the activity marks them
+    // non-retryable (ScrapeFailure.retryable), so the policy here only shapes the backoff.
+    retry: SCRAPE_RETRY,
   });
   try {
     return await scrapePlatform(input.ref);

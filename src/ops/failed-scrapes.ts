@@ -2,9 +2,8 @@
 // `npm run ops -- scrapes:failed|scrapes:retry`. A workflow id whose newest run succeeded is no
 // longer failed, so only ids whose latest run failed or timed out are listed.
 import { type Client, WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure, TimeoutFailure } from '@temporalio/common';
 import type { ScrapeEventInput } from '../../workflows/scrape-event.ts';
-import { SCRAPE_WORKFLOW_TYPE, ScrapeRunError, TemporalScrapeRunner } from '../apis/live-availability/scrape-runs.ts';
+import { runFailure, SCRAPE_WORKFLOW_TYPE, ScrapeRunError, TemporalScrapeRunner } from '../apis/live-availability/scrape-runs.ts';
 
 export interface FailedScrape {
   workflow_id: string;
@@ -40,11 +39,7 @@ async function failureOf(client: Client, workflowId: string, runId: string): Pro
     await client.workflow.getHandle(workflowId, runId).result();
     return { type: null, message: null };
   } catch (err) {
-    if (err instanceof WorkflowFailedError) {
-      if (err.cause instanceof ApplicationFailure) return { type: err.cause.type ?? null, message: err.cause.message };
-      if (err.cause instanceof TimeoutFailure) return { type: 'timeout', message: 'the run timed out' };
-      return { type: null, message: err.cause?.message ?? err.message };
-    }
+    if (err instanceof WorkflowFailedError) return runFailure(err);
     return { type: null, message: (err as Error).message };
   }
 }

@@ -8,19 +8,11 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
+import { readJsonBody } from '../gateway/json-body.ts';
 import { isPlatformKey, type PlatformKey } from '../platform/registry.ts';
 import { eventKeyFromPath, simEventInputSchema, type SimStore } from './state.ts';
 
-async function readJson(ctx: Context): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of ctx.req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > 1_048_576) throw new Error('body too large');
-    chunks.push(chunk);
-  }
-  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-}
+const MAX_BODY_BYTES = 1_048_576;
 
 function fail(ctx: Context, status: number, error: string): void {
   ctx.status = status;
@@ -55,13 +47,10 @@ export function controlRouter(store: SimStore): Router {
     ctx.status = 204;
   });
   router.put('/:platform/events/:eventId', async (ctx) => {
-    let body: unknown;
-    try {
-      body = await readJson(ctx);
-    } catch (err) {
-      return fail(ctx, 400, `body must be JSON: ${(err as Error).message}`);
-    }
-    const parsed = simEventInputSchema.safeParse(body);
+    const body = await readJsonBody(ctx, MAX_BODY_BYTES);
+    if (body.kind === 'too_large') return fail(ctx, 413, `body is larger than ${body.limit} bytes`);
+    if (body.kind !== 'json') return fail(ctx, 400, `body must be JSON${body.kind === 'invalid' ? `: ${body.reason}` : ''}`);
+    const parsed = simEventInputSchema.safeParse(body.value);
     if (!parsed.success) return fail(ctx, 400, z.prettifyError(parsed.error));
     const t = target(ctx);
     if (!t) return;

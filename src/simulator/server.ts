@@ -30,8 +30,7 @@ export interface SimulatorOptions {
 }
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
-  const store = new SimStore();
-  if (options.empty) for (const e of store.all()) store.delete(e.platform, e.key);
+  const store = new SimStore(undefined, !options.empty);
   const app = new Koa();
   const serve = createServe(store);
   app.use(controlRouter(store).routes());

@@ -82,8 +82,12 @@ function demoSections(seed: number): SimSection[] {
 export class SimStore {
   private readonly events = new Map<string, SimEvent>();
 
-  constructor(private readonly now: () => Date = () => new Date()) {
-    this.reset();
+  /** Seeded with the demo events unless `seed` is false (tests that set every event themselves). */
+  constructor(
+    private readonly now: () => Date = () => new Date(),
+    seed = true,
+  ) {
+    if (seed) this.reset();
   }
 
   private static id(platform: PlatformKey, key: string): string {

@@ -87,18 +87,27 @@ export class TemporalScrapeRunner implements ScrapeRunner {
   }
 }
 
+/**
+ * What a failed run failed with: the failure type its workflow threw (`not_found`, `malformed`,
+ * `timeout`, …; `timeout` too when the run itself timed out) and its message.
+ */
+export function runFailure(err: WorkflowFailedError): { type: string; message: string } {
+  const cause = err.cause;
+  if (cause instanceof TimeoutFailure) return { type: 'timeout', message: 'the run timed out' };
+  if (cause instanceof ApplicationFailure) return { type: cause.type ?? 'internal', message: cause.message };
+  return { type: 'internal', message: cause?.message ?? err.message };
+}
+
 function toRunError(err: unknown, ref: EventRef, timeoutMs: number): ScrapeRunError {
   if (err instanceof ScrapeRunError) return err;
   if (err instanceof WorkflowFailedError) {
-    const cause = err.cause;
-    if (cause instanceof TimeoutFailure) return new ScrapeRunError('timeout', `${ref.platform} took longer than ${Math.round(timeoutMs / 1000)} seconds`);
-    if (cause instanceof ApplicationFailure) {
-      if (cause.type === 'not_found') return new ScrapeRunError('not_found', cause.message);
-      if (cause.type === 'timeout' || cause.type === 'attempt_timeout') return new ScrapeRunError('timeout', cause.message);
-      if (cause.type === 'internal') return new ScrapeRunError('failed', 'unexpected error during the scrape');
-      return new ScrapeRunError('failed', cause.message);
+    const { type, message } = runFailure(err);
+    if (type === 'not_found') return new ScrapeRunError('not_found', message);
+    if (type === 'timeout' || type === 'attempt_timeout') {
+      return new ScrapeRunError('timeout', `${ref.platform} took longer than ${Math.round(timeoutMs / 1000)} seconds`);
     }
-    return new ScrapeRunError('failed', 'unexpected error during the scrape', { cause: err });
+    if (type === 'internal') return new ScrapeRunError('failed', 'unexpected error during the scrape', { cause: err });
+    return new ScrapeRunError('failed', message);
   }
   return new ScrapeRunError('unavailable', 'the scrape backend could not be reached', { cause: err });
 }
