@@ -4,6 +4,7 @@ import type { Knex } from 'knex';
 import * as m001 from './001_accounts_billing_keys.ts';
 import * as m002 from './002_watchlist.ts';
 import * as m003 from './003_gateway_admit.ts';
+import * as m004 from './004_monitors_notifications.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -13,6 +14,7 @@ const migrations: Record<string, Migration> = {
   '001_accounts_billing_keys': m001,
   '002_watchlist': m002,
   '003_gateway_admit': m003,
+  '004_monitors_notifications': m004,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,10 +1,12 @@
-// Watchlist persistence. Every change is written with a row in watchlist_changes and a
-// pg_notify in the same transaction; a transaction-scoped advisory lock serialises writers so
+// Watchlist persistence. Every change is written with a row in watchlist_changes (which the
+// monitor relay applies to Temporal), a pg_notify and a `watchlist` message in the
+// notifications log, all in the same transaction; a transaction-scoped advisory lock serialises writers so
 // change ids commit in order (a reader asking for id > last never skips a late commit).
 // Timestamps are taken by the statement that writes, after the locks are held (never now(),
 // the transaction's start), so created_at follows id order and updated_at never moves back.
 import type { Knex } from 'knex';
 import type { Db } from '../../../db/connection.ts';
+import { appendToLog } from '../../notifications/log.ts';
 import type { CreateItem, UpdateItem, WatchlistItem } from './schema.ts';
 
 export const CHANGES_CHANNEL = 'watchlist_changes';
@@ -156,6 +158,17 @@ export class WatchlistStore {
         .insert({ account_id: change.item.client_id, item_id: change.item.id, op: change.op, item: JSON.stringify(change.item) })
         .returning('id');
       await trx.raw('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, String(id)]);
+      // The account's stream clients see the change too (and a resuming client gets it in order
+      // with the notifications).
+      await appendToLog(trx, [
+        {
+          accountId: change.item.client_id,
+          itemId: change.item.id,
+          kind: 'watchlist',
+          dedupeKey: `watchlist:${id}`,
+          payload: { op: change.op, item_id: change.item.id, item: change.item },
+        },
+      ]);
       return change.item;
     });
   }

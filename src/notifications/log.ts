@@ -1,0 +1,116 @@
+// The notifications log: every message the stream delivers (item notifications and watchlist
+// changes), stored before anything is sent, with a monotonic id clients resume from.
+//
+// Ids are handed out at insert, not at commit. Writers therefore take one transaction-scoped
+// advisory lock before inserting: the next writer's id is drawn only after the previous one
+// committed, so ids become visible in order and a reader asking for `id > last` can never skip
+// a row whose transaction commits late. Each append ends with a pg_notify (delivered at commit)
+// carrying the highest id written; NOTIFY is only a wake-up, readers always re-read the table.
+import type { Knex } from 'knex';
+import type { Pool } from '../../db/pool.ts';
+
+export const NOTIFICATIONS_CHANNEL = 'notifications';
+/** Arbitrary constant naming the log writers' advisory lock. */
+const LOG_WRITER_LOCK = 7_204_312;
+
+export type LogKind = 'notification' | 'watchlist';
+
+export interface LogEntry {
+  accountId: number;
+  itemId: number | null;
+  kind: LogKind;
+  /** Identifies the change: a second append with the same key is skipped (retries, replays). */
+  dedupeKey: string | null;
+  payload: Record<string, unknown>;
+}
+
+export interface LogRow {
+  id: number;
+  accountId: number;
+  itemId: number | null;
+  kind: LogKind;
+  payload: Record<string, unknown>;
+  createdAt: Date;
+}
+
+/**
+ * Appends entries inside the caller's transaction and returns the ids written (entries whose
+ * dedupe key was already used are skipped). The lock is held until that transaction ends.
+ */
+export async function appendToLog(trx: Knex.Transaction, entries: readonly LogEntry[]): Promise<number[]> {
+  if (entries.length === 0) return [];
+  await trx.raw('SELECT pg_advisory_xact_lock(?)', [LOG_WRITER_LOCK]);
+  const rows: { id: string }[] = await trx('notifications')
+    .insert(
+      entries.map((e) => ({
+        account_id: e.accountId,
+        item_id: e.itemId,
+        kind: e.kind,
+        dedupe_key: e.dedupeKey,
+        payload: JSON.stringify(e.payload),
+      })),
+    )
+    .onConflict('dedupe_key')
+    .ignore()
+    .returning('id');
+  const ids = rows.map((r) => Number(r.id));
+  if (ids.length) await trx.raw('SELECT pg_notify(?, ?)', [NOTIFICATIONS_CHANNEL, String(Math.max(...ids))]);
+  return ids;
+}
+
+interface DbRow {
+  id: string;
+  account_id: string;
+  item_id: string | null;
+  kind: LogKind;
+  payload: Record<string, unknown>;
+  created_at: Date;
+}
+
+function toLogRow(r: DbRow): LogRow {
+  return {
+    id: Number(r.id),
+    accountId: Number(r.account_id),
+    itemId: r.item_id === null ? null : Number(r.item_id),
+    kind: r.kind,
+    payload: r.payload,
+    createdAt: r.created_at,
+  };
+}
+
+/** Rows with `after < id <= upTo` (no upper bound when upTo is omitted), oldest first, optionally one account's. */
+export async function readLog(
+  pool: Pool,
+  opts: { after: number; upTo?: number; accountId?: number; limit: number },
+): Promise<LogRow[]> {
+  const params: unknown[] = [opts.after, opts.upTo ?? Number.MAX_SAFE_INTEGER, opts.limit];
+  let where = 'id > $1 AND id <= $2';
+  if (opts.accountId !== undefined) {
+    params.push(opts.accountId);
+    where += ' AND account_id = $4';
+  }
+  const { rows } = await pool.query<DbRow>(
+    `SELECT id, account_id, item_id, kind, payload, created_at FROM notifications WHERE ${where} ORDER BY id LIMIT $3`,
+    params,
+  );
+  return rows.map(toLogRow);
+}
+
+/** The highest id written so far (0 for an empty log) and the oldest still kept. */
+export async function logBounds(pool: Pool): Promise<{ head: number; oldest: number }> {
+  const { rows } = await pool.query<{ head: string | null; oldest: string | null }>(
+    'SELECT max(id) AS head, min(id) AS oldest FROM notifications',
+  );
+  return { head: Number(rows[0]?.head ?? 0), oldest: Number(rows[0]?.oldest ?? 0) };
+}
+
+/** Deletes rows older than the retention window; returns how many. */
+export async function pruneLog(pool: Pool, retentionMs: number): Promise<number> {
+  const res = await pool.query('DELETE FROM notifications WHERE created_at < now() - $1::interval', [`${Math.round(retentionMs / 1000)} seconds`]);
+  return res.rowCount ?? 0;
+}
+
+/** The message a client receives for a row: its kind as `type`, its id, then its payload. */
+export function streamMessage(row: Pick<LogRow, 'id' | 'kind' | 'payload'>): Record<string, unknown> {
+  return { type: row.kind, id: row.id, ...row.payload };
+}
