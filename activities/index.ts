@@ -4,6 +4,9 @@ import { platformBaseUrls, type Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
 import { attemptTimeoutMs } from '../workflows/scrape-timing.ts';
+import type { Client } from '@temporalio/client';
+import type { Db } from '../db/connection.ts';
+import { createMonitorActivities } from './monitors.ts';
 import { createScrapeActivities } from './scrape.ts';
 
 export interface Activities {
@@ -11,7 +14,17 @@ export interface Activities {
   close(): Promise<void>;
 }
 
-export async function createActivities(deps: { config: Config; log: Logger; baseUrls?: Record<string, string> }): Promise<Activities> {
+export interface ActivityDeps {
+  config: Config;
+  log: Logger;
+  /** The monitors' activities read and write snapshots and notifications here. */
+  db: Db;
+  /** The monitors' activities start and signal target pollers through it. */
+  client: Client;
+  baseUrls?: Record<string, string>;
+}
+
+export async function createActivities(deps: ActivityDeps): Promise<Activities> {
   const { config, log } = deps;
   const scrapers = createScrapers({
     baseUrls: deps.baseUrls ?? platformBaseUrls(config),
@@ -23,8 +36,19 @@ export async function createActivities(deps: { config: Config; log: Logger; base
   // In the background: the first scrape should not pay for the browser launch (~1 s) or the
   // crawlers' start (~0.4 s), and the worker need not wait for them either.
   void scrapers.warm().catch((err: unknown) => log.warn({ err }, 'could not warm the scrapers; the first scrape will'));
+  const alog = log.child({ component: 'activities' });
+  const monitors = createMonitorActivities({
+    db: deps.db,
+    client: deps.client,
+    scrapers,
+    log: alog,
+    monitorQueue: config.MONITOR_TASK_QUEUE,
+    scrapeQueue: config.SCRAPE_TASK_QUEUE,
+    intervalMs: config.MONITOR_INTERVAL_MS,
+    jitterRatio: config.MONITOR_JITTER_RATIO,
+  });
   return {
-    activities: { ...createScrapeActivities(scrapers, log.child({ component: 'activities' })) },
+    activities: { ...createScrapeActivities(scrapers, alog), ...monitors },
     close: () => scrapers.close(),
   };
 }

@@ -1,6 +1,7 @@
 // The scrape activity: runs one platform adapter for one event and returns the spec 2.5
 // response. Failures become Temporal ApplicationFailures typed by ScrapeFailure kind and marked
 // non-retryable unless transient; a crash (a bug, not the platform) is type `internal`, final.
+// scrapeInActivity is shared with the target pollers' activity (activities/monitors.ts).
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EventRef } from '../src/platform/event-ref.ts';
 import type { Scrapers } from '../src/scrapers/index.ts';
@@ -12,27 +13,30 @@ export interface ScrapeActivities {
   scrapePlatform(ref: EventRef): Promise<ScrapeResponse>;
 }
 
+/** Scrapes `ref` inside the current activity, logging the outcome and typing any failure. */
+export async function scrapeInActivity(scrapers: Scrapers, ref: EventRef, log: Logger): Promise<ScrapeResponse> {
+  const ctx = Context.current();
+  const started = performance.now();
+  // The workflow id names the (platform, region, event) run every joined request shares; the
+  // gateway logs it with each request id, so a request's scrape can be found from its logs.
+  const run = { workflow_id: ctx.info.workflowExecution?.workflowId ?? null, run_id: ctx.info.workflowExecution?.runId ?? null };
+  try {
+    const data = await scrapers.scrape(ref, { signal: ctx.cancellationSignal });
+    log.info({ ...run, platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) }, 'scraped');
+    return toScrapeResponse(ref, data, new Date());
+  } catch (err) {
+    const fields = { ...run, platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) };
+    if (err instanceof ScrapeFailure) {
+      log.warn({ ...fields, kind: err.kind, err: err.message }, 'scrape failed');
+      throw ApplicationFailure.create({ type: err.kind, message: err.message, nonRetryable: !err.retryable, cause: err });
+    }
+    log.error({ ...fields, err }, 'scrape crashed');
+    throw ApplicationFailure.create({ type: 'internal', message: 'unexpected error while scraping', nonRetryable: true, cause: err as Error });
+  }
+}
+
 export function createScrapeActivities(scrapers: Scrapers, log: Logger): ScrapeActivities {
   return {
-    async scrapePlatform(ref) {
-      const ctx = Context.current();
-      const started = performance.now();
-      // The workflow id names the (platform, region, event) run every joined request shares; the
-      // gateway logs it with each request id, so a request's scrape can be found from its logs.
-      const run = { workflow_id: ctx.info.workflowExecution?.workflowId ?? null, run_id: ctx.info.workflowExecution?.runId ?? null };
-      try {
-        const data = await scrapers.scrape(ref, { signal: ctx.cancellationSignal });
-        log.info({ ...run, platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) }, 'scraped');
-        return toScrapeResponse(ref, data, new Date());
-      } catch (err) {
-        const fields = { ...run, platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) };
-        if (err instanceof ScrapeFailure) {
-          log.warn({ ...fields, kind: err.kind, err: err.message }, 'scrape failed');
-          throw ApplicationFailure.create({ type: err.kind, message: err.message, nonRetryable: !err.retryable, cause: err });
-        }
-        log.error({ ...fields, err }, 'scrape crashed');
-        throw ApplicationFailure.create({ type: 'internal', message: 'unexpected error while scraping', nonRetryable: true, cause: err as Error });
-      }
-    },
+    scrapePlatform: (ref) => scrapeInActivity(scrapers, ref, log),
   };
 }

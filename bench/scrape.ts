@@ -94,7 +94,11 @@ async function main() {
     cleanups.push(() => server.stop());
 
     const config = loadConfig({ ...process.env, DATABASE_URL: scratch.url, LOG_LEVEL: 'warn', SCRAPE_CONCURRENCY: '20', BROWSER_PAGES: '4' });
-    const { activities, close } = await createActivities({ config, log, baseUrls: sim.baseUrls });
+    const temporal = await connectTemporal({ address: server.address, namespace: 'default' });
+    cleanups.push(() => temporal.close());
+    const db = createDb({ connectionString: scratch.url, poolMax: 10 });
+    cleanups.push(() => db.destroy());
+    const { activities, close } = await createActivities({ config, log, db, client: temporal.client, baseUrls: sim.baseUrls });
     cleanups.push(close);
     const taskQueue = 'bench-scrapes';
     console.error('bundling workflows and starting the worker...');
@@ -105,11 +109,6 @@ async function main() {
       log,
     });
     cleanups.push(() => workers.stop());
-    const temporal = await connectTemporal({ address: server.address, namespace: 'default' });
-    cleanups.push(() => temporal.close());
-
-    const db = createDb({ connectionString: scratch.url, poolMax: 10 });
-    cleanups.push(() => db.destroy());
     const services = {
       ...createServices(config, db, createRequestPool(config, scratch.url), log, new Metrics(false)),
       scrapes: new TemporalScrapeRunner(temporal.client, { taskQueue, timeoutMs: config.SCRAPE_TIMEOUT_MS }),

@@ -62,6 +62,12 @@ const schema = z.object({
   /** Run the Temporal worker inside `npm start` (dev); production runs `npm run worker` apart. */
   RUN_WORKER: flag('true'),
 
+  // --- Watchlist monitors (src/monitors/, workflows/) ---
+  /** How often each watched target (platform, event, region) is scraped, shared by all its items. */
+  MONITOR_INTERVAL_MS: z.coerce.number().int().min(200).default(5_000),
+  /** Each wait is MONITOR_INTERVAL_MS × (1 ± this), so pollers started together spread out. */
+  MONITOR_JITTER_RATIO: z.coerce.number().min(0).max(0.9).default(0.2),
+
   // --- Scrapers (src/scrapers/) and the platform simulator (src/simulator/) ---
   /** Port of the platform simulator that `npm start` runs; the scrapers' default target. */
   SIM_PORT: port.default(8090),
@@ -77,6 +83,22 @@ const schema = z.object({
   BROWSER_PAGES: positiveInt.default(4),
   /** Chromium for the client-rendered platforms. */
   CHROMIUM_PATH: z.string().min(1).default('/usr/bin/chromium'),
+
+  // --- Real-time stream (src/stream/) ---
+  /** Port of the uWebSockets.js stream node (bound to HOST); `npm start` also forwards the path from PORT. */
+  STREAM_PORT: port.default(8081),
+  /** Run the stream node inside `npm start` (production: `npm run stream` apart). */
+  RUN_STREAM: flag('true'),
+  /** Milliseconds between heartbeats on every live connection. */
+  STREAM_HEARTBEAT_MS: z.coerce.number().int().min(1_000).max(300_000).default(25_000),
+  /** Unsent bytes one connection may hold; past it the client is closed with 1013 and resumes. */
+  STREAM_MAX_BUFFERED_BYTES: z.coerce.number().int().min(16_384).max(64 * 1_048_576).default(1_048_576),
+  /** Most log rows one connection replays on resume; past it the server closes with 1013 and the client reconnects from where it got to. */
+  STREAM_MAX_REPLAY_ROWS: positiveInt.default(10_000),
+  /** How long notifications stay in the log for resuming; older rows are pruned. */
+  STREAM_RETENTION_HOURS: positiveInt.default(168),
+  /** Safety re-read of the log when no NOTIFY arrived (milliseconds). */
+  STREAM_POLL_MS: z.coerce.number().int().min(100).default(5_000),
   // Each platform's base URL (PF_01_BASE_URL .. PF_11_BASE_URL) defaults to the simulator; they
   // are read by platformBaseUrls() below, not listed one by one here.
 });

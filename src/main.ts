@@ -121,7 +121,7 @@ async function main(): Promise<void> {
     // not need them to answer: workflows started meanwhile wait on their task queue. Stopped
     // first, while the server and the database their activities use are still up.
     if (config.RUN_WORKER) {
-      const workers = await startLocalWorkers(config, log, temporal.address);
+      const workers = await startLocalWorkers(config, log, temporal.address, { connectionString: database.connectionString });
       cleanups.push({ name: 'workers', run: () => workers.stop() });
       log.info({ ms: Math.round(performance.now() - started) }, 'worker ready');
     }

@@ -1,6 +1,6 @@
 // Temporal inside `npm start`: the frontend (TEMPORAL_ADDRESS, else a dev server under DATA_DIR on
 // a CLI binary provisioned once per machine), a client for the service, and, with RUN_WORKER,
-// the workers for both task queues in the same process. Kept here so src/main.ts stays short.
+// the workers for both task queues and the monitor relay in the same process. Kept here so src/main.ts stays short.
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import type { Config } from '../src/config.ts';
@@ -11,6 +11,8 @@ import { startDevServer } from './dev-server.ts';
 import { installSdkLogging } from './sdk-logging.ts';
 import { taskQueues } from './task-queues.ts';
 import { startWorkers } from './worker.ts';
+import { createDb } from '../db/connection.ts';
+import { startMonitorRelay } from '../src/monitors/relay.ts';
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -64,16 +66,32 @@ export async function startTemporal(config: Config, log: Logger, opts: { signal?
   };
 }
 
-/** RUN_WORKER: both task queues' workers, with the activities' shared resources. */
-export async function startLocalWorkers(config: Config, log: Logger, address: string): Promise<{ stop(): Promise<void> }> {
+/**
+ * What a worker process runs: both task queues' workers with the activities' shared resources
+ * (scrapers, a database pool, a Temporal client for the pollers' signal-with-start), and the
+ * monitor relay that applies watchlist changes to the monitors (src/monitors/relay.ts).
+ */
+export async function startLocalWorkers(
+  config: Config,
+  log: Logger,
+  address: string,
+  opts: { connectionString: string },
+): Promise<{ stop(): Promise<void> }> {
   const wlog = log.child({ component: 'worker' });
   // Loaded only by processes that run workers: the scrapers pull in crawlee and playwright.
   const { createActivities } = await import('../activities/index.ts');
-  const { activities, close } = await createActivities({ config, log: wlog });
-  const queues = taskQueues(config);
-  let workers;
+  const db = createDb({ connectionString: opts.connectionString, poolMax: 10, applicationName: 'worker', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
+  const undo: (() => Promise<unknown>)[] = [() => db.destroy()];
+  const unwind = async () => {
+    for (const u of undo.reverse()) await u().catch((err: unknown) => wlog.warn({ err }, 'error while stopping the worker'));
+  };
   try {
-    workers = await startWorkers({
+    const temporal = await connectTemporal({ address, namespace: config.TEMPORAL_NAMESPACE });
+    undo.push(() => temporal.close());
+    const { activities, close } = await createActivities({ config, log: wlog, db, client: temporal.client });
+    undo.push(close);
+    const queues = taskQueues(config);
+    const workers = await startWorkers({
       connection: { address },
       namespace: config.TEMPORAL_NAMESPACE,
       queues: [
@@ -82,14 +100,12 @@ export async function startLocalWorkers(config: Config, log: Logger, address: st
       ],
       log: wlog,
     });
+    undo.push(() => workers.stop());
+    const relay = startMonitorRelay({ db, connectionString: opts.connectionString, client: temporal.client, taskQueue: queues.monitors, log: wlog });
+    undo.push(() => relay.stop());
   } catch (err) {
-    await close();
+    await unwind();
     throw err;
   }
-  return {
-    stop: async () => {
-      await workers.stop();
-      await close();
-    },
-  };
+  return { stop: unwind };
 }

@@ -1,6 +1,7 @@
 // `npm run worker`: the production worker process (docker-compose's `worker` service), apart
-// from the gateway. Connects to TEMPORAL_ADDRESS, runs both task queues' workers until SIGINT or
-// SIGTERM, then lets activities in flight finish (bounded) and releases their resources.
+// from the gateway. Connects to TEMPORAL_ADDRESS, runs both task queues' workers and the monitor
+// relay until SIGINT or SIGTERM, then lets activities in flight finish (bounded) and releases
+// their resources.
 import { loadConfigOrExit } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { startLocalWorkers } from './runtime.ts';
@@ -16,7 +17,8 @@ const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
 
 let workers: { stop(): Promise<void> };
 try {
-  workers = await startLocalWorkers(config, log, address);
+  if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required: the monitors read and write the service database');
+  workers = await startLocalWorkers(config, log, address, { connectionString: config.DATABASE_URL });
 } catch (err) {
   console.error('worker failed to start:', err instanceof Error ? err.message : err);
   process.exit(1);

@@ -1,2 +1,4 @@
 // Every workflow the worker registers (bundled by Temporal from this file).
 export { scrapeEvent } from './scrape-event.ts';
+export { targetPoller } from './target-poller.ts';
+export { watchlistMonitor } from './watchlist-monitor.ts';

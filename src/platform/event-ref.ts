@@ -18,6 +18,14 @@ export interface EventRef {
   host: string | null;
 }
 
+/**
+ * `platform:region:key`: one name per scrapeable target, whatever spelling of the event id a
+ * client used. Names the on-demand scrape runs, the watchlist target pollers and their snapshots.
+ */
+export function targetKey(ref: Pick<EventRef, 'platform' | 'region' | 'key'>): string {
+  return `${ref.platform}:${ref.region}:${ref.key}`;
+}
+
 export type EventRefResult = { ok: true; ref: EventRef } | { ok: false; message: string };
 
 /** Bare ids, one pattern per bare-id platform. */

@@ -7,6 +7,7 @@ import { TemporalScrapeRunner } from '../../src/apis/live-availability/scrape-ru
 import { createLogger } from '../../src/logger.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { createActivities } from '../../activities/index.ts';
+import { createDb } from '../../db/connection.ts';
 import { connectTemporal } from '../../temporal/client.ts';
 import { WORKFLOWS_PATH } from '../../temporal/runtime.ts';
 import { startWorkers } from '../../temporal/worker.ts';
@@ -34,10 +35,14 @@ export function useScrapeStack(opts: { timeoutMs?: number } = {}): ScrapeStack {
     const sim = await startSimulator({ empty: true });
     cleanups.push(() => sim.close());
     const config = testConfig({ SCRAPE_TIMEOUT_MS: String(timeoutMs), BROWSER_PAGES: '2', SCRAPE_CONCURRENCY: '10' });
-    const { activities, close } = await createActivities({ config, log, baseUrls: sim.baseUrls });
+    const address = temporalAddress();
+    const temporal = await connectTemporal({ address, namespace: TEST_NAMESPACE });
+    cleanups.push(() => temporal.close());
+    const db = createDb({ connectionString: config.DATABASE_URL!, poolMax: 5 });
+    cleanups.push(() => db.destroy());
+    const { activities, close } = await createActivities({ config, log, db, client: temporal.client, baseUrls: sim.baseUrls });
     cleanups.push(close);
     const taskQueue = uniqueTaskQueue('scrapes');
-    const address = temporalAddress();
     const workers = await startWorkers({
       connection: { address },
       namespace: TEST_NAMESPACE,
@@ -46,8 +51,6 @@ export function useScrapeStack(opts: { timeoutMs?: number } = {}): ScrapeStack {
       shutdownGraceMs: 1_000,
     });
     cleanups.push(() => workers.stop());
-    const temporal = await connectTemporal({ address, namespace: TEST_NAMESPACE });
-    cleanups.push(() => temporal.close());
     Object.assign(stack, { sim, client: temporal.client, taskQueue, timeoutMs, runner: new TemporalScrapeRunner(temporal.client, { taskQueue, timeoutMs }) });
   }, 120_000);
   afterAll(async () => {

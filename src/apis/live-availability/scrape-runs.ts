@@ -5,7 +5,7 @@
 // scrapes afresh. The run's input is kept in its memo so ops can retry a failed run.
 import { type Client, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, TimeoutFailure } from '@temporalio/common';
-import type { EventRef } from '../../platform/event-ref.ts';
+import { targetKey, type EventRef } from '../../platform/event-ref.ts';
 import type { ScrapeResponse } from '../../scrapers/response.ts';
 import type { ScrapeEventInput, scrapeEvent } from '../../../workflows/scrape-event.ts';
 
@@ -30,7 +30,7 @@ export const SCRAPE_WORKFLOW_TYPE = 'scrapeEvent';
 
 /** One id per (platform, event key, region): every spelling of one event shares it. */
 export function scrapeWorkflowId(ref: EventRef): string {
-  return `scrape:${ref.platform}:${ref.region}:${ref.key}`;
+  return `scrape:${targetKey(ref)}`;
 }
 
 /** How long starting (or joining) a run may take before the backend counts as unreachable. */

@@ -1,0 +1,75 @@
+// LISTEN on PostgreSQL channels over one dedicated connection that reconnects by itself.
+// NOTIFY is a wake-up only: it is never replayed, so `onWake` also runs after every
+// (re)connect, and the caller re-reads its table each time rather than trusting payloads.
+import pg from 'pg';
+import type { Logger } from '../src/logger.ts';
+
+export interface Listener {
+  close(): Promise<void>;
+}
+
+export function listen(opts: {
+  connectionString: string;
+  channels: readonly string[];
+  onWake: () => void;
+  log: Logger;
+  applicationName?: string;
+  /** Longest wait between reconnect attempts. */
+  maxRetryMs?: number;
+}): Listener {
+  const maxRetry = opts.maxRetryMs ?? 5_000;
+  let closed = false;
+  let client: pg.Client | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  let attempt = 0;
+
+  const connect = async () => {
+    timer = null;
+    if (closed) return;
+    const c = new pg.Client({ connectionString: opts.connectionString, application_name: opts.applicationName ?? 'listener' });
+    // Any failure, including a later drop, lands here once and schedules a new connection.
+    let failed = false;
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      client = null;
+      c.removeAllListeners('notification');
+      void c.end().catch(() => {});
+      if (closed) return;
+      const wait = Math.min(maxRetry, 100 * 2 ** attempt++);
+      opts.log.warn({ err, channels: opts.channels, retry_ms: wait }, 'LISTEN connection lost; reconnecting');
+      timer = setTimeout(() => void connect(), wait);
+    };
+    c.on('error', fail);
+    c.on('end', () => fail(new Error('connection ended')));
+    c.on('notification', () => opts.onWake());
+    try {
+      await c.connect();
+      for (const ch of opts.channels) await c.query(`LISTEN ${pg.escapeIdentifier(ch)}`);
+    } catch (err) {
+      fail(err);
+      return;
+    }
+    if (closed) {
+      await c.end().catch(() => {});
+      return;
+    }
+    client = c;
+    attempt = 0;
+    opts.onWake();
+  };
+  void connect();
+
+  return {
+    close: async () => {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      const c = client;
+      client = null;
+      if (c) {
+        c.removeAllListeners('end');
+        await c.end().catch(() => {});
+      }
+    },
+  };
+}

@@ -1,0 +1,110 @@
+// A target's snapshot: what a watchlist monitor diffs. The scrape response (spec 2.5) reduced to
+// what the item filters look at, in one shape for both section types, in a canonical order so
+// that equal content hashes equally and a poller stores a new row only when something changed.
+//
+// Offer sections: one snapshot offer per platform offer; an offer's tickets count as one block
+// (a listing of N tickets is sold together). Seat maps: seats grouped by (row, price, flags);
+// the group's `block` is its longest run of consecutive seat numbers, which is what
+// `seat_quantity` asks for. A seat map without seat detail (pf_01 degraded `v2`) falls back to
+// its per-ticket-type counts at the section's lowest price, rows unknown.
+import { createHash } from 'node:crypto';
+import type { ScrapeResponse } from '../scrapers/response.ts';
+
+export type TicketType = 'standard' | 'resale' | 'platinum' | 'general_admission';
+
+export interface SnapshotOffer {
+  price: number;
+  quantity: number;
+  /** Most tickets of this offer that sit together (seat_quantity compares with it). */
+  block: number;
+  ticket_type: TicketType;
+  restricted_view: boolean;
+  accessible: boolean;
+  presale: boolean;
+  /** Row name for seat-map seats; null when the platform gives none. */
+  row: string | null;
+}
+
+export interface SnapshotSection {
+  name: string;
+  currency: string | null;
+  offers: SnapshotOffer[];
+}
+
+export interface TargetSnapshot {
+  /** The event's start as the platform states it (RFC 3339), for date_filter. */
+  starts_at: string | null;
+  sections: SnapshotSection[];
+}
+
+type Flags = Pick<SnapshotOffer, 'ticket_type' | 'restricted_view' | 'accessible' | 'presale'>;
+
+/** Longest run of consecutive integers among seat numbers; a non-numeric seat is a run of one. */
+function longestRun(seats: readonly string[]): number {
+  const numbers = [...new Set(seats.filter((s) => /^\d{1,9}$/.test(s)).map(Number))].sort((a, b) => a - b);
+  let best = seats.length > 0 ? 1 : 0;
+  let run = 1;
+  for (let i = 1; i < numbers.length; i++) {
+    run = numbers[i] === numbers[i - 1]! + 1 ? run + 1 : 1;
+    if (run > best) best = run;
+  }
+  return best;
+}
+
+function offerOrder(a: SnapshotOffer, b: SnapshotOffer): number {
+  return (
+    a.price - b.price ||
+    (a.row ?? '').localeCompare(b.row ?? '') ||
+    a.ticket_type.localeCompare(b.ticket_type) ||
+    Number(a.restricted_view) - Number(b.restricted_view) ||
+    Number(a.accessible) - Number(b.accessible) ||
+    Number(a.presale) - Number(b.presale) ||
+    a.quantity - b.quantity
+  );
+}
+
+/** The same key order whatever built it, so equal offers serialise (and hash) equally. */
+function canonical(o: SnapshotOffer): SnapshotOffer {
+  const { price, quantity, block, ticket_type, restricted_view, accessible, presale, row } = o;
+  return { price, quantity, block, ticket_type, restricted_view, accessible, presale, row };
+}
+
+function flagsOf(x: Flags): Flags {
+  return { ticket_type: x.ticket_type, restricted_view: x.restricted_view, accessible: x.accessible, presale: x.presale };
+}
+
+export function toSnapshot(response: Pick<ScrapeResponse, 'sections' | 'event_info'>): TargetSnapshot {
+  const sections: SnapshotSection[] = [];
+  for (const section of Object.values(response.sections)) {
+    const offers: SnapshotOffer[] = [];
+    if ('offers' in section) {
+      for (const o of section.offers) {
+        if (o.quantity > 0) offers.push({ price: o.price, quantity: o.quantity, block: o.quantity, row: null, ...flagsOf(o) });
+      }
+    } else if (section.seats.length > 0) {
+      const groups = new Map<string, { seats: string[]; offer: Omit<SnapshotOffer, 'quantity' | 'block'> }>();
+      for (const seat of section.seats) {
+        const key = JSON.stringify([seat.row, seat.price, seat.ticket_type, seat.restricted_view, seat.accessible, seat.presale]);
+        let g = groups.get(key);
+        if (!g) groups.set(key, (g = { seats: [], offer: { price: seat.price, row: seat.row, ...flagsOf(seat) } }));
+        g.seats.push(seat.seat);
+      }
+      for (const g of groups.values()) offers.push({ ...g.offer, quantity: g.seats.length, block: longestRun(g.seats) });
+    } else if (section.min_price !== null) {
+      for (const [type, count] of Object.entries(section.by_ticket_type) as [TicketType, number][]) {
+        if (count > 0) {
+          offers.push({ price: section.min_price, quantity: count, block: count, row: null, ticket_type: type, restricted_view: false, accessible: false, presale: false });
+        }
+      }
+    }
+    offers.sort(offerOrder);
+    sections.push({ name: section.name, currency: section.currency, offers: offers.map(canonical) });
+  }
+  sections.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { starts_at: response.event_info?.starts_at ?? null, sections };
+}
+
+/** sha-256 of the canonical JSON: equal snapshots, equal hashes. */
+export function snapshotHash(s: TargetSnapshot): string {
+  return createHash('sha256').update(JSON.stringify(s)).digest('hex');
+}
