@@ -60,7 +60,9 @@ export async function targetPoller(state: PollerState): Promise<void> {
 
   const { pollTarget } = proxyActivities<MonitorActivities>({
     taskQueue: state.scrapeQueue,
-    startToCloseTimeout: '60 seconds',
+    // One scrape attempt's bound (a third of the 60 s request limit); also how long a poll lost
+    // with a killed worker waits before it is retried elsewhere.
+    startToCloseTimeout: '20 seconds',
     // A few quick retries for a blip; beyond that the next interval is the retry.
     retry: { initialInterval: 500, backoffCoefficient: 2, maximumAttempts: 3 },
   });

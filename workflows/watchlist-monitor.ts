@@ -54,7 +54,9 @@ export async function watchlistMonitor(state: MonitorState): Promise<void> {
   }));
 
   const { evaluateChange, joinTarget, leaveTarget } = proxyActivities<MonitorActivities>({
-    startToCloseTimeout: '30 seconds',
+    // Short statements and Temporal calls; the bound is also how long an activity lost with a
+    // killed worker waits before it is retried.
+    startToCloseTimeout: '10 seconds',
     // Database and Temporal blips: retried without limit (with a capped backoff), because a
     // monitor that gave up would silently stop notifying.
     retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 30_000 },

@@ -1,0 +1,70 @@
+// Fault tests for the monitors with the production worker entry point (`npm run worker`, which
+// also runs the relay) in a child process: SIGKILLed mid-run and started again, the monitors
+// resume from Temporal's history, nothing is lost and nothing is written twice.
+import { randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { monitorStatusQuery } from '../../workflows/monitor-messages.ts';
+import { monitorWorkflowId } from '../../workflows/watchlist-monitor.ts';
+import { call } from '../support/harness.ts';
+import { eventually, notificationsOf, useMonitorStack } from '../support/monitor-stack.ts';
+import { putEvent, section } from '../support/scrape-stack.ts';
+
+const stack = useMonitorStack({ intervalMs: 300, worker: 'child-process' });
+
+const stalls = (stock: number) => ({ region: 'fr', sections: [section('Stalls', 80, stock)] });
+
+async function ready(id: number): Promise<void> {
+  await eventually(async () => {
+    const s = await stack.client.workflow.getHandle(monitorWorkflowId(id)).query(monitorStatusQuery).catch(() => null);
+    return s && s.joined && s.baseline !== null ? s : undefined;
+  }, 30_000);
+}
+
+async function changes(accountId: number, n: number) {
+  const rows = await eventually(async () => {
+    const all = await notificationsOf(stack, accountId);
+    return all.length >= n ? all : undefined;
+  }, 30_000);
+  // Long enough for a duplicate to show if one were coming.
+  await new Promise((r) => setTimeout(r, 1_500));
+  expect(await notificationsOf(stack, accountId)).toHaveLength(rows.length);
+  return rows.map((r) => [r.payload.before, r.payload.after].map((v) => (v as { stock: number }).stock));
+}
+
+describe('monitors across a killed worker', () => {
+  it('changes made while the worker is dead are notified once after it restarts', async () => {
+    const acct = await stack.account();
+    const event = `https://pf03.example/e/kill-${randomUUID().slice(0, 8)}`;
+    await putEvent(stack.sim, 'pf_03', event, stalls(1));
+    const res = await call(stack.gateway.url, 'POST', '/watchlist', { key: acct.key, body: { website: 'pf_03', event, region: 'fr' } });
+    expect(res.status).toBe(201);
+    await ready(res.body.id);
+    await putEvent(stack.sim, 'pf_03', event, stalls(2));
+    expect(await changes(acct.accountId, 1)).toEqual([[1, 2]]);
+
+    // SIGKILL: no graceful shutdown, activities and workflow tasks in flight are abandoned.
+    const restarted = stack.restartWorker({ downMs: 1_000 });
+    await new Promise((r) => setTimeout(r, 200));
+    await putEvent(stack.sim, 'pf_03', event, stalls(6));
+    await restarted;
+    expect(await changes(acct.accountId, 2)).toEqual([
+      [1, 2],
+      [2, 6],
+    ]);
+  });
+
+  it('an item created while the worker is dead is monitored once it is back', async () => {
+    const acct = await stack.account();
+    const event = `https://pf03.example/e/kill-${randomUUID().slice(0, 8)}`;
+    await putEvent(stack.sim, 'pf_03', event, stalls(1));
+    const restarted = stack.restartWorker({ downMs: 1_500 });
+    await new Promise((r) => setTimeout(r, 200));
+    // The relay is down with the worker: the change row waits in watchlist_changes.
+    const res = await call(stack.gateway.url, 'POST', '/watchlist', { key: acct.key, body: { website: 'pf_03', event, region: 'fr' } });
+    expect(res.status).toBe(201);
+    await restarted;
+    await ready(res.body.id);
+    await putEvent(stack.sim, 'pf_03', event, stalls(3));
+    expect(await changes(acct.accountId, 1)).toEqual([[1, 3]]);
+  });
+});
