@@ -22,6 +22,8 @@ export interface ActivityDeps {
   /** The monitors' activities start and signal target pollers through it. */
   client: Client;
   baseUrls?: Record<string, string>;
+  /** Pollers' polls per run before continue-as-new (tests shorten it). */
+  pollsPerRun?: number;
 }
 
 export async function createActivities(deps: ActivityDeps): Promise<Activities> {
@@ -46,6 +48,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     scrapeQueue: config.SCRAPE_TASK_QUEUE,
     intervalMs: config.MONITOR_INTERVAL_MS,
     jitterRatio: config.MONITOR_JITTER_RATIO,
+    pollsPerRun: deps.pollsPerRun,
   });
   return {
     activities: { ...createScrapeActivities(scrapers, alog), ...monitors },

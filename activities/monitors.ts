@@ -44,6 +44,8 @@ export interface MonitorActivityOptions {
   jitterRatio: number;
   /** Snapshots kept per target (monitors diff the newest few; older ones only take space). */
   keepSnapshots?: number;
+  /** Pollers' polls per run before continue-as-new (the workflow's default when unset). */
+  pollsPerRun?: number;
 }
 
 export function pollerWorkflowId(target: EventRef): string {
@@ -131,6 +133,7 @@ export function createMonitorActivities(opts: MonitorActivityOptions): MonitorAc
             subscribers: {},
             lastSnapshotId: null,
             failures: 0,
+            pollsPerRun: opts.pollsPerRun,
           },
         ],
         signal: subscribeSignal,

@@ -32,6 +32,8 @@ export interface PollerState {
   lastSnapshotId: number | null;
   /** Polls since the last success, which stretch the wait (a failing platform is not hammered). */
   failures: number;
+  /** Polls per run before continuing as new (default POLLS_PER_RUN; tests make it small). */
+  pollsPerRun?: number;
 }
 
 /** A run continues as new after this many polls (each poll is a handful of history events). */
@@ -125,7 +127,7 @@ export async function targetPoller(state: PollerState): Promise<void> {
       if (!woke) break;
       await greetNewcomers();
     }
-    if (polls >= POLLS_PER_RUN || workflowInfo().continueAsNewSuggested) {
+    if (polls >= (state.pollsPerRun ?? POLLS_PER_RUN) || workflowInfo().continueAsNewSuggested) {
       await greetNewcomers();
       await continueAsNew<typeof targetPoller>(state);
     }

@@ -24,6 +24,8 @@ export interface MonitorState {
   /** Snapshot id the next change is measured from; null until the poller sends one. */
   baseline: number | null;
   joined: boolean;
+  /** Evaluations per run before continuing as new (default EVALUATIONS_PER_RUN; tests make it small). */
+  evaluationsPerRun?: number;
 }
 
 /** Evaluations per run before continuing as new (each is a few history events). */
@@ -96,7 +98,7 @@ export async function watchlistMonitor(state: MonitorState): Promise<void> {
       if (state.baseline === null || snapshotId > state.baseline) state.baseline = snapshotId;
     }
 
-    if (pending.length === 0 && (evaluations >= EVALUATIONS_PER_RUN || workflowInfo().continueAsNewSuggested)) {
+    if (pending.length === 0 && (evaluations >= (state.evaluationsPerRun ?? EVALUATIONS_PER_RUN) || workflowInfo().continueAsNewSuggested)) {
       await continueAsNew<typeof watchlistMonitor>(state);
     }
     await condition(() => state.deleted || pending.length > 0 || state.config.task_active !== state.joined);

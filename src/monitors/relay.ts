@@ -39,6 +39,8 @@ export interface RelayOptions {
   client: Client;
   taskQueue: string;
   log: Logger;
+  /** Monitors' evaluations per run before continue-as-new (tests shorten it). */
+  evaluationsPerRun?: number;
 }
 
 export interface Relay {
@@ -89,6 +91,7 @@ export function startMonitorRelay(opts: RelayOptions): Relay {
       deleted: false,
       baseline: null,
       joined: false,
+      evaluationsPerRun: opts.evaluationsPerRun,
     };
     await client.workflow.signalWithStart<typeof watchlistMonitor, [ConfigureUpdate]>('watchlistMonitor', {
       workflowId,

@@ -72,7 +72,9 @@ async function kill(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-export function useMonitorStack(opts: { intervalMs?: number; worker?: 'in-process' | 'child-process' } = {}): MonitorStack {
+export function useMonitorStack(
+  opts: { intervalMs?: number; worker?: 'in-process' | 'child-process'; pollsPerRun?: number; evaluationsPerRun?: number } = {},
+): MonitorStack {
   const stack = {} as MonitorStack;
   const cleanups: (() => Promise<unknown>)[] = [];
   beforeAll(async () => {
@@ -119,7 +121,7 @@ export function useMonitorStack(opts: { intervalMs?: number; worker?: 'in-proces
         child = await spawnWorker(env);
       };
     } else {
-      const { activities, close } = await createActivities({ config, log, db, client: temporal.client, baseUrls: sim.baseUrls });
+      const { activities, close } = await createActivities({ config, log, db, client: temporal.client, baseUrls: sim.baseUrls, pollsPerRun: opts.pollsPerRun });
       cleanups.push(close);
       const workflowBundle = await cachedBundle(WORKFLOWS_PATH);
       const startWorker = () =>
@@ -135,7 +137,14 @@ export function useMonitorStack(opts: { intervalMs?: number; worker?: 'in-proces
         });
       let workers = await startWorker();
       cleanups.push(() => workers.stop());
-      const relay = startMonitorRelay({ db, connectionString: scratch.url, client: temporal.client, taskQueue: config.MONITOR_TASK_QUEUE, log });
+      const relay = startMonitorRelay({
+        db,
+        connectionString: scratch.url,
+        client: temporal.client,
+        taskQueue: config.MONITOR_TASK_QUEUE,
+        log,
+        evaluationsPerRun: opts.evaluationsPerRun,
+      });
       cleanups.push(() => relay.stop());
       restartWorker = async ({ downMs = 0 } = {}) => {
         await workers.stop();
