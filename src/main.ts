@@ -13,6 +13,9 @@ import { closeServices, createRequestPool, createServices, startHousekeeping } f
 import { startLocalWorkers, startTemporal } from '../temporal/runtime.ts';
 import { TemporalScrapeRunner } from './apis/live-availability/scrape-runs.ts';
 import { startSimulator } from './simulator/server.ts';
+import { forwardStreamUpgrades } from './stream/forward.ts';
+import { STREAM_PATH } from './stream/protocol.ts';
+import { asyncApiRoute, startStreamNode } from './stream/start.ts';
 
 function listen(app: ReturnType<typeof createGateway>, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -105,6 +108,7 @@ async function main(): Promise<void> {
     };
     cleanups.push({ name: 'services', run: () => closeServices(services) });
     const app = createGateway(services, APIS);
+    app.use(asyncApiRoute());
     const server = await listen(app, config.PORT, config.HOST);
     cleanups.push({ name: 'gateway', run: () => drain(server) });
     const metricsServer = await services.metrics.listen(config.METRICS_PORT, config.HOST);
@@ -116,6 +120,30 @@ async function main(): Promise<void> {
       { port: config.PORT, metrics_port: config.METRICS_PORT, ms: Math.round(performance.now() - started) },
       `gateway listening on http://localhost:${config.PORT} (OpenAPI at /openapi.json)`,
     );
+
+    // The real-time stream (uWebSockets.js) on STREAM_PORT, and on the gateway's port through
+    // the upgrade forwarder. Stopped before the gateway: its connections close with 1001 first.
+    if (config.RUN_STREAM) {
+      const stream = await startStreamNode({
+        config,
+        db: database.db,
+        connectionString: database.connectionString,
+        log,
+        registry: services.metrics.registry,
+        keys: services.keys,
+        limiter: services.limiter,
+      });
+      const forwarder = forwardStreamUpgrades(server, { port: stream.server.port, trustProxy: config.TRUST_PROXY, log });
+      cleanups.push({
+        name: 'stream',
+        run: async () => {
+          await stream.close();
+          forwarder.close();
+        },
+      });
+      log.info({ port: stream.server.port }, `stream on ws://localhost:${config.PORT}${STREAM_PATH} (AsyncAPI at /asyncapi.json)`);
+    }
+    if (stopping) return;
 
     // Last, as loading the scrapers and bundling the workflow code take seconds and the API does
     // not need them to answer: workflows started meanwhile wait on their task queue. Stopped

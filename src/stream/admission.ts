@@ -1,0 +1,157 @@
+// Decides an upgrade request before the WebSocket exists, in the gateway's order (spec 5.6):
+// authentication (401 / 502), access to the `stream` API (403), the key's per-minute rate limit
+// (429; an upgrade counts as one request), then the resume position (400). Callers without a
+// valid key are limited per client address, like HTTP callers. The stream costs no credits, so
+// nothing is metered.
+import type { Pool } from '../../db/pool.ts';
+import type { Config } from '../config.ts';
+import type { Principal } from '../gateway/key-verifier.ts';
+import { rateLimitHeaders, type RateDecision } from '../gateway/rate-limit.ts';
+import type { Logger } from '../logger.ts';
+import { StreamRefusal } from './reasons.ts';
+
+export interface AdmissionDeps {
+  config: Pick<Config, 'RATE_LIMIT_PER_MINUTE' | 'UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE' | 'TRUST_PROXY'>;
+  keys: { verify(key: string): Promise<Principal | null> };
+  limiter: { hit(subject: string, limit: number, lane?: number | string): Promise<RateDecision>; peek(subject: string, limit: number): Promise<RateDecision> };
+  pool: Pool;
+  log: Logger;
+}
+
+/** What the upgrade handler read from the request (uWS request objects die at the first await). */
+export interface UpgradeRequest {
+  query: string;
+  apikeyHeader: string;
+  lastEventIdHeader: string;
+  forwardedFor: string;
+  remoteAddress: string;
+}
+
+export interface Admitted {
+  principal: Principal;
+  clientAddress: string;
+  /** Resume position, or null for "from now on". */
+  lastId: number | null;
+  /** Rows after lastId may have been pruned. */
+  resumeGap: boolean;
+  /** The log's committed head when the client connected: the replay must reach it. */
+  mustReach: number;
+  headers: Record<string, string>;
+}
+
+const LAST_ID = /^(0|[1-9][0-9]{0,15})$/;
+
+/** A loopback peer is this host's own forwarder (src/stream/forward.ts) or an operator. */
+function isLoopback(address: string): boolean {
+  return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1' || address.startsWith('127.');
+}
+
+/**
+ * The client's address: the peer's, or, from a trusted proxy (TRUST_PROXY) or the loopback
+ * forwarder, the last X-Forwarded-For entry, the one that proxy appended itself (earlier
+ * entries are whatever the client sent).
+ */
+export function clientAddress(remote: string, forwardedFor: string, trustProxy: boolean): string {
+  if (!forwardedFor || !(trustProxy || isLoopback(remote))) return remote;
+  const last = forwardedFor.split(',').pop()!.trim();
+  return last || remote;
+}
+
+function single(params: URLSearchParams, name: string): string | null | 'repeated' {
+  const all = params.getAll(name);
+  if (all.length > 1) return 'repeated';
+  return all[0] ?? null;
+}
+
+export class UpgradeAdmission {
+  constructor(private readonly deps: AdmissionDeps) {}
+
+  async admit(req: UpgradeRequest): Promise<Admitted | StreamRefusal> {
+    const { config, keys, log } = this.deps;
+    const params = new URLSearchParams(req.query);
+    const address = clientAddress(req.remoteAddress, req.forwardedFor, config.TRUST_PROXY);
+    // Browsers cannot set headers on a WebSocket: they may send the key as ?apikey=.
+    const queryKey = single(params, 'apikey');
+    const key = req.apikeyHeader || (queryKey === 'repeated' ? '' : (queryKey ?? ''));
+    if (!key) return this.refuseUnauthenticated(address, 'unauthenticated');
+
+    let principal: Principal | null;
+    try {
+      principal = await keys.verify(key);
+    } catch (err) {
+      log.error({ err }, 'stream: key store unreachable');
+      return StreamRefusal.of('service_unavailable', 'authentication backend unavailable');
+    }
+    if (!principal) return this.refuseUnauthenticated(address, 'invalid_credentials');
+
+    const subject = `key:${principal.keyId}`;
+    const limit = principal.rateLimitPerMinute ?? config.RATE_LIMIT_PER_MINUTE;
+    if (!principal.apis.includes('stream')) {
+      // Not counted (access comes before the limit), but the client still learns its window.
+      const d = await this.deps.limiter.peek(subject, limit).catch(() => null);
+      return StreamRefusal.of('forbidden', undefined, d ? rateLimitHeaders('default', d) : {});
+    }
+    let decision: RateDecision;
+    try {
+      decision = await this.deps.limiter.hit(subject, limit, principal.accountId);
+    } catch (err) {
+      log.error({ err }, 'stream: rate limiter unavailable');
+      return StreamRefusal.of('service_unavailable');
+    }
+    const headers = rateLimitHeaders('default', decision);
+    if (!decision.allowed) return StreamRefusal.of('rate_limited', `more than ${decision.limit} requests in the current minute`, headers);
+
+    const raw = single(params, 'last_id') ?? (req.lastEventIdHeader || null);
+    if (raw === null) return { principal, clientAddress: address, lastId: null, resumeGap: false, mustReach: 0, headers };
+    if (raw === 'repeated' || !LAST_ID.test(raw) || !Number.isSafeInteger(Number(raw))) {
+      return StreamRefusal.of('invalid_parameter', 'last_id must be a non-negative integer: the id of the last message received', headers);
+    }
+    const lastId = Number(raw);
+    let bounds;
+    try {
+      bounds = await this.bounds();
+    } catch (err) {
+      log.error({ err }, 'stream: notifications log unreachable');
+      return StreamRefusal.of('service_unavailable', 'notifications log unavailable', headers);
+    }
+    // Ids a client has seen are committed, so they are at most the committed head (or, once
+    // everything was pruned, the last id handed out).
+    const known = bounds.head ?? bounds.lastAllocated;
+    if (lastId > known) {
+      return StreamRefusal.of('invalid_parameter', `last_id ${lastId} is ahead of the log (its last id is ${known})`, headers);
+    }
+    // Rows are pruned oldest first: a gap exists when rows after lastId are gone. Skipped ids
+    // (rolled-back or duplicate inserts) can make this say "maybe" when nothing was lost; the
+    // client then reloads its state once, which is harmless.
+    const resumeGap = bounds.oldest !== null ? lastId < bounds.oldest - 1 : lastId < bounds.lastAllocated;
+    return { principal, clientAddress: address, lastId, resumeGap, mustReach: bounds.head ?? 0, headers };
+  }
+
+  private async refuseUnauthenticated(address: string, code: 'unauthenticated' | 'invalid_credentials'): Promise<StreamRefusal> {
+    const { limiter, config, log } = this.deps;
+    let d: RateDecision | null = null;
+    try {
+      d = await limiter.hit(`ip:${address}`, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE);
+    } catch (err) {
+      // The limiter's store is down: the answer is a 401 either way, so say that.
+      log.warn({ err }, 'stream: unauthenticated rate limiter unavailable');
+    }
+    if (!d) return StreamRefusal.of(code);
+    const headers = rateLimitHeaders('unauthenticated', d);
+    if (!d.allowed) return StreamRefusal.of('rate_limited', `more than ${d.limit} requests in the current minute`, headers);
+    return StreamRefusal.of(code, undefined, headers);
+  }
+
+  private async bounds(): Promise<{ oldest: number | null; head: number | null; lastAllocated: number }> {
+    const { rows } = await this.deps.pool.query<{ oldest: string | null; head: string | null; seq: string | null }>(
+      `SELECT (SELECT min(id) FROM notifications) AS oldest, (SELECT max(id) FROM notifications) AS head,
+              pg_sequence_last_value('notifications_id_seq'::regclass) AS seq`,
+    );
+    const r = rows[0]!;
+    return {
+      oldest: r.oldest === null ? null : Number(r.oldest),
+      head: r.head === null ? null : Number(r.head),
+      lastAllocated: Number(r.seq ?? 0),
+    };
+  }
+}

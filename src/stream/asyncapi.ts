@@ -1,0 +1,171 @@
+// The stream's AsyncAPI 3.0 document, generated from the protocol's zod schemas (protocol.ts)
+// and the close-reason table (reasons.ts), so the document cannot drift from what is sent.
+// Served as GET /asyncapi.json by the gateway and by the stream node.
+import { z } from 'zod';
+import { CLOSE_REASONS } from './reasons.ts';
+import { STREAM_PATH, heartbeatSchema, helloSchema, liveSchema, notificationSchema, watchlistChangeSchema } from './protocol.ts';
+
+/** One example per message kind (the tests check each against its schema). */
+export const EXAMPLES = {
+  hello: {
+    type: 'hello',
+    connection_id: '0b7e4c1e-3f4a-4d55-9d6a-2f1c7f1f8e21',
+    account_id: 42,
+    head: 1288,
+    last_id: 1270,
+    resume_gap: false,
+    limits: { max_buffered_bytes: 1_048_576, heartbeat_interval_ms: 25_000, max_replay_rows: 10_000, retention_seconds: 604_800 },
+    server_time: '2026-11-22T10:15:00.000Z',
+  },
+  live: { type: 'live', head: 1288, replayed: 3 },
+  heartbeat: { type: 'heartbeat', head: 1290, server_time: '2026-11-22T10:15:25.000Z' },
+  notification: {
+    type: 'notification',
+    id: 1289,
+    item_id: 17,
+    change_type: 'price_decrease',
+    platform: 'pf_03',
+    event: 'https://pf03.example/e/summer-open-air-4411',
+    region: 'us',
+    section: 'Floor',
+    before: { stock: 4, min_price: 120.5, avg_price: 131.25 },
+    after: { stock: 4, min_price: 99, avg_price: 118.75 },
+    currency: 'EUR',
+    detected_at: '2026-11-22T10:15:03.512Z',
+  },
+  watchlist: {
+    type: 'watchlist',
+    id: 1290,
+    op: 'update',
+    item_id: 17,
+    item: {
+      id: 17, client_id: 42, website: 'pf_03', event: 'https://pf03.example/e/summer-open-air-4411', region: 'us',
+      min_price_filter: null, max_price_filter: 150, min_avg_price_threshold: null, max_avg_price_threshold: null,
+      stock_threshold_filter: 1, stock_threshold_filter_max: null, seat_quantity: 2, priority: 0, section: null,
+      keywords: null, date_filter: null, row_filter: null, change_type: 'price_decrease', standard_tickets: true,
+      resale_tickets: false, general_admission_tickets: false, platinum_tickets: false, no_restricted_view: false,
+      no_accessibility: false, no_presale: false, auto_add_to_watchlist: false, task_active: true, muted_until: null,
+      mb_did: null, roles_json: null, webhook_setting_id: null, role_id: null, website_id: null, notes: null,
+      created_at: '2026-11-22T09:00:00.000Z', updated_at: '2026-11-22T10:15:20.000Z', deleted: false,
+    },
+  },
+} as const;
+
+const MESSAGES = {
+  hello: { schema: helloSchema, title: 'Hello', summary: 'First message: the connection id, the log head, the resume outcome and the limits' },
+  live: { schema: liveSchema, title: 'Live', summary: 'The replay is over; messages now arrive as they are written' },
+  heartbeat: { schema: heartbeatSchema, title: 'Heartbeat', summary: 'Every heartbeat_interval_ms while live; carries the log id the client may resume from' },
+  notification: { schema: notificationSchema, title: 'Notification', summary: 'A watched item changed (spec 6)' },
+  watchlist: { schema: watchlistChangeSchema, title: 'Watchlist change', summary: 'An item of the account was created, updated or deleted' },
+} as const;
+
+function hoist(schema: z.ZodType, into: Record<string, object>): object {
+  const generated = z.toJSONSchema(schema, { io: 'output', unrepresentable: 'any', target: 'draft-2020-12' }) as Record<string, unknown>;
+  const { $schema: _s, $defs, ...root } = generated as { $schema?: unknown; $defs?: Record<string, object> };
+  const rewrite = <T>(node: T): T => {
+    if (Array.isArray(node)) return node.map(rewrite) as T;
+    if (node === null || typeof node !== 'object') return node;
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(node)) {
+      out[k] = k === '$ref' && typeof v === 'string' ? v.replace(/^#\/\$defs\//, '#/components/schemas/') : rewrite(v);
+    }
+    return out as T;
+  };
+  for (const [name, def] of Object.entries($defs ?? {})) into[name] = rewrite(def);
+  return rewrite(root);
+}
+
+const DESCRIPTION = `Change notifications for the account's watchlist items, and changes to the items themselves,
+pushed over one WebSocket. JSON text frames, server to client only (the server ignores what
+clients send). Costs 0 credits.
+
+**Connect** with the \`apikey\` header, or \`?apikey=\` for browsers, which cannot set headers on a
+WebSocket. Refusals are HTTP answers before the upgrade, in the gateway envelope
+\`{"error": {"code", "message"}}\`: 401 \`unauthenticated\` / \`invalid_credentials\`, 403 \`forbidden\`
+(key without the \`stream\` API), 429 \`rate_limited\` (an upgrade counts as one request; RateLimit
+headers and Retry-After as for HTTP), 400 \`invalid_parameter\` (bad last_id), 502
+\`service_unavailable\`, 404 \`not_found\` (other paths), 426 \`upgrade_required\` (not an upgrade).
+
+**Resume**: every message from the log has an \`id\`. Reconnect with \`?last_id=<id>\` (or the
+\`Last-Event-ID\` header) to receive every message of the account after it, in order, before live
+messages, with none missed and none repeated. \`hello.resume_gap\` is true when rows after last_id
+may have been pruned (older than \`limits.retention_seconds\`).
+
+**Close codes** (standard codes only): ${Object.values(CLOSE_REASONS)
+  .map((r) => `${r.code} \`${r.reason}\`: ${r.description}`)
+  .join('; ')}. On any close, reconnect with the last id received (with backoff).`;
+
+export function buildAsyncApi(): object {
+  const schemas: Record<string, object> = {};
+  const messages: Record<string, object> = {};
+  for (const [name, m] of Object.entries(MESSAGES)) {
+    messages[name] = {
+      name,
+      title: m.title,
+      summary: m.summary,
+      contentType: 'application/json',
+      payload: hoist(m.schema, schemas),
+      examples: [{ name: `${name} example`, payload: EXAMPLES[name as keyof typeof EXAMPLES] }],
+    };
+  }
+  const channelMessages = Object.fromEntries(Object.keys(MESSAGES).map((n) => [n, { $ref: `#/components/messages/${n}` }]));
+  return {
+    asyncapi: '3.0.0',
+    info: { title: 'Ticket market service: real-time stream', version: '1.0', description: DESCRIPTION },
+    defaultContentType: 'application/json',
+    servers: {
+      public: {
+        host: '{base_host}',
+        protocol: 'wss',
+        description: 'The service host ({base_url} of the spec); TLS only',
+        variables: { base_host: { default: 'localhost:8080', description: 'host[:port] of the service' } },
+        security: [{ $ref: '#/components/securitySchemes/apikeyHeader' }, { $ref: '#/components/securitySchemes/apikeyQuery' }],
+      },
+    },
+    channels: {
+      notifications: {
+        address: STREAM_PATH,
+        title: 'Account stream',
+        description: 'Everything of one account: hello, replayed messages, live, then notifications, watchlist changes and heartbeats as they happen.',
+        messages: channelMessages,
+        bindings: {
+          ws: {
+            method: 'GET',
+            query: {
+              type: 'object',
+              properties: {
+                apikey: { type: 'string', description: 'The API key, for clients that cannot set the apikey header' },
+                last_id: { type: 'string', pattern: '^(0|[1-9][0-9]{0,15})$', description: 'Resume after this log id (the id of the last message received)' },
+              },
+            },
+            headers: {
+              type: 'object',
+              properties: {
+                apikey: { type: 'string', description: 'The API key' },
+                'Last-Event-ID': { type: 'string', description: 'Same as ?last_id= (the query parameter wins when both are sent)' },
+              },
+            },
+            bindingVersion: '0.1.0',
+          },
+        },
+      },
+    },
+    operations: {
+      receiveAccountStream: {
+        action: 'send',
+        channel: { $ref: '#/channels/notifications' },
+        title: 'The server sends the account its messages',
+        messages: Object.keys(MESSAGES).map((n) => ({ $ref: `#/channels/notifications/messages/${n}` })),
+      },
+    },
+    components: {
+      schemas,
+      messages,
+      securitySchemes: {
+        apikeyHeader: { type: 'httpApiKey', name: 'apikey', in: 'header', description: 'API key in the apikey header' },
+        apikeyQuery: { type: 'httpApiKey', name: 'apikey', in: 'query', description: 'API key as ?apikey= (browsers)' },
+      },
+    },
+    'x-close-reasons': Object.values(CLOSE_REASONS),
+  };
+}

@@ -1,0 +1,219 @@
+// The protocol of one connection, one method per uWS event: upgrade (admission, answered as
+// HTTP before any WebSocket exists), open (hello, replay, then live), drain and close.
+//
+// Replay without gap or duplicate: the node's follower publishes every committed row up to its
+// cursor, page by page, each page in one tick. A resuming connection reads its account's rows
+// after last_id up to the cursor it saw, sends them, and repeats until its position has reached
+// the follower's cursor; in that same tick (no await between the check and the subscribe) it
+// subscribes to its account's topic. Rows up to the cursor came from the replay, rows after it
+// will come from the topic. Before replaying, the follower must have reached the log's head as
+// the client connected, so an id the client saw on a faster node is never published again here.
+import { randomUUID } from 'node:crypto';
+import type { HttpRequest, HttpResponse, WebSocket, us_socket_context_t } from 'uWebSockets.js';
+import type { Pool } from '../../db/pool.ts';
+import type { Logger } from '../logger.ts';
+import { readLog, streamMessage } from '../notifications/log.ts';
+import type { Admitted, UpgradeAdmission } from './admission.ts';
+import type { LogFollower } from './follower.ts';
+import type { StreamHub } from './hub.ts';
+import type { StreamMetrics } from './metrics.ts';
+import { helloMessage, liveMessage, type Limits } from './protocol.ts';
+import { STATUS_TEXT, StreamRefusal, type CloseReasonName } from './reasons.ts';
+
+/** Rows read per replay query. */
+export const REPLAY_PAGE_ROWS = 500;
+/** How long a replay waits for this node's follower to reach the log head the client saw. */
+const REACH_TIMEOUT_MS = 10_000;
+
+/** Per-connection state (uWS user data). */
+export interface Connection {
+  id: string;
+  accountId: number;
+  keyId: string;
+  clientAddress: string;
+  lastId: number | null;
+  resumeGap: boolean;
+  mustReach: number;
+  openedAt: number;
+  live: boolean;
+  closed: boolean;
+  closeReason: CloseReasonName | null;
+  replayed: number;
+  /** Resolves the replay's wait for the send buffer to drain. */
+  drained: (() => void) | null;
+}
+
+export interface ProtocolDeps {
+  admission: UpgradeAdmission;
+  hub: StreamHub;
+  follower: LogFollower;
+  pool: Pool;
+  limits: Limits;
+  log: Logger;
+  metrics: StreamMetrics;
+}
+
+/** Writes an HTTP refusal in the gateway envelope (inside a cork). */
+export function writeRefusal(res: HttpResponse, refusal: StreamRefusal, requestId: string): void {
+  res.writeStatus(`${refusal.status} ${STATUS_TEXT[refusal.status] ?? 'Error'}`);
+  res.writeHeader('Content-Type', 'application/json');
+  res.writeHeader('X-Request-Id', requestId);
+  for (const [k, v] of Object.entries(refusal.headers)) res.writeHeader(k, v);
+  if (refusal.status === 426) res.writeHeader('Upgrade', 'websocket');
+  res.end(refusal.body(), true);
+}
+
+export class StreamProtocol {
+  constructor(private readonly deps: ProtocolDeps) {}
+
+  upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
+    // The request object is only valid until this function returns: copy what is needed.
+    const secKey = req.getHeader('sec-websocket-key');
+    const extensions = req.getHeader('sec-websocket-extensions');
+    const request = {
+      query: req.getQuery() ?? '',
+      apikeyHeader: req.getHeader('apikey'),
+      lastEventIdHeader: req.getHeader('last-event-id'),
+      forwardedFor: req.getHeader('x-forwarded-for'),
+      remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
+    };
+    const id = randomUUID();
+    let aborted = false;
+    res.onAborted(() => (aborted = true));
+    this.deps.admission.admit(request).then(
+      (result) => {
+        if (aborted) return;
+        res.cork(() => {
+          if (result instanceof StreamRefusal) return this.refuse(res, result, id);
+          res.writeStatus('101 Switching Protocols');
+          res.writeHeader('X-Request-Id', id);
+          for (const [k, v] of Object.entries(result.headers)) res.writeHeader(k, v);
+          // No subprotocols are defined, so none is echoed.
+          res.upgrade<Connection>(this.connectionFor(id, result), secKey, '', extensions, context);
+        });
+      },
+      (err: unknown) => {
+        this.deps.log.error({ err, connection_id: id }, 'stream: upgrade failed');
+        if (!aborted) res.cork(() => this.refuse(res, StreamRefusal.of('service_unavailable'), id));
+      },
+    );
+  }
+
+  open(ws: WebSocket<Connection>): void {
+    const c = ws.getUserData();
+    const { hub, follower, limits, log } = this.deps;
+    hub.added(ws);
+    log.info({ connection_id: c.id, account_id: c.accountId, key_id: c.keyId, last_id: c.lastId, client: c.clientAddress }, 'stream: connected');
+    ws.send(
+      helloMessage({
+        connection_id: c.id,
+        account_id: c.accountId,
+        head: follower.cursor,
+        last_id: c.lastId,
+        resume_gap: c.resumeGap,
+        limits,
+      }),
+    );
+    this.deps.metrics.messages.inc({ type: 'hello' });
+    void this.replay(ws, c);
+  }
+
+  drain(ws: WebSocket<Connection>): void {
+    const c = ws.getUserData();
+    const resolve = c.drained;
+    c.drained = null;
+    resolve?.();
+  }
+
+  close(ws: WebSocket<Connection>, code: number, message: ArrayBuffer): void {
+    const c = ws.getUserData();
+    c.closed = true;
+    this.deps.hub.removed(ws);
+    this.deps.metrics.closes.inc({ code: String(code) });
+    const reason = c.closeReason ?? (Buffer.from(message).toString() || null);
+    const fields = { connection_id: c.id, account_id: c.accountId, key_id: c.keyId, code, reason, replayed: c.replayed, ms: Date.now() - c.openedAt };
+    // 1006: the peer went away without a close frame, or uWS cut a connection past its hard buffer limit.
+    if (code === 1006) this.deps.log.info(fields, 'stream: connection lost (no close frame)');
+    else this.deps.log.info(fields, 'stream: disconnected');
+    this.drain(ws);
+  }
+
+  private refuse(res: HttpResponse, refusal: StreamRefusal, id: string): void {
+    this.deps.metrics.refusals.inc({ status: String(refusal.status) });
+    writeRefusal(res, refusal, id);
+  }
+
+  private connectionFor(id: string, a: Admitted): Connection {
+    return {
+      id,
+      accountId: a.principal.accountId,
+      keyId: a.principal.keyId,
+      clientAddress: a.clientAddress,
+      lastId: a.lastId,
+      resumeGap: a.resumeGap,
+      mustReach: a.mustReach,
+      openedAt: Date.now(),
+      live: false,
+      closed: false,
+      closeReason: null,
+      replayed: 0,
+      drained: null,
+    };
+  }
+
+  /** Sends the account's rows after last_id, then subscribes (see the header comment). */
+  private async replay(ws: WebSocket<Connection>, c: Connection): Promise<void> {
+    const { follower, hub, limits, log } = this.deps;
+    let pos = c.lastId ?? follower.cursor;
+    try {
+      if (c.lastId !== null && follower.cursor < c.mustReach && !(await follower.reach(c.mustReach, REACH_TIMEOUT_MS))) {
+        if (!c.closed) {
+          log.warn({ connection_id: c.id, must_reach: c.mustReach, cursor: follower.cursor }, 'stream: log follower behind; closing');
+          hub.close(ws, 'log_unavailable');
+        }
+        return;
+      }
+      while (!c.closed && pos < follower.cursor) {
+        const upTo = follower.cursor;
+        const budget = limits.max_replay_rows - c.replayed;
+        const limit = Math.max(1, Math.min(REPLAY_PAGE_ROWS, budget));
+        const rows = await readLog(this.deps.pool, { after: pos, upTo, accountId: c.accountId, limit });
+        if (c.closed) return;
+        if (budget <= 0) {
+          if (rows.length > 0) return hub.close(ws, 'replay_limit');
+          pos = upTo;
+          continue;
+        }
+        if (!(await this.sendRows(ws, c, rows.map((r) => JSON.stringify(streamMessage(r)))))) return;
+        pos = rows.length === limit ? rows[rows.length - 1]!.id : upTo;
+      }
+      if (c.closed) return;
+      // Same tick as the loop's last check: nothing after the cursor has been published yet.
+      hub.goLive(ws);
+      ws.send(liveMessage(pos, c.replayed));
+      this.deps.metrics.messages.inc({ type: 'live' });
+    } catch (err) {
+      if (c.closed) return;
+      log.error({ err, connection_id: c.id, account_id: c.accountId }, 'stream: replay failed');
+      hub.close(ws, 'log_unavailable');
+    }
+  }
+
+  /** Sends replayed messages, pausing while more than half the buffer limit is waiting. */
+  private async sendRows(ws: WebSocket<Connection>, c: Connection, messages: string[]): Promise<boolean> {
+    const pauseAbove = this.deps.limits.max_buffered_bytes / 2;
+    let i = 0;
+    while (i < messages.length) {
+      ws.cork(() => {
+        while (i < messages.length && ws.getBufferedAmount() <= pauseAbove) ws.send(messages[i++]!, false, false);
+      });
+      if (i < messages.length) {
+        await new Promise<void>((resolve) => (c.drained = resolve));
+        if (c.closed) return false;
+      }
+    }
+    c.replayed += messages.length;
+    this.deps.metrics.messages.inc({ type: 'replay' }, messages.length);
+    return true;
+  }
+}

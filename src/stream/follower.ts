@@ -1,0 +1,178 @@
+// Follows the notifications log for one stream node: LISTEN on a dedicated connection as a
+// wake-up, then re-read the table past the node's cursor, in pages, and hand each page to the
+// hub. NOTIFY is never replayed (a notification sent while the LISTEN connection was down is
+// gone), so the log is re-read after every wake-up, after every (re)connect, and on a slow
+// safety poll. The cursor is the node's promise: every committed row up to it was published.
+import pg from 'pg';
+import type { Pool } from '../../db/pool.ts';
+import type { Logger } from '../logger.ts';
+import { NOTIFICATIONS_CHANNEL, logBounds, readLog, type LogRow } from '../notifications/log.ts';
+
+/** Rows read per query; a busier log is read in several pages, each published in one tick. */
+export const FOLLOW_PAGE_ROWS = 1_000;
+
+export interface FollowerOptions {
+  pool: Pool;
+  /** For the LISTEN connection (one per node, outside the pool). */
+  connectionString: string;
+  pollMs: number;
+  log: Logger;
+  /** Called synchronously with each page, oldest first, before the cursor moves past it. */
+  onRows: (rows: readonly LogRow[]) => void;
+  /** Longest wait between LISTEN reconnect attempts. */
+  maxRetryMs?: number;
+}
+
+interface Waiter {
+  id: number;
+  resolve: () => void;
+}
+
+export class LogFollower {
+  private cursorId = 0;
+  private reading = false;
+  private again = false;
+  private closed = false;
+  private client: pg.Client | null = null;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private readRetryTimer: NodeJS.Timeout | null = null;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private attempt = 0;
+  private waiters: Waiter[] = [];
+
+  constructor(private readonly opts: FollowerOptions) {}
+
+  /** Every committed row with an id up to this one has been handed to onRows. */
+  get cursor(): number {
+    return this.cursorId;
+  }
+
+  /** Starts at the log's current head (older rows are served by each client's replay). */
+  async start(): Promise<void> {
+    this.cursorId = (await logBounds(this.opts.pool)).head;
+    this.pollTimer = setInterval(() => this.wake(), this.opts.pollMs);
+    this.pollTimer.unref();
+    await this.connect();
+  }
+
+  /** Reads the log now (again after the read under way, if one is). */
+  wake(): void {
+    if (this.closed) return;
+    if (this.reading) {
+      this.again = true;
+      return;
+    }
+    void this.readAll();
+  }
+
+  /** Resolves once the cursor has reached `id` (waking the reader), or after `timeoutMs` with false. */
+  async reach(id: number, timeoutMs: number): Promise<boolean> {
+    if (this.cursorId >= id) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const reached = await new Promise<boolean>((resolve) => {
+      const waiter = { id, resolve: () => resolve(true) };
+      this.waiters.push(waiter);
+      timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, timeoutMs);
+      this.wake();
+    });
+    clearTimeout(timer);
+    return reached;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    if (this.readRetryTimer) clearTimeout(this.readRetryTimer);
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    const c = this.client;
+    this.client = null;
+    if (c) {
+      c.removeAllListeners();
+      c.on('error', () => {});
+      await c.end().catch(() => {});
+    }
+    for (const w of this.waiters.splice(0)) w.resolve();
+  }
+
+  private async readAll(): Promise<void> {
+    this.reading = true;
+    try {
+      do {
+        this.again = false;
+        let rows: LogRow[];
+        do {
+          rows = await readLog(this.opts.pool, { after: this.cursorId, limit: FOLLOW_PAGE_ROWS });
+          if (this.closed) return;
+          if (rows.length === 0) break;
+          this.opts.onRows(rows);
+          this.cursorId = rows[rows.length - 1]!.id;
+          this.release();
+        } while (rows.length === FOLLOW_PAGE_ROWS);
+      } while (this.again && !this.closed);
+    } catch (err) {
+      // The next wake-up or poll tries again; clients keep their connections meanwhile.
+      this.opts.log.warn({ err }, 'stream: reading the notifications log failed; will retry');
+      if (!this.closed && !this.readRetryTimer) {
+        this.readRetryTimer = setTimeout(() => {
+          this.readRetryTimer = null;
+          this.wake();
+        }, 1_000);
+        this.readRetryTimer.unref();
+      }
+    } finally {
+      this.reading = false;
+    }
+  }
+
+  private release(): void {
+    if (this.waiters.length === 0) return;
+    const ready = this.waiters.filter((w) => w.id <= this.cursorId);
+    if (ready.length === 0) return;
+    this.waiters = this.waiters.filter((w) => w.id > this.cursorId);
+    for (const w of ready) w.resolve();
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return;
+    const c = new pg.Client({ connectionString: this.opts.connectionString, application_name: 'stream-listen' });
+    let failed = false;
+    const fail = (err: unknown) => {
+      if (failed) return;
+      failed = true;
+      if (this.client === c) this.client = null;
+      c.removeAllListeners('notification');
+      void c.end().catch(() => {});
+      if (this.closed) return;
+      const wait = Math.min(this.opts.maxRetryMs ?? 5_000, 100 * 2 ** this.attempt++);
+      this.opts.log.warn({ err, retry_ms: wait }, 'stream: LISTEN connection lost; reconnecting');
+      this.reconnectTimer = setTimeout(() => {
+        this.reconnectTimer = null;
+        void this.connect();
+      }, wait);
+      this.reconnectTimer.unref();
+    };
+    c.on('error', fail);
+    c.on('end', () => fail(new Error('LISTEN connection ended')));
+    c.on('notification', () => this.wake());
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${pg.escapeIdentifier(NOTIFICATIONS_CHANNEL)}`);
+    } catch (err) {
+      fail(err);
+      return;
+    }
+    if (this.closed) {
+      c.removeAllListeners();
+      c.on('error', () => {});
+      await c.end().catch(() => {});
+      return;
+    }
+    this.client = c;
+    this.attempt = 0;
+    // Whatever was written while we were not listening is only found by reading.
+    this.wake();
+  }
+}

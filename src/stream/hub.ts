@@ -1,0 +1,128 @@
+// Fan-out on one node: each log row goes to its account's uWS topic (the C++ pub/sub does the
+// per-connection work), heartbeats to a topic every live connection holds. Before each page is
+// published, the live connections of the accounts it touches are checked: one whose unsent
+// buffer passed max_buffered_bytes is closed with 1013 (uWS would otherwise skip it silently,
+// and a skipped message is a lost notification) and resumes from the log.
+import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
+import type { Logger } from '../logger.ts';
+import { streamMessage, type LogRow } from '../notifications/log.ts';
+import type { Connection } from './connection.ts';
+import type { StreamMetrics } from './metrics.ts';
+import { heartbeatMessage } from './protocol.ts';
+import { CLOSE_REASONS, type CloseReasonName } from './reasons.ts';
+
+export const HEARTBEAT_TOPIC = 'heartbeat';
+
+export function accountTopic(accountId: number): string {
+  return `a/${accountId}`;
+}
+
+export class StreamHub {
+  /** Live connections by account: the ones a publish reaches, checked for slow consumers. */
+  private readonly live = new Map<number, Set<WebSocket<Connection>>>();
+  /** Every open connection, replaying or live, for shutdown. */
+  readonly open = new Set<WebSocket<Connection>>();
+  private heartbeatTimer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly app: TemplatedApp,
+    private readonly opts: { maxBufferedBytes: number; heartbeatMs: number; cursor: () => number },
+    private readonly metrics: StreamMetrics,
+    private readonly log: Logger,
+  ) {}
+
+  startHeartbeats(): void {
+    this.heartbeatTimer = setInterval(() => this.heartbeat(), this.opts.heartbeatMs);
+    this.heartbeatTimer.unref();
+  }
+
+  stopHeartbeats(): void {
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.heartbeatTimer = null;
+  }
+
+  added(ws: WebSocket<Connection>): void {
+    this.open.add(ws);
+    this.metrics.connections.set(this.open.size);
+  }
+
+  /** Subscribes a caught-up connection: from here on it gets every row its account publishes. */
+  goLive(ws: WebSocket<Connection>): void {
+    const c = ws.getUserData();
+    ws.subscribe(accountTopic(c.accountId));
+    ws.subscribe(HEARTBEAT_TOPIC);
+    c.live = true;
+    let set = this.live.get(c.accountId);
+    if (!set) this.live.set(c.accountId, (set = new Set()));
+    set.add(ws);
+  }
+
+  removed(ws: WebSocket<Connection>): void {
+    const c = ws.getUserData();
+    this.open.delete(ws);
+    const set = this.live.get(c.accountId);
+    if (set?.delete(ws) && set.size === 0) this.live.delete(c.accountId);
+    this.metrics.connections.set(this.open.size);
+  }
+
+  /** Publishes one page of the log, oldest first (called by the follower, in one tick). */
+  publish(rows: readonly LogRow[]): void {
+    this.closeSlowConsumers(rows);
+    let notifications = 0;
+    let watchlist = 0;
+    for (const row of rows) {
+      const topic = accountTopic(row.accountId);
+      const reach = this.live.get(row.accountId)?.size ?? 0;
+      if (reach === 0) continue;
+      this.app.publish(topic, JSON.stringify(streamMessage(row)), false, false);
+      if (row.kind === 'notification') notifications += reach;
+      else watchlist += reach;
+    }
+    if (notifications) this.metrics.messages.inc({ type: 'notification' }, notifications);
+    if (watchlist) this.metrics.messages.inc({ type: 'watchlist' }, watchlist);
+    this.metrics.cursor.set(rows[rows.length - 1]?.id ?? 0);
+  }
+
+  heartbeat(): void {
+    const reach = this.app.numSubscribers(HEARTBEAT_TOPIC);
+    if (reach === 0) return;
+    this.app.publish(HEARTBEAT_TOPIC, heartbeatMessage(this.opts.cursor()), false, false);
+    this.metrics.messages.inc({ type: 'heartbeat' }, reach);
+  }
+
+  /** Ends a connection with one of the documented close reasons (the close handler cleans up). */
+  close(ws: WebSocket<Connection>, reason: CloseReasonName): void {
+    const c = ws.getUserData();
+    if (c.closed) return;
+    c.closeReason = reason;
+    const r = CLOSE_REASONS[reason];
+    ws.end(r.code, r.reason);
+  }
+
+  /**
+   * Checks the live connections of the accounts in `rows`. Their buffers reflect everything
+   * published before this tick (uWS drains topics at the end of each loop iteration).
+   */
+  private closeSlowConsumers(rows: readonly LogRow[]): void {
+    let previous = -1;
+    const seen = new Set<number>();
+    for (const row of rows) {
+      if (row.accountId === previous || seen.has(row.accountId)) continue;
+      previous = row.accountId;
+      seen.add(row.accountId);
+      const set = this.live.get(row.accountId);
+      if (!set) continue;
+      for (const ws of set) {
+        const buffered = ws.getBufferedAmount();
+        if (buffered <= this.opts.maxBufferedBytes) continue;
+        const c = ws.getUserData();
+        this.log.warn(
+          { connection_id: c.id, account_id: c.accountId, key_id: c.keyId, buffered_bytes: buffered, limit: this.opts.maxBufferedBytes },
+          'stream: slow consumer closed (1013); it resumes from the log',
+        );
+        this.metrics.slowConsumerCloses.inc();
+        this.close(ws, 'slow_consumer');
+      }
+    }
+  }
+}

@@ -1,0 +1,120 @@
+// The stream's wire protocol: every message the server sends, as zod schemas. They are the one
+// definition behind the TypeScript types, the AsyncAPI document (asyncapi.ts) and the tests that
+// check what real clients receive. All messages are JSON text frames; clients send nothing.
+import { z } from 'zod';
+import { CHANGE_TYPES, watchlistItemSchema } from '../apis/watchlist/schema.ts';
+
+/** The stream's one path (spec 4.5), on the stream port and on the gateway's. */
+export const STREAM_PATH = '/svc/notifications/subscribe';
+
+const logId = z.number().int().min(0).meta({ description: 'Position in the notifications log (monotonic; resume with it as last_id)' });
+const timestamp = z.string().meta({ description: 'RFC 3339 timestamp, UTC' });
+
+export const limitsSchema = z
+  .object({
+    max_buffered_bytes: z.number().int().meta({
+      description: 'Unsent bytes the server holds for this connection; past it the connection is closed with 1013 slow_consumer',
+    }),
+    heartbeat_interval_ms: z.number().int().meta({ description: 'A heartbeat is sent this often once the connection is live' }),
+    max_replay_rows: z.number().int().meta({
+      description: 'Most rows replayed on one connection; past it the server closes with 1013 replay_limit and the client reconnects with its last id',
+    }),
+    retention_seconds: z.number().int().meta({ description: 'How long rows stay in the log; a client away longer may have missed rows (resume_gap)' }),
+  })
+  .meta({ id: 'StreamLimits' });
+
+export const helloSchema = z
+  .object({
+    type: z.literal('hello'),
+    connection_id: z.string().meta({ description: 'Identifies this connection in support requests and server logs' }),
+    account_id: z.number().int().meta({ description: "The key's account; every message on this connection is this account's" }),
+    head: logId.meta({ description: "The node's log position now: without last_id, every row after it is delivered" }),
+    last_id: logId.nullable().meta({ description: 'The last_id the client resumed from, or null' }),
+    resume_gap: z.boolean().meta({
+      description: 'true when rows after last_id may have been pruned (older than the retention): reload state, e.g. GET /watchlist',
+    }),
+    limits: limitsSchema,
+    server_time: timestamp,
+  })
+  .meta({ id: 'Hello', description: 'First message of every connection' });
+
+export const liveSchema = z
+  .object({
+    type: z.literal('live'),
+    head: logId.meta({ description: 'Every row of the account up to this id has been sent; live messages follow' }),
+    replayed: z.number().int().min(0).meta({ description: 'Rows replayed after last_id before this message' }),
+  })
+  .meta({ id: 'Live', description: 'Sent once, after the replay (if any): from here on messages arrive as they are written' });
+
+export const heartbeatSchema = z
+  .object({
+    type: z.literal('heartbeat'),
+    head: logId.meta({
+      description: 'Every row of the account up to this id has been sent before this heartbeat; a client may resume from it',
+    }),
+    server_time: timestamp,
+  })
+  .meta({ id: 'Heartbeat', description: 'Sent every heartbeat_interval_ms on a live connection' });
+
+const priceState = z
+  .object({
+    stock: z.number().int().nullable().optional(),
+    min_price: z.number().nullable().optional(),
+    avg_price: z.number().nullable().optional(),
+  })
+  .loose()
+  .meta({ id: 'NotificationValues', description: 'Stock and prices of what the item watches, before or after the change' });
+
+export const notificationSchema = z
+  .object({
+    type: z.literal('notification'),
+    id: logId,
+    item_id: z.number().int().meta({ description: 'Watchlist item that matched' }),
+    change_type: z.enum(CHANGE_TYPES).meta({ description: 'What changed (the item’s change_type decides which changes notify)' }),
+    platform: z.string().meta({ description: 'Platform key, pf_01..pf_11' }),
+    event: z.string().meta({ description: 'Event id on that platform, as in the item' }),
+    region: z.string(),
+    section: z.string().nullable().optional().meta({ description: 'Section the change is in, or null for the whole event' }),
+    before: priceState,
+    after: priceState,
+    currency: z.string().nullable().optional(),
+    detected_at: timestamp.meta({ description: 'When the change was scraped' }),
+  })
+  .loose()
+  .meta({ id: 'Notification', description: 'A watched item changed the way its change_type and filters ask for. New fields may appear.' });
+
+export const watchlistChangeSchema = z
+  .object({
+    type: z.literal('watchlist'),
+    id: logId,
+    op: z.enum(['create', 'update', 'delete']),
+    item_id: z.number().int(),
+    item: watchlistItemSchema.meta({ description: 'The item as it stands after the change (deleted: true on delete)' }),
+  })
+  .loose()
+  .meta({ id: 'WatchlistChange', description: 'A watchlist item of the account was created, updated or deleted (spec 3.1)' });
+
+/** Every message a client can receive, by `type`. */
+export const serverMessageSchema = z.discriminatedUnion('type', [
+  helloSchema,
+  liveSchema,
+  heartbeatSchema,
+  notificationSchema,
+  watchlistChangeSchema,
+]);
+
+export type Hello = z.infer<typeof helloSchema>;
+export type Limits = z.infer<typeof limitsSchema>;
+export type ServerMessage = z.infer<typeof serverMessageSchema>;
+
+export function helloMessage(h: Omit<Hello, 'type' | 'server_time'>, now = new Date()): string {
+  return JSON.stringify({ type: 'hello', ...h, server_time: now.toISOString() } satisfies Hello);
+}
+
+export function liveMessage(head: number, replayed: number): string {
+  return JSON.stringify({ type: 'live', head, replayed } satisfies z.infer<typeof liveSchema>);
+}
+
+export function heartbeatMessage(head: number, now = new Date()): string {
+  return JSON.stringify({ type: 'heartbeat', head, server_time: now.toISOString() } satisfies z.infer<typeof heartbeatSchema>);
+}

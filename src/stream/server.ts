@@ -1,0 +1,160 @@
+// The stream node: a uWebSockets.js app serving /svc/notifications/subscribe on its own port,
+// its log follower and its fan-out hub. The uWS callbacks only delegate (connection.ts holds
+// the protocol). Nodes keep no state of their own beyond open sockets: any number can run.
+import type { TemplatedApp, WebSocket, us_listen_socket } from 'uWebSockets.js';
+import type { Config } from '../config.ts';
+import { pruneLog } from '../notifications/log.ts';
+import { UpgradeAdmission, type AdmissionDeps } from './admission.ts';
+import { buildAsyncApi } from './asyncapi.ts';
+import { StreamProtocol, writeRefusal, type Connection } from './connection.ts';
+import { LogFollower } from './follower.ts';
+import { StreamHub } from './hub.ts';
+import type { StreamMetrics } from './metrics.ts';
+import { assertNativeUws, uws } from './native-uws.ts';
+import { STREAM_PATH, type Limits } from './protocol.ts';
+import { StreamRefusal } from './reasons.ts';
+
+export type StreamConfig = AdmissionDeps['config'] &
+  Pick<
+    Config,
+    | 'HOST'
+    | 'STREAM_PORT'
+    | 'STREAM_HEARTBEAT_MS'
+    | 'STREAM_MAX_BUFFERED_BYTES'
+    | 'STREAM_MAX_REPLAY_ROWS'
+    | 'STREAM_RETENTION_HOURS'
+    | 'STREAM_POLL_MS'
+  >;
+
+export interface StreamDeps extends Omit<AdmissionDeps, 'config'> {
+  config: StreamConfig;
+  /** For the follower's LISTEN connection. */
+  connectionString: string;
+  metrics: StreamMetrics;
+}
+
+export interface StreamServer {
+  port: number;
+  follower: LogFollower;
+  hub: StreamHub;
+  /** Closes every connection with 1001, stops listening and following. */
+  close(): Promise<void>;
+}
+
+/** Messages clients may send are ignored; anything larger than this closes the connection (1009). */
+const MAX_CLIENT_MESSAGE_BYTES = 4_096;
+/** Seconds without traffic from the client (pongs count) before uWS drops it; it pings before. */
+const IDLE_TIMEOUT_S = 120;
+/** How often a node deletes rows past the retention (every node may; deletes are idempotent). */
+const PRUNE_EVERY_MS = 60 * 60_000;
+
+export function streamLimits(config: StreamConfig): Limits {
+  return {
+    max_buffered_bytes: config.STREAM_MAX_BUFFERED_BYTES,
+    heartbeat_interval_ms: config.STREAM_HEARTBEAT_MS,
+    max_replay_rows: config.STREAM_MAX_REPLAY_ROWS,
+    retention_seconds: config.STREAM_RETENTION_HOURS * 3600,
+  };
+}
+
+function listen(app: TemplatedApp, host: string, port: number): Promise<us_listen_socket> {
+  return new Promise((resolve, reject) => {
+    // Exclusive: uWS otherwise shares a busy port (SO_REUSEPORT) instead of failing.
+    const listenTo = app.listen as unknown as (h: string, p: number, o: number, cb: (s: us_listen_socket | false) => void) => void;
+    listenTo.call(app, host, port, (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT, (socket) => {
+      if (socket) resolve(socket);
+      else reject(new Error(`STREAM_PORT: cannot listen on ${host}:${port} (in use?)`));
+    });
+  });
+}
+
+export async function startStreamServer(deps: StreamDeps): Promise<StreamServer> {
+  assertNativeUws();
+  const { config, log, metrics, pool } = deps;
+  const limits = streamLimits(config);
+  const app = uws.App();
+  const follower: LogFollower = new LogFollower({
+    pool,
+    connectionString: deps.connectionString,
+    pollMs: config.STREAM_POLL_MS,
+    log,
+    onRows: (rows) => hub.publish(rows),
+  });
+  const hub = new StreamHub(
+    app,
+    { maxBufferedBytes: limits.max_buffered_bytes, heartbeatMs: limits.heartbeat_interval_ms, cursor: () => follower.cursor },
+    metrics,
+    log,
+  );
+  const protocol = new StreamProtocol({ admission: new UpgradeAdmission({ ...deps, config }), hub, follower, pool, limits, log, metrics });
+  const asyncapi = JSON.stringify(buildAsyncApi());
+
+  app.ws<Connection>(STREAM_PATH, {
+    compression: uws.DISABLED,
+    maxPayloadLength: MAX_CLIENT_MESSAGE_BYTES,
+    idleTimeout: IDLE_TIMEOUT_S,
+    sendPingsAutomatically: true,
+    // The hub closes a connection past max_buffered_bytes with 1013 before each publish; this
+    // hard limit is the safety net within one page: uWS cuts the connection rather than drop
+    // a message silently.
+    maxBackpressure: 2 * limits.max_buffered_bytes,
+    closeOnBackpressureLimit: 1,
+    upgrade: (res, req, context) => protocol.upgrade(res, req, context),
+    open: (ws) => protocol.open(ws),
+    drain: (ws) => protocol.drain(ws),
+    close: (ws, code, message) => protocol.close(ws, code, message),
+    message: () => {},
+  });
+  app.get('/asyncapi.json', (res) => {
+    res.cork(() => res.writeHeader('Content-Type', 'application/json').end(asyncapi));
+  });
+  app.any('/*', (res, req) => {
+    // The stream path lands here when the request is not a valid WebSocket upgrade.
+    const refusal =
+      req.getUrl() === STREAM_PATH
+        ? new StreamRefusal('upgrade_required', 'this path only serves WebSocket upgrades (RFC 6455)')
+        : StreamRefusal.of('not_found');
+    metrics.refusals.inc({ status: String(refusal.status) });
+    res.cork(() => writeRefusal(res, refusal, ''));
+  });
+
+  await follower.start();
+  let listenSocket: us_listen_socket;
+  try {
+    listenSocket = await listen(app, config.HOST, config.STREAM_PORT);
+  } catch (err) {
+    await follower.close();
+    throw err;
+  }
+  hub.startHeartbeats();
+  const retentionMs = config.STREAM_RETENTION_HOURS * 3_600_000;
+  const prune = async () => {
+    try {
+      const deleted = await pruneLog(pool, retentionMs);
+      if (deleted) log.info({ deleted }, 'stream: pruned notifications past the retention');
+    } catch (err) {
+      log.warn({ err }, 'stream: pruning the notifications log failed; will retry');
+    }
+  };
+  const pruneTimer = setInterval(() => void prune(), PRUNE_EVERY_MS);
+  pruneTimer.unref();
+
+  let closing: Promise<void> | null = null;
+  return {
+    port: uws.us_socket_local_port(listenSocket as never),
+    follower,
+    hub,
+    close: () =>
+      (closing ??= (async () => {
+        clearInterval(pruneTimer);
+        hub.stopHeartbeats();
+        uws.us_listen_socket_close(listenSocket);
+        await follower.close();
+        for (const ws of [...hub.open] as WebSocket<Connection>[]) hub.close(ws, 'server_shutdown');
+        // Let the close frames go out, then drop whatever is left (peers that never answer).
+        await new Promise((r) => setTimeout(r, 50));
+        // Present in this build, missing from its type definitions: closes every remaining socket.
+        (app as unknown as { close(): void }).close();
+      })()),
+  };
+}

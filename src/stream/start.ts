@@ -1,0 +1,79 @@
+// Builds a stream node from the service's configuration and database: inside `npm start` it
+// shares the gateway's key cache, rate limiter and metrics registry; `npm run stream` builds its
+// own (src/stream/main.ts). The node gets its own small pool so replays after a restart (every
+// client reconnecting at once) never take the gateway's connections.
+import type { Middleware } from 'koa';
+import type { Registry } from 'prom-client';
+import type { Db } from '../../db/connection.ts';
+import { createPool } from '../../db/pool.ts';
+import type { Config } from '../config.ts';
+import { AdmissionGroups } from '../gateway/admissions.ts';
+import { KeyVerifier } from '../gateway/key-verifier.ts';
+import { RateLimiter } from '../gateway/rate-limit.ts';
+import type { Logger } from '../logger.ts';
+import type { AdmissionDeps } from './admission.ts';
+import { buildAsyncApi } from './asyncapi.ts';
+import { StreamMetrics } from './metrics.ts';
+import { startStreamServer, type StreamServer } from './server.ts';
+
+/** Connections of the node's own pool: replays, log reads, and its rate limiter when standalone. */
+const STREAM_POOL_MAX = 8;
+
+export interface StreamNode {
+  server: StreamServer;
+  close(): Promise<void>;
+}
+
+export async function startStreamNode(opts: {
+  config: Config;
+  db: Db;
+  connectionString: string;
+  log: Logger;
+  registry: Registry;
+  /** The gateway's, when running in its process; else the node makes its own. */
+  keys?: AdmissionDeps['keys'];
+  limiter?: AdmissionDeps['limiter'];
+}): Promise<StreamNode> {
+  const { config } = opts;
+  const pool = createPool({
+    connectionString: opts.connectionString,
+    max: STREAM_POOL_MAX,
+    statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS,
+    applicationName: 'stream',
+  });
+  try {
+    const server = await startStreamServer({
+      config,
+      connectionString: opts.connectionString,
+      pool,
+      log: opts.log,
+      metrics: new StreamMetrics(opts.registry),
+      keys: opts.keys ?? new KeyVerifier(opts.db, config.KEY_CACHE_TTL_MS),
+      limiter: opts.limiter ?? new RateLimiter(new AdmissionGroups(pool), pool),
+    });
+    return {
+      server,
+      close: async () => {
+        await server.close();
+        await pool.end();
+      },
+    };
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
+}
+
+/** GET /asyncapi.json for the gateway (mounted after its router, so it only sees unmatched paths). */
+export function asyncApiRoute(): Middleware {
+  const body = JSON.stringify(buildAsyncApi());
+  return async (ctx, next) => {
+    if ((ctx.method === 'GET' || ctx.method === 'HEAD') && ctx.path === '/asyncapi.json') {
+      ctx.state.operationId = 'asyncapi';
+      ctx.type = 'application/json';
+      ctx.body = body;
+      return;
+    }
+    await next();
+  };
+}
