@@ -51,11 +51,16 @@ function longestRun(seats: readonly string[]): number {
   return best;
 }
 
+/** Code-unit order: localeCompare depends on the process locale and ties distinct strings. */
+function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 function offerOrder(a: SnapshotOffer, b: SnapshotOffer): number {
   return (
     a.price - b.price ||
-    (a.row ?? '').localeCompare(b.row ?? '') ||
-    a.ticket_type.localeCompare(b.ticket_type) ||
+    byCodeUnits(a.row ?? '', b.row ?? '') ||
+    byCodeUnits(a.ticket_type, b.ticket_type) ||
     Number(a.restricted_view) - Number(b.restricted_view) ||
     Number(a.accessible) - Number(b.accessible) ||
     Number(a.presale) - Number(b.presale) ||
@@ -100,7 +105,7 @@ export function toSnapshot(response: Pick<ScrapeResponse, 'sections' | 'event_in
     offers.sort(offerOrder);
     sections.push({ name: section.name, currency: section.currency, offers: offers.map(canonical) });
   }
-  sections.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  sections.sort((a, b) => byCodeUnits(a.name, b.name));
   return { starts_at: response.event_info?.starts_at ?? null, sections };
 }
 
