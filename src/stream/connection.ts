@@ -2,7 +2,7 @@
 // HTTP before any WebSocket exists), open (hello, replay, then live), drain and close.
 //
 // Replay without gap or duplicate: the node's follower publishes every committed row up to its
-// cursor, page by page, each page in one tick. A resuming connection reads its account's rows
+// cursor, in order, moving the cursor in the same tick as it publishes. A resuming connection reads its account's rows
 // after last_id up to the cursor it saw, sends them, and repeats until its position has reached
 // the follower's cursor; in that same tick (no await between the check and the subscribe) it
 // subscribes to its account's topic. Rows up to the cursor came from the replay, rows after it
@@ -16,6 +16,7 @@ import { readLog, streamMessage } from '../notifications/log.ts';
 import type { Admitted, UpgradeAdmission } from './admission.ts';
 import type { LogFollower } from './follower.ts';
 import type { StreamHub } from './hub.ts';
+import type { UpgradeAnchor } from './upgrade-anchor.ts';
 import type { StreamMetrics } from './metrics.ts';
 import { helloMessage, liveMessage, type Limits } from './protocol.ts';
 import { STATUS_TEXT, StreamRefusal, type CloseReasonName } from './reasons.ts';
@@ -45,6 +46,7 @@ export interface Connection {
 
 export interface ProtocolDeps {
   admission: UpgradeAdmission;
+  anchor: UpgradeAnchor;
   hub: StreamHub;
   follower: LogFollower;
   pool: Pool;
@@ -83,14 +85,17 @@ export class StreamProtocol {
     this.deps.admission.admit(request).then(
       (result) => {
         if (aborted) return;
-        res.cork(() => {
-          if (result instanceof StreamRefusal) return this.refuse(res, result, id);
+        if (result instanceof StreamRefusal) return void res.cork(() => this.refuse(res, result, id));
+        const upgrade = () => {
+          if (aborted) return;
           res.writeStatus('101 Switching Protocols');
           res.writeHeader('X-Request-Id', id);
           for (const [k, v] of Object.entries(result.headers)) res.writeHeader(k, v);
           // No subprotocols are defined, so none is echoed.
           res.upgrade<Connection>(this.connectionFor(id, result), secKey, '', extensions, context);
-        });
+        };
+        // Not inside res.cork: see upgrade-anchor.ts.
+        this.deps.anchor.run(upgrade, () => res.cork(upgrade));
       },
       (err: unknown) => {
         this.deps.log.error({ err, connection_id: id }, 'stream: upgrade failed');
@@ -101,9 +106,19 @@ export class StreamProtocol {
 
   open(ws: WebSocket<Connection>): void {
     const c = ws.getUserData();
-    const { hub, follower, limits, log } = this.deps;
-    hub.added(ws);
-    log.info({ connection_id: c.id, account_id: c.accountId, key_id: c.keyId, last_id: c.lastId, client: c.clientAddress }, 'stream: connected');
+    this.deps.hub.added(ws);
+    this.deps.log.info({ connection_id: c.id, account_id: c.accountId, key_id: c.keyId, last_id: c.lastId, client: c.clientAddress }, 'stream: connected');
+    // The hello and the replay start on the next tick, outside the upgrade: when the anchor is
+    // down, open runs inside res.cork (see upgrade-anchor.ts), and subscribing there could
+    // make uWS drain other sockets' topic messages mid-cork.
+    setImmediate(() => {
+      if (!c.closed) this.start(ws, c);
+    });
+  }
+
+  /** Hello, then the replay and live. */
+  private start(ws: WebSocket<Connection>, c: Connection): void {
+    const { follower, limits } = this.deps;
     ws.send(
       helloMessage({
         connection_id: c.id,

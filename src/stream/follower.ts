@@ -8,7 +8,7 @@ import type { Pool } from '../../db/pool.ts';
 import type { Logger } from '../logger.ts';
 import { NOTIFICATIONS_CHANNEL, logBounds, readLog, type LogRow } from '../notifications/log.ts';
 
-/** Rows read per query; a busier log is read in several pages, each published in one tick. */
+/** Rows read per query; a busier log is read in several pages. */
 export const FOLLOW_PAGE_ROWS = 1_000;
 
 export interface FollowerOptions {
@@ -17,8 +17,11 @@ export interface FollowerOptions {
   connectionString: string;
   pollMs: number;
   log: Logger;
-  /** Called synchronously with each page, oldest first, before the cursor moves past it. */
-  onRows: (rows: readonly LogRow[]) => void;
+  /**
+   * Publishes rows from `start` (oldest first) within one tick and returns the index of the
+   * first row it left for the next tick; the cursor moves past what it published.
+   */
+  onRows: (rows: readonly LogRow[], start: number) => number;
   /** Longest wait between LISTEN reconnect attempts. */
   maxRetryMs?: number;
 }
@@ -107,9 +110,14 @@ export class LogFollower {
           rows = await readLog(this.opts.pool, { after: this.cursorId, limit: FOLLOW_PAGE_ROWS });
           if (this.closed) return;
           if (rows.length === 0) break;
-          this.opts.onRows(rows);
-          this.cursorId = rows[rows.length - 1]!.id;
-          this.release();
+          for (let i = 0; i < rows.length && !this.closed; ) {
+            i = this.opts.onRows(rows, i);
+            this.cursorId = rows[i - 1]!.id;
+            this.release();
+            // Let uWS drain this tick's messages into the sockets before publishing more.
+            if (i < rows.length) await new Promise((r) => setTimeout(r, 0));
+          }
+          if (this.closed) return;
         } while (rows.length === FOLLOW_PAGE_ROWS);
       } while (this.again && !this.closed);
     } catch (err) {

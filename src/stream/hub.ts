@@ -1,8 +1,8 @@
 // Fan-out on one node: each log row goes to its account's uWS topic (the C++ pub/sub does the
-// per-connection work), heartbeats to a topic every live connection holds. Before each page is
-// published, the live connections of the accounts it touches are checked: one whose unsent
-// buffer passed max_buffered_bytes is closed with 1013 (uWS would otherwise skip it silently,
-// and a skipped message is a lost notification) and resumes from the log.
+// per-connection work), heartbeats to a topic every live connection holds. Before an account's
+// rows are published in a tick, its live connections are checked: one whose unsent buffer
+// passed max_buffered_bytes is closed with 1013 (uWS would otherwise skip it silently, and a
+// skipped message is a lost notification) and resumes from the log.
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import type { Logger } from '../logger.ts';
 import { streamMessage, type LogRow } from '../notifications/log.ts';
@@ -65,22 +65,38 @@ export class StreamHub {
     this.metrics.connections.set(this.open.size);
   }
 
-  /** Publishes one page of the log, oldest first (called by the follower, in one tick). */
-  publish(rows: readonly LogRow[]): void {
-    this.closeSlowConsumers(rows);
+  /**
+   * Publishes rows from `start`, oldest first, until this tick's byte budget (half the buffer
+   * limit) is spent, and returns the index of the first row left for the next tick. uWS only
+   * drains topics into sockets at the end of a loop iteration, so the budget is what bounds the
+   * growth of any one connection's buffer between two slow-consumer checks: checked at or below
+   * the limit, it stays under uWS's hard limit (twice that) with one tick's rows on top.
+   */
+  publish(rows: readonly LogRow[], start = 0): number {
+    const budget = this.opts.maxBufferedBytes / 2;
+    const checked = new Set<number>();
+    let bytes = 0;
     let notifications = 0;
     let watchlist = 0;
-    for (const row of rows) {
-      const topic = accountTopic(row.accountId);
+    let i = start;
+    while (i < rows.length && (i === start || bytes < budget)) {
+      const row = rows[i++]!;
+      if (!checked.has(row.accountId)) {
+        checked.add(row.accountId);
+        this.closeSlowConsumers(row.accountId);
+      }
       const reach = this.live.get(row.accountId)?.size ?? 0;
       if (reach === 0) continue;
-      this.app.publish(topic, JSON.stringify(streamMessage(row)), false, false);
+      const message = JSON.stringify(streamMessage(row));
+      this.app.publish(accountTopic(row.accountId), message, false, false);
+      bytes += message.length;
       if (row.kind === 'notification') notifications += reach;
       else watchlist += reach;
     }
     if (notifications) this.metrics.messages.inc({ type: 'notification' }, notifications);
     if (watchlist) this.metrics.messages.inc({ type: 'watchlist' }, watchlist);
-    this.metrics.cursor.set(rows[rows.length - 1]?.id ?? 0);
+    this.metrics.cursor.set(rows[i - 1]?.id ?? 0);
+    return i;
   }
 
   heartbeat(): void {
@@ -99,30 +115,20 @@ export class StreamHub {
     ws.end(r.code, r.reason);
   }
 
-  /**
-   * Checks the live connections of the accounts in `rows`. Their buffers reflect everything
-   * published before this tick (uWS drains topics at the end of each loop iteration).
-   */
-  private closeSlowConsumers(rows: readonly LogRow[]): void {
-    let previous = -1;
-    const seen = new Set<number>();
-    for (const row of rows) {
-      if (row.accountId === previous || seen.has(row.accountId)) continue;
-      previous = row.accountId;
-      seen.add(row.accountId);
-      const set = this.live.get(row.accountId);
-      if (!set) continue;
-      for (const ws of set) {
-        const buffered = ws.getBufferedAmount();
-        if (buffered <= this.opts.maxBufferedBytes) continue;
-        const c = ws.getUserData();
-        this.log.warn(
-          { connection_id: c.id, account_id: c.accountId, key_id: c.keyId, buffered_bytes: buffered, limit: this.opts.maxBufferedBytes },
-          'stream: slow consumer closed (1013); it resumes from the log',
-        );
-        this.metrics.slowConsumerCloses.inc();
-        this.close(ws, 'slow_consumer');
-      }
+  /** Closes the account's live connections whose buffer passed the limit (it reflects every earlier tick). */
+  private closeSlowConsumers(accountId: number): void {
+    const set = this.live.get(accountId);
+    if (!set) return;
+    for (const ws of set) {
+      const buffered = ws.getBufferedAmount();
+      if (buffered <= this.opts.maxBufferedBytes) continue;
+      const c = ws.getUserData();
+      this.log.warn(
+        { connection_id: c.id, account_id: c.accountId, key_id: c.keyId, buffered_bytes: buffered, limit: this.opts.maxBufferedBytes },
+        'stream: slow consumer closed (1013); it resumes from the log',
+      );
+      this.metrics.slowConsumerCloses.inc();
+      this.close(ws, 'slow_consumer');
     }
   }
 }

@@ -13,6 +13,7 @@ import type { StreamMetrics } from './metrics.ts';
 import { assertNativeUws, uws } from './native-uws.ts';
 import { STREAM_PATH, type Limits } from './protocol.ts';
 import { StreamRefusal } from './reasons.ts';
+import { ANCHOR_PATH, UpgradeAnchor } from './upgrade-anchor.ts';
 
 export type StreamConfig = AdmissionDeps['config'] &
   Pick<
@@ -78,7 +79,7 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
     connectionString: deps.connectionString,
     pollMs: config.STREAM_POLL_MS,
     log,
-    onRows: (rows) => hub.publish(rows),
+    onRows: (rows, start) => hub.publish(rows, start),
   });
   const hub = new StreamHub(
     app,
@@ -86,7 +87,8 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
     metrics,
     log,
   );
-  const protocol = new StreamProtocol({ admission: new UpgradeAdmission({ ...deps, config }), hub, follower, pool, limits, log, metrics });
+  const anchor = new UpgradeAnchor(log);
+  const protocol = new StreamProtocol({ admission: new UpgradeAdmission({ ...deps, config }), anchor, hub, follower, pool, limits, log, metrics });
   const asyncapi = JSON.stringify(buildAsyncApi());
 
   app.ws<Connection>(STREAM_PATH, {
@@ -94,9 +96,9 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
     maxPayloadLength: MAX_CLIENT_MESSAGE_BYTES,
     idleTimeout: IDLE_TIMEOUT_S,
     sendPingsAutomatically: true,
-    // The hub closes a connection past max_buffered_bytes with 1013 before each publish; this
-    // hard limit is the safety net within one page: uWS cuts the connection rather than drop
-    // a message silently.
+    // The hub closes a connection past max_buffered_bytes with 1013 before publishing to it and
+    // publishes at most half that per tick, so this hard limit is never reached in practice; if
+    // it were, uWS cuts the connection (closeOnBackpressureLimit) rather than drop a message.
     maxBackpressure: 2 * limits.max_buffered_bytes,
     closeOnBackpressureLimit: 1,
     upgrade: (res, req, context) => protocol.upgrade(res, req, context),
@@ -105,6 +107,7 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
     close: (ws, code, message) => protocol.close(ws, code, message),
     message: () => {},
   });
+  app.ws(ANCHOR_PATH, anchor.behavior((res) => writeRefusal(res, StreamRefusal.of('not_found'), '')));
   app.get('/asyncapi.json', (res) => {
     res.cork(() => res.writeHeader('Content-Type', 'application/json').end(asyncapi));
   });
@@ -126,6 +129,12 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
     await follower.close();
     throw err;
   }
+  const port = uws.us_socket_local_port(listenSocket as never);
+  try {
+    await anchor.connect(port);
+  } catch (err) {
+    log.warn({ err }, 'stream: upgrade anchor did not connect; upgrades use the corked path');
+  }
   hub.startHeartbeats();
   const retentionMs = config.STREAM_RETENTION_HOURS * 3_600_000;
   const prune = async () => {
@@ -141,7 +150,7 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
 
   let closing: Promise<void> | null = null;
   return {
-    port: uws.us_socket_local_port(listenSocket as never),
+    port,
     follower,
     hub,
     close: () =>
@@ -150,6 +159,7 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
         hub.stopHeartbeats();
         uws.us_listen_socket_close(listenSocket);
         await follower.close();
+        anchor.close();
         for (const ws of [...hub.open] as WebSocket<Connection>[]) hub.close(ws, 'server_shutdown');
         // Let the close frames go out, then drop whatever is left (peers that never answer).
         await new Promise((r) => setTimeout(r, 50));

@@ -75,6 +75,26 @@ describe('stream delivery', () => {
     c.close();
   });
 
+  it('keeps every connection while many open as rows are being published (none cut, all get the rows)', async () => {
+    let writing = true;
+    const writer = (async () => {
+      while (writing) await Promise.all([append(t.db, a.accountId, 2), append(t.db, b.accountId, 1)]);
+    })();
+    const clients = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => connect(t.url, { key: i % 2 ? a.key : b.key, ...(i % 3 === 0 ? { lastId: 0 } : {}) })),
+    );
+    await sleep(100);
+    writing = false;
+    await writer;
+    const last = await append(t.db, a.accountId, 1);
+    const lastB = await append(t.db, b.accountId, 1);
+    for (const [i, c] of clients.entries()) {
+      await c.until((x) => x.ids().includes((i % 2 ? last : lastB)[0]!), 5_000, 'the last row');
+      expect(c.closeInfo).toBeNull();
+      c.close();
+    }
+  });
+
   it('counts connections and messages in its metrics', async () => {
     const c = await connect(t.url, { key: b.key });
     await append(t.db, b.accountId, 1);

@@ -119,6 +119,7 @@ export class Client {
   readonly ws: WebSocket;
   readonly opened: Promise<void>;
   readonly closed: Promise<{ code: number; reason: string }>;
+  closeInfo: { code: number; reason: string } | null = null;
   private waiters: (() => void)[] = [];
 
   constructor(url: string, opts: { key?: string; lastId?: number; headers?: Record<string, string>; query?: string } = {}) {
@@ -137,7 +138,8 @@ export class Client {
       this.messages.push(JSON.parse(data.toString()) as Message);
       for (const w of this.waiters.splice(0)) w();
     });
-    this.ws.on('close', () => {
+    this.ws.on('close', (code, reason) => {
+      this.closeInfo = { code, reason: reason.toString() };
       for (const w of this.waiters.splice(0)) w();
     });
   }
@@ -160,7 +162,7 @@ export class Client {
   async until(check: (c: Client) => boolean, timeoutMs = 5_000, what = 'condition'): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!check(this)) {
-      if (this.ws.readyState === WebSocket.CLOSED) throw new Error(`closed before ${what}; got ${JSON.stringify(this.messages.slice(-3))}`);
+      if (this.ws.readyState === WebSocket.CLOSED) throw new Error(`closed (${JSON.stringify(this.closeInfo)}) before ${what}; got ${JSON.stringify(this.messages.slice(-3))}`);
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`timed out waiting for ${what}; got ${this.messages.length} messages, last ${JSON.stringify(this.messages.slice(-2))}`);
       await new Promise<void>((resolve) => {
