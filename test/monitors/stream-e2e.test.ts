@@ -1,0 +1,124 @@
+// The whole product path with real WebSocket clients: an item created through the Watchlist API,
+// its monitor and the target's poller on Temporal, the simulator's inventory changed through its
+// control API, and the notification delivered by a real stream node to the account's `ws`
+// clients, with watchlist changes, PATCH without reconnecting, delete, and account isolation.
+import { randomUUID } from 'node:crypto';
+import { Registry } from 'prom-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../../src/logger.ts';
+import { STREAM_PATH } from '../../src/stream/protocol.ts';
+import { startStreamNode, type StreamNode } from '../../src/stream/start.ts';
+import { monitorStatusQuery } from '../../workflows/monitor-messages.ts';
+import { monitorWorkflowId } from '../../workflows/watchlist-monitor.ts';
+import { call, testConfig } from '../support/harness.ts';
+import { eventually, useMonitorStack } from '../support/monitor-stack.ts';
+import { putEvent, section } from '../support/scrape-stack.ts';
+import { checkSchemas, connect, sleep, STREAM_ENV, type Client } from '../stream/helpers.ts';
+
+const stack = useMonitorStack({ intervalMs: 300 });
+let node: StreamNode;
+let url: string;
+
+beforeAll(async () => {
+  const config = testConfig({ ...STREAM_ENV, DATABASE_URL: stack.databaseUrl });
+  node = await startStreamNode({ config, db: stack.db, connectionString: stack.databaseUrl, log: createLogger('silent'), registry: new Registry() });
+  url = `ws://127.0.0.1:${node.server.port}${STREAM_PATH}`;
+}, 60_000);
+afterAll(() => node?.close());
+
+const stalls = (stock: number, price = 80) => ({ region: 'fr', sections: [section('Stalls', price, stock)] });
+
+async function newEvent(stock: number, price = 80): Promise<string> {
+  const event = `https://pf03.example/e/ws-${randomUUID().slice(0, 8)}`;
+  await putEvent(stack.sim, 'pf_03', event, stalls(stock, price));
+  return event;
+}
+
+/** Until the monitor has applied config version `minVersion` and, when active, holds a baseline. */
+async function ready(id: number, minVersion = 0): Promise<void> {
+  await eventually(async () => {
+    const s = await stack.client.workflow.getHandle(monitorWorkflowId(id)).query(monitorStatusQuery).catch(() => null);
+    if (!s || s.version < minVersion) return undefined;
+    if (!s.active) return s.joined ? undefined : s;
+    return s.joined && s.baseline !== null ? s : undefined;
+  });
+}
+
+const notifications = (c: Client, itemId: number) => c.rows().filter((m) => m.type === 'notification' && m.item_id === itemId);
+
+describe('monitors to WebSocket clients', () => {
+  it('a simulator change reaches every connection of the account, and only that account', async () => {
+    const acct = await stack.account();
+    const other = await stack.account();
+    const [a1, a2, b] = await Promise.all([connect(url, { key: acct.key }), connect(url, { key: acct.key }), connect(url, { key: other.key })]);
+    const event = await newEvent(2);
+    const created = await call(stack.gateway.url, 'POST', '/watchlist', { key: acct.key, body: { website: 'pf_03', event, region: 'fr' } });
+    expect(created.status).toBe(201);
+    const id = created.body.id as number;
+    // The create itself arrives as a watchlist message, at once.
+    await a1.until((c) => c.rows().some((m) => m.type === 'watchlist' && m.op === 'create' && m.item_id === id), 5_000, 'watchlist create');
+    await ready(id);
+    const changed = performance.now();
+    await putEvent(stack.sim, 'pf_03', event, stalls(5));
+    for (const c of [a1, a2]) await c.until((x) => notifications(x, id).length === 1, 10_000, 'notification');
+    const latencyMs = performance.now() - changed;
+    const [n] = notifications(a1, id);
+    expect(n).toMatchObject({ type: 'notification', item_id: id, change_type: 'stock_increase', platform: 'pf_03', event, region: 'fr', section: 'Stalls', before: { stock: 2 }, after: { stock: 5 } });
+    expect(notifications(a2, id)).toEqual([n]);
+    // One interval (300 ms ± jitter) plus a scrape, an evaluation and the fan-out.
+    expect(latencyMs).toBeLessThan(5_000);
+    await sleep(800);
+    expect(b.rows()).toEqual([]);
+    for (const c of [a1, a2, b]) checkSchemas(c.messages);
+    for (const c of [a1, a2, b]) c.close();
+  });
+
+  it('PATCH of change_type takes effect on an open connection; pause, mute and delete stop delivery', async () => {
+    const acct = await stack.account();
+    const ws = await connect(url, { key: acct.key });
+    const event = await newEvent(2, 100);
+    const created = await call(stack.gateway.url, 'POST', '/watchlist', { key: acct.key, body: { website: 'pf_03', event, region: 'fr' } });
+    const id = created.body.id as number;
+    await ready(id);
+
+    const patch = async (body: Record<string, unknown>) => {
+      const res = await call(stack.gateway.url, 'PATCH', `/watchlist/${id}`, { key: acct.key, body });
+      expect(res.status).toBe(200);
+      const row = await stack.db('watchlist_changes').where({ item_id: id }).max('id as max').first();
+      await ready(id, Number(row?.max));
+    };
+
+    await patch({ change_type: 'price_decrease' });
+    await putEvent(stack.sim, 'pf_03', event, stalls(4, 90));
+    await ws.until((c) => notifications(c, id).length === 1, 10_000, 'price_decrease');
+    expect(notifications(ws, id)[0]).toMatchObject({ change_type: 'price_decrease', before: { min_price: 100 }, after: { min_price: 90 } });
+
+    await patch({ muted_until: new Date(Date.now() + 3_600_000).toISOString() });
+    await putEvent(stack.sim, 'pf_03', event, stalls(4, 70));
+    await sleep(1_500);
+    expect(notifications(ws, id)).toHaveLength(1);
+
+    await patch({ muted_until: null, task_active: false });
+    await putEvent(stack.sim, 'pf_03', event, stalls(4, 60));
+    await sleep(1_500);
+    expect(notifications(ws, id)).toHaveLength(1);
+
+    await patch({ task_active: true });
+    await putEvent(stack.sim, 'pf_03', event, stalls(4, 50));
+    await ws.until((c) => notifications(c, id).length === 2, 10_000, 'after resume');
+    expect(notifications(ws, id)[1]).toMatchObject({ before: { min_price: 60 }, after: { min_price: 50 } });
+
+    expect((await call(stack.gateway.url, 'DELETE', `/watchlist/${id}`, { key: acct.key })).status).toBe(204);
+    await ws.until((c) => c.rows().some((m) => m.type === 'watchlist' && m.op === 'delete' && m.item_id === id), 5_000, 'delete message');
+    await eventually(async () => ((await stack.client.workflow.getHandle(monitorWorkflowId(id)).describe()).status.name === 'COMPLETED' ? true : undefined));
+    await putEvent(stack.sim, 'pf_03', event, stalls(4, 40));
+    await sleep(1_500);
+    expect(notifications(ws, id)).toHaveLength(2);
+    // Every watchlist change of the item came through too, in log order.
+    expect(ws.rows().filter((m) => m.type === 'watchlist').map((m) => m.op)).toEqual(['create', 'update', 'update', 'update', 'update', 'delete']);
+    const ids = ws.ids();
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    checkSchemas(ws.messages);
+    ws.close();
+  });
+});
