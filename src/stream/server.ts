@@ -42,7 +42,7 @@ export interface StreamServer {
   close(): Promise<void>;
 }
 
-/** Messages clients may send are ignored; anything larger than this closes the connection (1009). */
+/** Messages clients may send are ignored; uWS drops a connection that sends a larger one. */
 const MAX_CLIENT_MESSAGE_BYTES = 4_096;
 /** Seconds without traffic from the client (pongs count) before uWS drops it; it pings before. */
 const IDLE_TIMEOUT_S = 120;
