@@ -29,6 +29,8 @@ export interface UpgradeRequest {
 
 export interface Admitted {
   principal: Principal;
+  /** The key as sent: kept in memory only, to check it again while the connection lasts. */
+  key: string;
   clientAddress: string;
   /** Resume position, or null for "from now on". */
   lastId: number | null;
@@ -102,7 +104,7 @@ export class UpgradeAdmission {
     if (!decision.allowed) return StreamRefusal.of('rate_limited', `more than ${decision.limit} requests in the current minute`, headers);
 
     const raw = single(params, 'last_id') ?? (req.lastEventIdHeader || null);
-    if (raw === null) return { principal, clientAddress: address, lastId: null, resumeGap: false, mustReach: 0, headers };
+    if (raw === null) return { principal, key, clientAddress: address, lastId: null, resumeGap: false, mustReach: 0, headers };
     if (raw === 'repeated' || !LAST_ID.test(raw) || !Number.isSafeInteger(Number(raw))) {
       return StreamRefusal.of('invalid_parameter', 'last_id must be a non-negative integer: the id of the last message received', headers);
     }
@@ -124,7 +126,7 @@ export class UpgradeAdmission {
     // (rolled-back or duplicate inserts) can make this say "maybe" when nothing was lost; the
     // client then reloads its state once, which is harmless.
     const resumeGap = bounds.oldest !== null ? lastId < bounds.oldest - 1 : lastId < bounds.lastAllocated;
-    return { principal, clientAddress: address, lastId, resumeGap, mustReach: bounds.head ?? 0, headers };
+    return { principal, key, clientAddress: address, lastId, resumeGap, mustReach: bounds.head ?? 0, headers };
   }
 
   private async refuseUnauthenticated(address: string, code: 'unauthenticated' | 'invalid_credentials'): Promise<StreamRefusal> {

@@ -31,6 +31,8 @@ export interface Connection {
   id: string;
   accountId: number;
   keyId: string;
+  /** Never logged; see key-recheck.ts. */
+  key: string;
   clientAddress: string;
   lastId: number | null;
   resumeGap: boolean;
@@ -163,6 +165,7 @@ export class StreamProtocol {
       id,
       accountId: a.principal.accountId,
       keyId: a.principal.keyId,
+      key: a.key,
       clientAddress: a.clientAddress,
       lastId: a.lastId,
       resumeGap: a.resumeGap,

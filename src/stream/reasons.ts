@@ -62,6 +62,11 @@ export const CLOSE_REASONS = {
     reason: 'replay_limit',
     description: 'try again later: max_replay_rows were replayed on this connection; reconnect at once with the last id received to get the rest',
   },
+  key_rejected: {
+    code: 1008,
+    reason: 'key_rejected',
+    description: 'policy violation: the key was revoked, expired or lost the stream API while connected; do not reconnect with it',
+  },
   log_unavailable: {
     code: 1011,
     reason: 'log_unavailable',

@@ -8,6 +8,7 @@ import { UpgradeAdmission, type AdmissionDeps } from './admission.ts';
 import { buildAsyncApi } from './asyncapi.ts';
 import { StreamProtocol, writeRefusal, type Connection } from './connection.ts';
 import { LogFollower } from './follower.ts';
+import { startKeyRecheck } from './key-recheck.ts';
 import { StreamHub } from './hub.ts';
 import type { StreamMetrics } from './metrics.ts';
 import { assertNativeUws, uws } from './native-uws.ts';
@@ -32,6 +33,8 @@ export interface StreamDeps extends Omit<AdmissionDeps, 'config'> {
   /** For the follower's LISTEN connection. */
   connectionString: string;
   metrics: StreamMetrics;
+  /** How often the keys of open connections are verified again (default 30 s). */
+  keyRecheckMs?: number;
 }
 
 export interface StreamServer {
@@ -46,6 +49,7 @@ export interface StreamServer {
 const MAX_CLIENT_MESSAGE_BYTES = 4_096;
 /** Seconds without traffic from the client (pongs count) before uWS drops it; it pings before. */
 const IDLE_TIMEOUT_S = 120;
+const KEY_RECHECK_MS = 30_000;
 /** How often a node deletes rows past the retention (every node may; deletes are idempotent). */
 const PRUNE_EVERY_MS = 60 * 60_000;
 
@@ -136,6 +140,7 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
     log.warn({ err }, 'stream: upgrade anchor did not connect; upgrades use the corked path');
   }
   hub.startHeartbeats();
+  const stopKeyRecheck = startKeyRecheck(hub, deps.keys, log, deps.keyRecheckMs ?? KEY_RECHECK_MS);
   const retentionMs = config.STREAM_RETENTION_HOURS * 3_600_000;
   const prune = async () => {
     try {
@@ -156,6 +161,7 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
     close: () =>
       (closing ??= (async () => {
         clearInterval(pruneTimer);
+        stopKeyRecheck();
         hub.stopHeartbeats();
         uws.us_listen_socket_close(listenSocket);
         await follower.close();

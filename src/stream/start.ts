@@ -33,6 +33,7 @@ export async function startStreamNode(opts: {
   /** The gateway's, when running in its process; else the node makes its own. */
   keys?: AdmissionDeps['keys'];
   limiter?: AdmissionDeps['limiter'];
+  keyRecheckMs?: number;
 }): Promise<StreamNode> {
   const { config } = opts;
   const pool = createPool({
@@ -50,6 +51,7 @@ export async function startStreamNode(opts: {
       metrics: new StreamMetrics(opts.registry),
       keys: opts.keys ?? new KeyVerifier(opts.db, config.KEY_CACHE_TTL_MS),
       limiter: opts.limiter ?? new RateLimiter(new AdmissionGroups(pool), pool),
+      keyRecheckMs: opts.keyRecheckMs,
     });
     return {
       server,

@@ -6,7 +6,7 @@ import { KeyVerifier } from '../../src/gateway/key-verifier.ts';
 import { STREAM_PATH } from '../../src/stream/protocol.ts';
 import { newAccount, type TestAccount } from '../support/harness.ts';
 import { unreachableDb } from '../support/gateway-helpers.ts';
-import { append, connect, randomAddress, refusal, startNode, type TestNode } from './helpers.ts';
+import { append, connect, randomAddress, refusal, sleep, startNode, type TestNode } from './helpers.ts';
 
 function envelope(r: { body: { error?: { code?: unknown; message?: unknown } } }): string | undefined {
   const e = r.body?.error;
@@ -124,6 +124,27 @@ describe('stream upgrade refusals', () => {
     const ahead = await refusal(`${t.url}?last_id=${id! + 1000}`, { apikey: a.key });
     expect([ahead.status, envelope(ahead)]).toEqual([400, 'invalid_parameter']);
     expect(ahead.body.error.message).toMatch(/ahead of the log/);
+  });
+
+  it('closes the connections of a key revoked while connected (1008 key_rejected), and only those', async () => {
+    const checking = await startNode({ db: t.db, keyRecheckMs: 300 });
+    try {
+      const doomed = await newAccount(t.db);
+      const kept = await newAccount(t.db);
+      const c1 = await connect(checking.url, { key: doomed.key });
+      const c2 = await connect(checking.url, { key: doomed.key });
+      const other = await connect(checking.url, { key: kept.key });
+      await t.db('api_keys').where({ id: doomed.keyId }).update({ revoked_at: new Date() });
+      expect(await c1.closed).toEqual({ code: 1008, reason: 'key_rejected' });
+      expect(await c2.closed).toEqual({ code: 1008, reason: 'key_rejected' });
+      await sleep(700);
+      expect(other.closeInfo).toBeNull();
+      const r = await refusal(checking.url, { apikey: doomed.key });
+      expect(r.status).toBe(401);
+      other.close();
+    } finally {
+      await checking.close();
+    }
   });
 
   it('404 not_found for other paths, 426 upgrade_required for a plain request to the stream path', async () => {

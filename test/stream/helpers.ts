@@ -53,14 +53,14 @@ export interface TestNode {
 }
 
 export async function startNode(
-  opts: { env?: Record<string, string>; db?: Db; keys?: AdmissionDeps['keys']; port?: number } = {},
+  opts: { env?: Record<string, string>; db?: Db; keys?: AdmissionDeps['keys']; port?: number; keyRecheckMs?: number } = {},
 ): Promise<TestNode> {
   const config = testConfig({ ...STREAM_ENV, ...(opts.port ? { STREAM_PORT: String(opts.port) } : {}), ...opts.env });
   const db = opts.db ?? createDb({ connectionString: config.DATABASE_URL!, poolMax: 4 });
   const logs = new LogLines();
   const log: Logger = createLogger('info', logs.stream());
   const registry = new Registry();
-  const node = await startStreamNode({ config, db, connectionString: config.DATABASE_URL!, log, registry, keys: opts.keys });
+  const node = await startStreamNode({ config, db, connectionString: config.DATABASE_URL!, log, registry, keys: opts.keys, keyRecheckMs: opts.keyRecheckMs });
   const port = node.server.port;
   return {
     node,
