@@ -9,6 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { createDb } from '../db/connection.ts';
 import { ensureDemoAccount } from '../src/accounts/demo.ts';
 import { PROJECT_ROOT, call, databaseUrl, runTs } from './support/harness.ts';
@@ -138,6 +139,7 @@ describe('npm start on embedded defaults', () => {
       TEMPORAL_PORT: String(ports.temporal),
       TEMPORAL_UI_PORT: String(ports.temporalUi),
       SIM_PORT: String(await freePort()),
+      STREAM_PORT: String(await freePort()),
     });
   });
 
@@ -202,10 +204,19 @@ describe('npm start on embedded defaults', () => {
     expect(usage.status, usage.text).toBe(200);
     expect(usage.body).toMatchObject({ status: 'active', usage_status: 'ok' });
 
+    // The stream on the gateway's port (forwarded to the uWS node): the item's creation arrives.
+    const stream = new WebSocket(`${base().replace('http:', 'ws:')}/svc/notifications/subscribe`, { headers: { apikey: demoKey } });
+    const received: { type: string; op?: string; item_id?: number }[] = [];
+    stream.on('message', (m) => received.push(JSON.parse(m.toString())));
+    await new Promise((resolve, reject) => stream.once('open', resolve).once('error', reject));
+    expect(await waitUntil(async () => received.some((m) => m.type === 'live'), 5_000)).toBe(true);
+
     const created = await call(base(), 'POST', '/watchlist', { key: demoKey, body: { website: 'pf_05', event: '424242', region: 'it' } });
     expect(created.status, created.text).toBe(201);
     itemId = created.body.id;
     expect(itemId).toBeGreaterThan(0);
+    expect(await waitUntil(async () => received.some((m) => m.type === 'watchlist' && m.op === 'create' && m.item_id === itemId), 5_000)).toBe(true);
+    stream.close();
 
     // Live Availability end to end on the embedded parts: the gateway, a scrapeEvent run on the
     // in-process worker, and the simulator's demo event for pf_03.
@@ -400,6 +411,7 @@ describe('npm start interrupted during its first start-up', () => {
       TEMPORAL_PORT: String(await freePort()),
       TEMPORAL_UI_PORT: String(await freePort()),
       SIM_PORT: String(await freePort()),
+      STREAM_PORT: String(await freePort()),
     });
     const services: Service[] = [];
     try {
@@ -456,6 +468,7 @@ describe('npm start with DATABASE_URL and TEMPORAL_ADDRESS', () => {
           SCRAPE_TASK_QUEUE: uniqueTaskQueue('start-scrapes'),
           MONITOR_TASK_QUEUE: uniqueTaskQueue('start-monitors'),
           SIM_PORT: String(await freePort()),
+          STREAM_PORT: String(await freePort()),
         });
         const svc = new Service(env);
         try {
