@@ -66,18 +66,50 @@ export function treeCpuSeconds(pid: number): number {
   return cpuSeconds(pid, true) + childrenOf(pid).reduce((s, c) => s + cpuSeconds(c), 0);
 }
 
-export function treeRssMiB(pid: number): number {
-  return rssMiB(pid) + childrenOf(pid).reduce((s, c) => s + rssMiB(c), 0);
+/** Proportional set size in MiB: shared pages split between their users (PostgreSQL's shared buffers). */
+export function pssMiB(pid: number): number {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    return Number(/^Pss:\s+(\d+)/m.exec(text)?.[1] ?? 0) / 1024;
+  } catch {
+    return rssMiB(pid);
+  }
 }
 
-/** Machine-wide CPU seconds: busy (all but idle and iowait) and total, summed over cores. */
-export function machineCpu(): { busy: number; total: number } {
+/** PSS of a process and its children, so shared memory is counted once. */
+export function treePssMiB(pid: number): number {
+  return pssMiB(pid) + childrenOf(pid).reduce((s, c) => s + pssMiB(c), 0);
+}
+
+/**
+ * Machine-wide CPU seconds, summed over cores: busy (work done in this VM), steal (taken by the
+ * hypervisor: not ours to explain) and total.
+ */
+export function machineCpu(): { busy: number; steal: number; total: number } {
   const line = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!;
   const v = line.trim().split(/\s+/).slice(1).map(Number);
   // user nice system idle iowait irq softirq steal (guest is already counted in user)
   const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = v;
-  const busy = user + nice + system + irq + softirq + steal;
-  return { busy: busy / ticksPerSecond, total: (busy + idle + iowait) / ticksPerSecond };
+  const busy = user + nice + system + irq + softirq;
+  return { busy: busy / ticksPerSecond, steal: steal / ticksPerSecond, total: (busy + steal + idle + iowait) / ticksPerSecond };
+}
+
+/** CPU seconds of every process now, by pid (with a short name), to find who else was busy. */
+export function allProcesses(): Map<number, { name: string; cpu: number }> {
+  const out = new Map<number, { name: string; cpu: number }>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const pid = Number(entry);
+    const cpu = cpuSeconds(pid);
+    let name = '';
+    try {
+      name = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+    } catch {
+      continue;
+    }
+    out.set(pid, { name: name.length > 70 ? `${name.slice(0, 70)}...` : name, cpu });
+  }
+  return out;
 }
 
 export interface Watched {
@@ -89,20 +121,24 @@ export interface Watched {
 export interface CpuReading {
   at: number;
   cpu: Record<string, number>;
-  machine: { busy: number; total: number };
+  machine: { busy: number; steal: number; total: number };
+  processes: Map<number, { name: string; cpu: number }>;
 }
 
 export function readCpu(watched: readonly Watched[]): CpuReading {
-  return { at: performance.now(), cpu: Object.fromEntries(watched.map((w) => [w.name, w.cpu()])), machine: machineCpu() };
+  return { at: performance.now(), cpu: Object.fromEntries(watched.map((w) => [w.name, w.cpu()])), machine: machineCpu(), processes: allProcesses() };
 }
 
 export interface CpuWindow {
   seconds: number;
   /** Percent of one core, per watched process. */
   percent: Record<string, number>;
-  /** Percent of one core used by the whole machine, and the machine's cores. */
+  /** Percent of one core used by the whole machine (steal apart), and the machine's cores. */
   machinePercent: number;
+  stealPercent: number;
   cores: number;
+  /** The busiest processes in between, by percent of one core (`exclude`: pids already accounted for). */
+  others(exclude: (pid: number) => boolean, n?: number): { name: string; percent: number }[];
 }
 
 export function cpuBetween(a: CpuReading, b: CpuReading): CpuWindow {
@@ -111,5 +147,20 @@ export function cpuBetween(a: CpuReading, b: CpuReading): CpuWindow {
   for (const k of Object.keys(b.cpu)) percent[k] = (100 * (b.cpu[k]! - (a.cpu[k] ?? 0))) / seconds;
   const total = b.machine.total - a.machine.total;
   const cores = total > 0 ? Math.round(total / seconds) : 1;
-  return { seconds, percent, machinePercent: total > 0 ? (100 * cores * (b.machine.busy - a.machine.busy)) / total : 0, cores };
+  const share = (x: number) => (total > 0 ? (100 * cores * x) / total : 0);
+  return {
+    seconds,
+    percent,
+    machinePercent: share(b.machine.busy - a.machine.busy),
+    stealPercent: share(b.machine.steal - a.machine.steal),
+    cores,
+    others: (exclude, n = 3) =>
+      [...b.processes.entries()]
+        .filter(([pid]) => !exclude(pid))
+        // A process that started in between counts from zero.
+        .map(([pid, p]) => ({ name: p.name, percent: (100 * (p.cpu - (a.processes.get(pid)?.cpu ?? 0))) / seconds }))
+        .filter((p) => p.percent >= 1)
+        .sort((x, y) => y.percent - x.percent)
+        .slice(0, n),
+  };
 }
