@@ -28,6 +28,8 @@ wss.on('connection', (ws, req) => {
 });
 await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
 const accounts = (process.env.BENCH_ACCOUNTS ?? '').split(',').map(Number);
+let sample: WebSocket[] = [];
+setInterval(() => (sample = [...wss.clients].filter((_, i) => i % 97 === 0).slice(0, 128)), 1_000).unref();
 const source = new Source(
   (rows, start) => {
     for (let i = start; i < rows.length; i++) {
@@ -39,6 +41,7 @@ const source = new Source(
     }
     return rows.length;
   },
+  () => sample.reduce((max, ws) => Math.max(max, ws.bufferedAmount), 0),
   accounts,
   Number(process.env.BENCH_PAD ?? 0),
 );

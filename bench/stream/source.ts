@@ -9,6 +9,16 @@ import { nowMs } from './measure.ts';
 /** Publishes rows from `start` and returns the index of the first row not yet published. */
 export type FanOut = (rows: readonly LogRow[], start: number) => number;
 
+/** Bytes waiting to be sent on a sample of the server's connections (the largest). */
+export type Backlog = () => number;
+
+/**
+ * Saturation is closed-loop: a new batch is published only while the sampled connections hold
+ * less than this unsent. Without it the fastest publisher wins by queueing (the `ws` server's
+ * queues grow without bound; ours would close clients as slow consumers), not by delivering.
+ */
+const SATURATION_BACKLOG_BYTES = 64 * 1024;
+
 export class Source {
   private nextId = 1;
   private next = 0;
@@ -18,6 +28,7 @@ export class Source {
 
   constructor(
     private readonly fanout: FanOut,
+    private readonly backlog: Backlog,
     private readonly accounts: readonly number[],
     private readonly padBytes = 0,
   ) {}
@@ -58,31 +69,43 @@ export class Source {
     this.published += n;
   }
 
-  /** As fast as the event loop goes: `rowsPerTick` rows every turn of the loop. */
+  /** As fast as the server delivers: `rowsPerTick` rows every turn of the loop while its connections keep up. */
   saturate(rowsPerTick: number): void {
     this.stop();
     this.running = true;
     const tick = async () => {
       if (!this.running) return;
+      if (this.backlog() > SATURATION_BACKLOG_BYTES) {
+        setTimeout(() => void tick(), 1);
+        return;
+      }
       await this.publish(rowsPerTick);
       setImmediate(() => void tick());
     };
     void tick();
   }
 
-  /** A fixed rate, published every 5 ms. */
+  /**
+   * A fixed rate, published every 5 ms. Like the log follower, one batch at a time: rows that
+   * come due while a batch is still being published wait for it (and are counted as late by
+   * their timestamp), instead of piling up as concurrent batches in memory.
+   */
   rate(rowsPerSecond: number): void {
     this.stop();
     this.running = true;
     let owed = 0;
+    let busy = false;
     let last = performance.now();
     this.timer = setInterval(() => {
       const now = performance.now();
       owed += ((now - last) / 1000) * rowsPerSecond;
       last = now;
+      if (busy) return;
       const n = Math.floor(owed);
       owed -= n;
-      if (n > 0) void this.publish(n);
+      if (n === 0) return;
+      busy = true;
+      void this.publish(n).finally(() => (busy = false));
     }, 5);
   }
 
