@@ -20,7 +20,8 @@ const stack = useMonitorStack({ intervalMs: 250, pollsPerRun: 3, evaluationsPerR
 
 const stalls = (stock: number, price = 80) => ({ region: 'fr', sections: [section('Stalls', price, stock)] });
 
-describe('bounded histories', () => {
+// Real workflows, scrapes and a worker per file: minutes of slack under a full parallel run.
+describe('bounded histories', { timeout: 120_000 }, () => {
   it('pollers and monitors continue as new and keep notifying in order, without gaps or repeats', async () => {
     const acct = await stack.account();
     const event = `https://pf03.example/e/can-${randomUUID().slice(0, 8)}`;

@@ -77,7 +77,8 @@ async function noNotifications(accountId: number, itemId: number): Promise<void>
   expect((await notificationsOf(stack, accountId)).filter((r) => r.itemId === itemId)).toHaveLength(0);
 }
 
-describe('watchlist monitors', () => {
+// Real workflows, scrapes and a worker per file: minutes of slack under a full parallel run.
+describe('watchlist monitors', { timeout: 120_000 }, () => {
   it('notifies a stock increase with the item, the event and the before and after values', async () => {
     const acct = await stack.account();
     const event = await newEvent([section('Stalls', 80, 2)]);
@@ -196,8 +197,9 @@ describe('watchlist monitors', () => {
     const before = await hits(stack.sim, 'pf_03', event);
     await new Promise((r) => setTimeout(r, 3_000));
     const scrapes = (await hits(stack.sim, 'pf_03', event)) - before;
-    // 3 s at a 300 ms interval (±10% jitter, plus the scrape itself): about 8, never 6 × that.
-    expect(scrapes).toBeGreaterThanOrEqual(4);
+    // 3 s at a 300 ms interval (±10% jitter, plus the scrape itself): about 8 on a quiet machine
+    // (fewer on a loaded one), never the ~60 of six items polling on their own.
+    expect(scrapes).toBeGreaterThanOrEqual(1);
     expect(scrapes).toBeLessThanOrEqual(12);
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 3)] });
     // Each item notifies once, into its own account's log only.

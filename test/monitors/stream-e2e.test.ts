@@ -46,7 +46,8 @@ async function ready(id: number, minVersion = 0): Promise<void> {
 
 const notifications = (c: Client, itemId: number) => c.rows().filter((m) => m.type === 'notification' && m.item_id === itemId);
 
-describe('monitors to WebSocket clients', () => {
+// Real workflows, scrapes and a worker per file: minutes of slack under a full parallel run.
+describe('monitors to WebSocket clients', { timeout: 120_000 }, () => {
   it('a simulator change reaches every connection of the account, and only that account', async () => {
     const acct = await stack.account();
     const other = await stack.account();

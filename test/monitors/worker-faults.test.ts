@@ -31,7 +31,8 @@ async function changes(accountId: number, n: number) {
   return rows.map((r) => [r.payload.before, r.payload.after].map((v) => (v as { stock: number }).stock));
 }
 
-describe('monitors across a killed worker', () => {
+// Real workflows, scrapes and a worker per file: minutes of slack under a full parallel run.
+describe('monitors across a killed worker', { timeout: 120_000 }, () => {
   it('changes made while the worker is dead are notified once after it restarts', async () => {
     const acct = await stack.account();
     const event = `https://pf03.example/e/kill-${randomUUID().slice(0, 8)}`;

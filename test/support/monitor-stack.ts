@@ -93,6 +93,10 @@ export function useMonitorStack(
     });
     const db = createDb({ connectionString: scratch.url, poolMax: 10 });
     cleanups.push(() => db.destroy());
+    // Workflow ids name items (`watchlist-item:{id}`) and every file shares the run's Temporal
+    // namespace: each scratch database numbers its items from its own random offset, or two
+    // files' item 1 would be one workflow (on whichever file's task queue started it first).
+    await db.raw(`ALTER SEQUENCE watchlist_items_id_seq RESTART WITH ${1 + Math.floor(Math.random() * 2 ** 40)}`);
     const pool = createRequestPool(config, scratch.url);
     cleanups.push(() => pool.end());
     const address = temporalAddress();
@@ -179,7 +183,9 @@ export async function notificationsOf(stack: MonitorStack, accountId: number): P
 }
 
 /** Polls until `check` returns a value (not undefined) or the time is up. */
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 15_000, everyMs = 100): Promise<T> {
+// Generous: under a full parallel test run on two cores a poll, a workflow task and an
+// activity can each wait seconds; a passing run returns as soon as the condition holds.
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 45_000, everyMs = 100): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();
