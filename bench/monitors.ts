@@ -127,15 +127,13 @@ interface Account {
 
 const progress = (msg: string) => process.stderr.write(`${msg}\n`);
 
-/** A status query, given up (null) after QUERY_TIMEOUT_MS or on any error. */
-async function bounded<T>(query: Promise<T>): Promise<T | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<null>((r) => (timer = setTimeout(() => r(null), QUERY_TIMEOUT_MS)));
-  try {
-    return await Promise.race([query.catch(() => null), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+/**
+ * A status query with a gRPC deadline: null when the worker does not answer in QUERY_TIMEOUT_MS
+ * or on any error. The call itself ends at the deadline (never left retrying in the background
+ * after the connection is closed).
+ */
+function bounded<T>(client: Client, query: () => Promise<T>): Promise<T | null> {
+  return client.withDeadline(Date.now() + QUERY_TIMEOUT_MS, query).catch(() => null);
 }
 
 function sectionsFor(i: number): Section[] {
@@ -194,6 +192,12 @@ for (const [signal, code] of [
     void cleanup().finally(() => process.exit(code));
   });
 }
+// A stray error (a late gRPC retry after a close, say) must not cut the cleanup short.
+process.on('uncaughtException', (err) => {
+  progress(`uncaught: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+  process.exitCode = 1;
+  void cleanup().finally(() => process.exit(1));
+});
 function checkInterrupted(): void {
   if (interrupted) throw new Error('interrupted');
 }
@@ -434,7 +438,7 @@ async function main() {
   const pollerRound = async () => {
     const round = { subscribers: 0, withSnapshot: 0, unreachable: 0 };
     await inParallel(targets, 2 * CONCURRENCY, async (t) => {
-      const s: PollerStatus | null = await bounded(client.workflow.getHandle(pollerWorkflowId(t.ref)).query(pollerStatusQuery));
+      const s: PollerStatus | null = await bounded(client, () => client.workflow.getHandle(pollerWorkflowId(t.ref)).query(pollerStatusQuery));
       if (!s) {
         round.unreachable++;
         return;
@@ -477,7 +481,7 @@ async function main() {
     while (pending.length && performance.now() < deadline) {
       const still: number[] = [];
       await inParallel(pending, CONCURRENCY, async (id) => {
-        const s: MonitorStatus | null = await bounded(status(id));
+        const s: MonitorStatus | null = await bounded(client, () => status(id));
         if (!(s && s.joined && s.baseline !== null)) still.push(id);
       });
       pending = still;
@@ -520,15 +524,20 @@ async function main() {
     const rssMax: Record<string, number> = {};
     const end = performance.now() + ms;
     let printed = performance.now();
+    let sampled = 0;
     while (performance.now() < end) {
       checkInterrupted();
       await sleep(Math.min(1_000, Math.max(0, end - performance.now())));
-      for (const w of watched) rssMax[w.name] = Math.max(rssMax[w.name] ?? 0, w.rss());
+      // Memory every few seconds: reading PostgreSQL's smaps is not free.
+      if (performance.now() - sampled >= 3_000) {
+        sampled = performance.now();
+        for (const w of watched) rssMax[w.name] = Math.max(rssMax[w.name] ?? 0, w.rss());
+      }
       if (performance.now() - printed >= 5_000 && performance.now() < end - 1_000) {
         printed = performance.now();
         const elapsed = (printed - cpu0.at) / 1000;
         const [hits, b, head, busy] = await Promise.all([simHits(sim), backlogs(), logHead(), sessions()]);
-        const c = cpuBetween(cpu0, readCpu(watched));
+        const c = cpuBetween(cpu0, readCpu(watched, false));
         progress(
           `  ${elapsed.toFixed(0)} s: ${((hits - hits0) / elapsed).toFixed(1)} scrapes/s, ${head - head0} log rows, ` +
             `CPU ${Object.values(c.percent).map((p) => p.toFixed(0)).join('/')} % (machine ${c.machinePercent.toFixed(0)} % of ${c.cores * 100}), ${b.text}${during()}; db sessions: ${busy}; event loop delay max ${fmtMs(loopDelay.max / 1e6)}`,
@@ -536,6 +545,7 @@ async function main() {
       }
     }
     const cpu1 = readCpu(watched);
+    for (const w of watched) rssMax[w.name] = Math.max(rssMax[w.name] ?? 0, w.rss());
     const loop = readLoopDelay();
     const [hits1, head1, b] = await Promise.all([simHits(sim), logHead(), backlogs()]);
     const notes = await notificationsBetween(head0, head1);
@@ -848,7 +858,7 @@ async function main() {
   let pollsTotal = 0;
   let pollersSilent = 0;
   await inParallel(withItems, 2 * CONCURRENCY, async (t) => {
-    const s = await bounded(client.workflow.getHandle(pollerWorkflowId(t.ref)).query(pollerStatusQuery));
+    const s = await bounded(client, () => client.workflow.getHandle(pollerWorkflowId(t.ref)).query(pollerStatusQuery));
     if (!s) pollersSilent++;
     if (s?.lastError) pollerErrors.push(`${t.url}: ${s.lastError}`);
     pollsTotal += s?.polls ?? 0;
@@ -903,7 +913,7 @@ async function main() {
     `| whole machine (of ${quiet.cpu.cores * 100} %) | ${fmt1(createCpu.machinePercent)} | ${fmt1(quiet.cpu.machinePercent)} | ${fmt1(churnWindow.cpu.machinePercent)} | |`,
     `| machine minus the above (other work on the machine) | ${fmt1(createCpu.machinePercent - ours(createCpu))} | ${fmt1(quiet.cpu.machinePercent - ours(quiet.cpu))} | ${fmt1(churnWindow.cpu.machinePercent - ours(churnWindow.cpu))} | |`,
     `| CPU taken by the hypervisor (steal), not in the above | ${fmt1(createCpu.stealPercent)} | ${fmt1(quiet.cpu.stealPercent)} | ${fmt1(churnWindow.cpu.stealPercent)} | |`,
-    `| busiest other processes | ${othersText(createCpu)} | ${othersText(quiet.cpu)} | ${othersText(churnWindow.cpu)} | |`,
+    `| busiest other processes (running at the end of the phase) | ${othersText(createCpu)} | ${othersText(quiet.cpu)} | ${othersText(churnWindow.cpu)} | |`,
     `| this process's event loop delay p50 / p99 / max | ${loopText(createLoop)} | ${loopText(quiet.loop)} | ${loopText(churnWindow.loop)} | |`,
   );
   out.push('');

@@ -104,6 +104,8 @@ export function allProcesses(): Map<number, { name: string; cpu: number }> {
     let name = '';
     try {
       name = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim();
+      // Kernel threads have no command line.
+      if (!name) name = `[${fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim()}]`;
     } catch {
       continue;
     }
@@ -125,8 +127,14 @@ export interface CpuReading {
   processes: Map<number, { name: string; cpu: number }>;
 }
 
-export function readCpu(watched: readonly Watched[]): CpuReading {
-  return { at: performance.now(), cpu: Object.fromEntries(watched.map((w) => [w.name, w.cpu()])), machine: machineCpu(), processes: allProcesses() };
+/** `withProcesses`: also every process's CPU (a scan of /proc: for window boundaries, not progress lines). */
+export function readCpu(watched: readonly Watched[], withProcesses = true): CpuReading {
+  return {
+    at: performance.now(),
+    cpu: Object.fromEntries(watched.map((w) => [w.name, w.cpu()])),
+    machine: machineCpu(),
+    processes: withProcesses ? allProcesses() : new Map(),
+  };
 }
 
 export interface CpuWindow {
