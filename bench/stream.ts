@@ -13,7 +13,7 @@
 // BENCH_DURATION (10 s per run), BENCH_ROWS_PER_TICK (100,1000: saturation levels, rows published
 // per event-loop turn), BENCH_RATE (rows/s of the fixed-rate
 // runs; default half the ws server's saturation), BENCH_E2E_RATE (500 rows/s),
-// BENCH_STALL_CONNECTIONS (500), BENCH_STALL_DURATION (40 s), BENCH_PIN (1: taskset pinning);
+// BENCH_STALL_CONNECTIONS (400), BENCH_STALL_DURATION (40 s), BENCH_PIN (1: taskset pinning);
 // BENCH_SERVERS (ws,uws), BENCH_E2E (1), BENCH_STALL (1) to run parts only; BENCH_DEBUG=1 shows
 // the servers' warnings, BENCH_PROF=1 writes a CPU profile of our node to /tmp/prof.
 // Open files: each server holds BENCH_CONNECTIONS sockets; run as root the script raises every
@@ -36,7 +36,7 @@ const CLIENTS = env('BENCH_CLIENTS', 3);
 const DURATION = env('BENCH_DURATION', 10);
 const ROWS_PER_TICK = (process.env.BENCH_ROWS_PER_TICK ?? '100,1000').split(',').filter(Boolean).map(Number);
 const E2E_RATE = env('BENCH_E2E_RATE', 500);
-const STALL_CONNECTIONS = env('BENCH_STALL_CONNECTIONS', 500);
+const STALL_CONNECTIONS = env('BENCH_STALL_CONNECTIONS', 400);
 const STALL_DURATION = env('BENCH_STALL_DURATION', 40);
 const SERVERS = (process.env.BENCH_SERVERS ?? 'ws,uws').split(',');
 const E2E = env('BENCH_E2E', 1) === 1;
@@ -163,7 +163,7 @@ interface Window {
   p99: number;
   serverCpu: number;
   clientCpu: number;
-  cores: number[];
+  cores: { busy: number; soft: number }[];
   closes: number;
   stats: ServerStats;
 }
@@ -218,6 +218,8 @@ async function run(server: Server, phase: ServerCommand, seconds: number, client
   return w;
 }
 
+/** "100% (softirq 30%) / 95% (12%)": each core busy, and the kernel's network share of it. */
+const coreText = (w: Window) => w.cores.map((c) => `${c.busy}% (softirq ${c.soft}%)`).join(' / ');
 const bestOf = (r: { sat: Window[] }) => Math.max(...r.sat.map((w) => w.deliveredPerSec));
 const ms = (v: number) => (Number.isNaN(v) ? '-' : v < 10 ? v.toFixed(2) : v.toFixed(1));
 const n = (v: number) => v.toLocaleString('en-US');
@@ -260,7 +262,7 @@ async function main(): Promise<void> {
       for (const rowsPerTick of ROWS_PER_TICK) {
         log(`${name}: saturation, ${n(rowsPerTick)} rows per loop turn (${n(rowsPerTick * perAccount)} deliveries), ${DURATION} s`);
         const w = await run(server, { cmd: 'saturate', rowsPerTick }, DURATION, clients.procs);
-        log(`${name}: ${n(w.deliveredPerSec)} messages/s, p99 ${ms(w.p99)} ms, server CPU ${w.serverCpu}%, clients ${w.clientCpu}%, cores ${w.cores.join('/')}%, ${n(w.stats.connections)} connections open, ${w.stats.slowCloses} slow-consumer closes`);
+        log(`${name}: ${n(w.deliveredPerSec)} messages/s, p99 ${ms(w.p99)} ms, server CPU ${w.serverCpu}%, clients ${w.clientCpu}%, cores ${coreText(w)}, ${n(w.stats.connections)} connections open, ${w.stats.slowCloses} slow-consumer closes`);
         sat.push(w);
       }
       const best = Math.max(...sat.map((w) => w.deliveredPerSec));
@@ -308,18 +310,18 @@ async function main(): Promise<void> {
       await stopServer(server);
     }
 
-    // Slow consumers: our node, fewer connections and ~1 KB messages so the stalled ones fill
-    // their buffers (the kernel's socket buffers first, a few MB on loopback) within the run;
-    // first without stalled clients, then with 5% stalled. A third of our saturation rate,
-    // at most 150 MB/s of messages.
+    // Slow consumers: our node, fewer connections and ~1.3 KB messages so that each stalled
+    // connection is sent ~250 KB/s and fills its buffers (the kernel's socket buffers first, a
+    // few MB on loopback) within the run; first without stalled clients, then with 5% stalled.
+    // A quarter of our saturation rate, at most 80,000 deliveries/s.
     const stallRun: { label: string; w: Window; rss: number[] }[] = [];
     const stallPerAccount = STALL_CONNECTIONS / ACCOUNTS;
     const uwsSat = results['ours (uWS)'] ? bestOf(results['ours (uWS)']) : 300_000;
-    const stallRate = Math.max(1, Math.round(Math.min(uwsSat / 3, 150_000) / stallPerAccount));
+    const stallRate = Math.max(1, Math.round(Math.min(uwsSat / 4, 80_000) / stallPerAccount));
     for (const fraction of STALL ? [0, 0.05] : []) {
       const label = fraction ? '5% of clients stop reading' : 'all clients reading';
-      log(`slow consumers: ${label}: ${n(STALL_CONNECTIONS)} connections, ${n(stallRate)} rows/s of ~1 KB (${n(stallRate * stallPerAccount)} deliveries/s), ${STALL_DURATION} s`);
-      const server = await startServer('ours (uWS)', { ...serverEnv, BENCH_PAD: '700' });
+      log(`slow consumers: ${label}: ${n(STALL_CONNECTIONS)} connections, ${n(stallRate)} rows/s of ~1.3 KB (${n(stallRate * stallPerAccount)} deliveries/s), ${STALL_DURATION} s`);
+      const server = await startServer('ours (uWS)', { ...serverEnv, BENCH_PAD: '1000' });
       const clients = await startClients(server, targetsFor('ours', STALL_CONNECTIONS), fraction);
       server.proc.send({ cmd: 'rate', rowsPerSecond: stallRate } satisfies ServerCommand);
       const rss: number[] = [];
@@ -338,11 +340,11 @@ async function main(): Promise<void> {
     const lines: string[] = [];
     lines.push(`\nbench:stream, ${new Date().toISOString().slice(0, 16)} UTC, ${os.cpus().length} cores; ${n(CONNECTIONS)} connections over ${ACCOUNTS} accounts (${perAccount} per account), ${CLIENTS} client processes${PIN ? ' on core 1, server on core 0' : ''}`);
     lines.push('\nSaturation (each row fans out to every connection of its account):\n');
-    lines.push('| server | rows per loop turn | delivered messages/s | p50 / p99 ms | server CPU | clients CPU | core 0 / core 1 | memory per connection | connect time |');
+    lines.push('| server | rows per loop turn | delivered messages/s | p50 / p99 ms | server process CPU | clients CPU | core 0 / core 1 busy | memory per connection | connect time |');
     lines.push('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
     for (const [name, r] of Object.entries(results)) {
       for (const [i, w] of r.sat.entries()) {
-        lines.push(`| ${name} | ${n(ROWS_PER_TICK[i]!)} | ${n(w.deliveredPerSec)} | ${ms(w.p50)} / ${ms(w.p99)} | ${w.serverCpu}% | ${w.clientCpu}% | ${w.cores.join('% / ')}% | ${r.rssPerConnKiB.toFixed(1)} KiB | ${n(r.connectMs)} ms |`);
+        lines.push(`| ${name} | ${n(ROWS_PER_TICK[i]!)} | ${n(w.deliveredPerSec)} | ${ms(w.p50)} / ${ms(w.p99)} | ${w.serverCpu}% | ${w.clientCpu}% | ${coreText(w)} | ${r.rssPerConnKiB.toFixed(1)} KiB | ${n(r.connectMs)} ms |`);
       }
     }
     if (ours && ws) {
@@ -358,7 +360,7 @@ async function main(): Promise<void> {
     for (const [name, r] of Object.entries(results)) lines.push(`| ${name} | ${n(r.fixed!.deliveredPerSec)} | ${ms(r.fixed!.p50)} | ${ms(r.fixed!.p99)} | ${r.fixed!.serverCpu}% |`);
     const e2e = (ours as Record<string, unknown> | undefined)?.e2e as Histogram | undefined;
     if (e2e) lines.push(`\nEnd to end (PostgreSQL insert into the notifications log → LISTEN/NOTIFY → follower → client), ${E2E_RATE} rows/s: p50 ${ms(e2e.quantileMs(0.5))} ms, p99 ${ms(e2e.quantileMs(0.99))} ms, max bucket ${ms(e2e.quantileMs(1))} ms (${n(e2e.total)} deliveries)`);
-    if (stallRun.length) lines.push(`\nSlow consumers (ours, ${n(STALL_CONNECTIONS)} connections, ~1 KB messages, ${n(stallRate)} rows/s, max_buffered_bytes 1 MiB):\n`);
+    if (stallRun.length) lines.push(`\nSlow consumers (ours, ${n(STALL_CONNECTIONS)} connections, ~1.3 KB messages, ${n(stallRate)} rows/s, max_buffered_bytes 1 MiB):\n`);
     if (stallRun.length) lines.push("| run | others' delivered messages/s | others' p50 / p99 ms | slow-consumer closes | server RSS every 3 s (MiB) |", '|---|---:|---:|---:|---|');
     for (const s of stallRun) lines.push(`| ${s.label} | ${n(s.w.deliveredPerSec)} | ${ms(s.w.p50)} / ${ms(s.w.p99)} | ${s.w.stats.slowCloses} | ${s.rss.join(' → ')} |`);
     console.log(lines.join('\n'));

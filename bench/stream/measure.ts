@@ -73,8 +73,8 @@ export function rssMiB(pid: number): number {
   }
 }
 
-/** Busy and total jiffies of every core, from /proc/stat. */
-export function coreTimes(): { busy: number; total: number }[] {
+/** Busy, softirq (the kernel's network processing) and total jiffies of every core, from /proc/stat. */
+export function coreTimes(): { busy: number; soft: number; total: number }[] {
   return fs
     .readFileSync('/proc/stat', 'utf8')
     .split('\n')
@@ -83,14 +83,15 @@ export function coreTimes(): { busy: number; total: number }[] {
       const v = l.split(/\s+/).slice(1).map(Number);
       const idle = v[3]! + v[4]!;
       const total = v.reduce((a, b) => a + b, 0);
-      return { busy: total - idle, total };
+      return { busy: total - idle, soft: v[6]!, total };
     });
 }
 
-/** Utilisation of each core between two coreTimes() samples, in percent. */
-export function coreUse(before: ReturnType<typeof coreTimes>, after: ReturnType<typeof coreTimes>): number[] {
+/** Utilisation of each core between two coreTimes() samples, in percent: busy, and softirq within it. */
+export function coreUse(before: ReturnType<typeof coreTimes>, after: ReturnType<typeof coreTimes>): { busy: number; soft: number }[] {
   return after.map((a, i) => {
     const b = before[i]!;
-    return a.total === b.total ? 0 : Math.round(((a.busy - b.busy) / (a.total - b.total)) * 100);
+    const span = a.total - b.total || 1;
+    return { busy: Math.round(((a.busy - b.busy) / span) * 100), soft: Math.round(((a.soft - b.soft) / span) * 100) };
   });
 }
