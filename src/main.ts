@@ -149,7 +149,12 @@ async function main(): Promise<void> {
     // not need them to answer: workflows started meanwhile wait on their task queue. Stopped
     // first, while the server and the database their activities use are still up.
     if (config.RUN_WORKER) {
-      const workers = await startLocalWorkers(config, log, temporal.address, { connectionString: database.connectionString });
+      const workers = await startLocalWorkers(config, log, temporal.address, {
+        connectionString: database.connectionString,
+        // Ctrl-C should be quick: whatever a poll or evaluation in flight leaves undone is
+        // retried from Temporal's history at the next start (production's worker keeps 5 s).
+        shutdownGraceMs: 1_500,
+      });
       cleanups.push({ name: 'workers', run: () => workers.stop() });
       log.info({ ms: Math.round(performance.now() - started) }, 'worker ready');
     }

@@ -75,7 +75,7 @@ export async function startLocalWorkers(
   config: Config,
   log: Logger,
   address: string,
-  opts: { connectionString: string },
+  opts: { connectionString: string; shutdownGraceMs?: number },
 ): Promise<{ stop(): Promise<void> }> {
   const wlog = log.child({ component: 'worker' });
   // Loaded only by processes that run workers: the scrapers pull in crawlee and playwright.
@@ -99,6 +99,7 @@ export async function startLocalWorkers(
         { taskQueue: queues.monitors, workflowsPath: WORKFLOWS_PATH, activities },
       ],
       log: wlog,
+      shutdownGraceMs: opts.shutdownGraceMs,
     });
     undo.push(() => workers.stop());
     const relay = startMonitorRelay({ db, connectionString: opts.connectionString, client: temporal.client, taskQueue: queues.monitors, log: wlog });

@@ -34,7 +34,7 @@ export function parsePf06(ref: EventRef, pages: readonly unknown[], url: string)
     const body = pageBody(data, p + 1);
     for (const [i, raw] of read.array(body.listings, `listings of page ${p + 1}`).entries()) {
       const listing = read.object(raw, `listing ${i + 1} of page ${p + 1}`);
-      const where = `listing ${String(listing.id ?? i + 1)}`;
+      const where = `listing ${typeof listing.id === 'string' || typeof listing.id === 'number' ? listing.id : i + 1}`;
       const sectionId = read.text(listing.section_id, `section_id of ${where}`);
       const name = sectionNames.get(sectionId);
       if (name === undefined) throw read.malformed(`${where} names an unknown section (${sectionId})`);
