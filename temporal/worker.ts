@@ -95,7 +95,20 @@ export async function startWorkers(opts: StartWorkersOptions): Promise<Workers> 
         for (const w of workers) {
           if (w.getState() === 'RUNNING') w.shutdown();
         }
-        await Promise.all(runs);
+        // With the server gone (Ctrl-C reaches the dev server too), the SDK keeps retrying a
+        // workflow task completion and shutdown never ends: give up after the grace period
+        // plus a margin. Nothing is lost: unfinished tasks run again from history.
+        const limitMs = (opts.shutdownGraceMs ?? 5_000) + 3_000;
+        let timer: NodeJS.Timeout | undefined;
+        const finished = await Promise.race([
+          Promise.all(runs).then(() => true),
+          new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), limitMs))),
+        ]);
+        clearTimeout(timer);
+        if (!finished) {
+          opts.log.warn({ ms: limitMs }, 'Temporal workers did not stop in time (server unreachable?); leaving them');
+          return;
+        }
         await connection.close();
         opts.log.info('Temporal workers stopped');
       })()),
