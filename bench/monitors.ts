@@ -664,7 +664,15 @@ async function main() {
         return s.joined && s.baseline !== null ? s : undefined;
       }, CONTRACT_MS);
     });
-    if (!ok && !id) continue;
+    if (!ok) {
+      // The monitor never came up within the contract: PATCH and DELETE timings would only
+      // measure the same queue again, a minute each. Remove the item unmeasured.
+      if (id) {
+        await api(gateway, 'DELETE', `/watchlist/${id}`, account.key).catch(() => null);
+        sampleItemsNotGone++;
+      }
+      continue;
+    }
     await measureStep(patchApplied, async () => {
       const res = await api(gateway, 'PATCH', `/watchlist/${id}`, account.key, { change_type: 'price_decrease' });
       if (res.status !== 200) throw new Error(`PATCH: ${res.status}`);
