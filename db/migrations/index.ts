@@ -5,6 +5,8 @@ import * as m001 from './001_accounts_billing_keys.ts';
 import * as m002 from './002_watchlist.ts';
 import * as m003 from './003_gateway_admit.ts';
 import * as m004 from './004_monitors_notifications.ts';
+import * as m005 from './005_market_data_catalog.ts';
+import * as m006 from './006_market_data_stats.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -15,6 +17,8 @@ const migrations: Record<string, Migration> = {
   '002_watchlist': m002,
   '003_gateway_admit': m003,
   '004_monitors_notifications': m004,
+  '005_market_data_catalog': m005,
+  '006_market_data_stats': m006,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
