@@ -5,6 +5,8 @@ import pg from 'pg';
 import type { Logger } from '../src/logger.ts';
 
 export interface Listener {
+  /** Resolves once the first LISTEN is in place (never rejects: failures are retried). */
+  ready: Promise<void>;
   close(): Promise<void>;
 }
 
@@ -22,6 +24,8 @@ export function listen(opts: {
   let client: pg.Client | null = null;
   let timer: NodeJS.Timeout | null = null;
   let attempt = 0;
+  let markReady: () => void = () => {};
+  const ready = new Promise<void>((resolve) => (markReady = resolve));
 
   const connect = async () => {
     timer = null;
@@ -39,6 +43,8 @@ export function listen(opts: {
       const wait = Math.min(maxRetry, 100 * 2 ** attempt++);
       opts.log.warn({ err, channels: opts.channels, retry_ms: wait }, 'LISTEN connection lost; reconnecting');
       timer = setTimeout(() => void connect(), wait);
+      // A reconnect loop must not keep a process alive that is otherwise done.
+      timer.unref();
     };
     c.on('error', fail);
     c.on('end', () => fail(new Error('connection ended')));
@@ -51,23 +57,29 @@ export function listen(opts: {
       return;
     }
     if (closed) {
+      c.removeAllListeners();
+      c.on('error', () => {});
       await c.end().catch(() => {});
       return;
     }
     client = c;
     attempt = 0;
+    markReady();
     opts.onWake();
   };
   void connect();
 
   return {
+    ready,
     close: async () => {
       closed = true;
+      markReady();
       if (timer) clearTimeout(timer);
       const c = client;
       client = null;
       if (c) {
-        c.removeAllListeners('end');
+        c.removeAllListeners();
+        c.on('error', () => {});
         await c.end().catch(() => {});
       }
     },

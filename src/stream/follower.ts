@@ -3,7 +3,7 @@
 // hub. NOTIFY is never replayed (a notification sent while the LISTEN connection was down is
 // gone), so the log is re-read after every wake-up, after every (re)connect, and on a slow
 // safety poll. The cursor is the node's promise: every committed row up to it was published.
-import pg from 'pg';
+import { listen, type Listener } from '../../db/listener.ts';
 import type { Pool } from '../../db/pool.ts';
 import type { Logger } from '../logger.ts';
 import { NOTIFICATIONS_CHANNEL, logBounds, readLog, type LogRow } from '../notifications/log.ts';
@@ -36,11 +36,9 @@ export class LogFollower {
   private reading = false;
   private again = false;
   private closed = false;
-  private client: pg.Client | null = null;
+  private listener: Listener | null = null;
   private pollTimer: NodeJS.Timeout | null = null;
   private readRetryTimer: NodeJS.Timeout | null = null;
-  private reconnectTimer: NodeJS.Timeout | null = null;
-  private attempt = 0;
   private waiters: Waiter[] = [];
 
   constructor(private readonly opts: FollowerOptions) {}
@@ -55,7 +53,17 @@ export class LogFollower {
     this.cursorId = (await logBounds(this.opts.pool)).head;
     this.pollTimer = setInterval(() => this.wake(), this.opts.pollMs);
     this.pollTimer.unref();
-    await this.connect();
+    // listen() wakes us after every (re)connect too: whatever was written while we were not
+    // listening is only found by reading.
+    this.listener = listen({
+      connectionString: this.opts.connectionString,
+      channels: [NOTIFICATIONS_CHANNEL],
+      onWake: () => this.wake(),
+      log: this.opts.log,
+      applicationName: 'stream-listen',
+      ...(this.opts.maxRetryMs === undefined ? {} : { maxRetryMs: this.opts.maxRetryMs }),
+    });
+    await this.listener.ready;
   }
 
   /** Reads the log now (again after the read under way, if one is). */
@@ -89,14 +97,8 @@ export class LogFollower {
     this.closed = true;
     if (this.pollTimer) clearInterval(this.pollTimer);
     if (this.readRetryTimer) clearTimeout(this.readRetryTimer);
-    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    const c = this.client;
-    this.client = null;
-    if (c) {
-      c.removeAllListeners();
-      c.on('error', () => {});
-      await c.end().catch(() => {});
-    }
+    await this.listener?.close();
+    this.listener = null;
     for (const w of this.waiters.splice(0)) w.resolve();
   }
 
@@ -141,46 +143,5 @@ export class LogFollower {
     if (ready.length === 0) return;
     this.waiters = this.waiters.filter((w) => w.id > this.cursorId);
     for (const w of ready) w.resolve();
-  }
-
-  private async connect(): Promise<void> {
-    if (this.closed) return;
-    const c = new pg.Client({ connectionString: this.opts.connectionString, application_name: 'stream-listen' });
-    let failed = false;
-    const fail = (err: unknown) => {
-      if (failed) return;
-      failed = true;
-      if (this.client === c) this.client = null;
-      c.removeAllListeners('notification');
-      void c.end().catch(() => {});
-      if (this.closed) return;
-      const wait = Math.min(this.opts.maxRetryMs ?? 5_000, 100 * 2 ** this.attempt++);
-      this.opts.log.warn({ err, retry_ms: wait }, 'stream: LISTEN connection lost; reconnecting');
-      this.reconnectTimer = setTimeout(() => {
-        this.reconnectTimer = null;
-        void this.connect();
-      }, wait);
-      this.reconnectTimer.unref();
-    };
-    c.on('error', fail);
-    c.on('end', () => fail(new Error('LISTEN connection ended')));
-    c.on('notification', () => this.wake());
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${pg.escapeIdentifier(NOTIFICATIONS_CHANNEL)}`);
-    } catch (err) {
-      fail(err);
-      return;
-    }
-    if (this.closed) {
-      c.removeAllListeners();
-      c.on('error', () => {});
-      await c.end().catch(() => {});
-      return;
-    }
-    this.client = c;
-    this.attempt = 0;
-    // Whatever was written while we were not listening is only found by reading.
-    this.wake();
   }
 }
