@@ -1,6 +1,6 @@
 // Every activity the worker runs, built once per worker process with the resources they share
 // (the scrapers' HTTP fetcher and warm browser). close() releases them at shutdown.
-import { platformBaseUrls, type Config } from '../src/config.ts';
+import { marketplaceBaseUrls, platformBaseUrls, type Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
 import { attemptTimeoutMs } from '../workflows/scrape-timing.ts';
@@ -8,6 +8,7 @@ import type { Client } from '@temporalio/client';
 import type { Db } from '../db/connection.ts';
 import { createMonitorActivities } from './monitors.ts';
 import { createScrapeActivities } from './scrape.ts';
+import { createTrackingActivities } from './tracking.ts';
 
 export interface Activities {
   activities: Record<string, (...args: never[]) => Promise<unknown>>;
@@ -22,6 +23,8 @@ export interface ActivityDeps {
   /** The monitors' activities start and signal target pollers through it. */
   client: Client;
   baseUrls?: Record<string, string>;
+  /** Where the event tracker scrapes marketplaces A and B (default: marketplaceBaseUrls(config)). */
+  marketplaceBaseUrls?: Record<'marketplace_a' | 'marketplace_b', string>;
   /** Pollers' polls per run before continue-as-new (tests shorten it). */
   pollsPerRun?: number;
 }
@@ -50,8 +53,18 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     jitterRatio: config.MONITOR_JITTER_RATIO,
     pollsPerRun: deps.pollsPerRun,
   });
+  const tracking = createTrackingActivities({
+    db: deps.db,
+    log: alog,
+    baseUrls: deps.marketplaceBaseUrls ?? marketplaceBaseUrls(config),
+    intervalMs: config.TRACK_INTERVAL_MS,
+    concurrency: config.SCRAPE_CONCURRENCY,
+    fetchTimeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS),
+  });
   return {
-    activities: { ...createScrapeActivities(scrapers, alog), ...monitors },
-    close: () => scrapers.close(),
+    activities: { ...createScrapeActivities(scrapers, alog), ...monitors, ...tracking.activities },
+    close: async () => {
+      await Promise.all([scrapers.close(), tracking.close()]);
+    },
   };
 }

@@ -68,6 +68,10 @@ const schema = z.object({
   /** Each wait is MONITOR_INTERVAL_MS × (1 ± this), so pollers started together spread out. */
   MONITOR_JITTER_RATIO: z.coerce.number().min(0).max(0.9).default(0.2),
 
+  // --- Market Data event tracking (workflows/track-event.ts) ---
+  /** How often each tracked marketplace event is scraped (the worker's setting, read every tick). */
+  TRACK_INTERVAL_MS: z.coerce.number().int().min(200).default(60_000),
+
   // --- Scrapers (src/scrapers/) and the platform simulator (src/simulator/) ---
   /** Port of the platform simulator that `npm start` runs; the scrapers' default target. */
   SIM_PORT: port.default(8090),
@@ -99,8 +103,9 @@ const schema = z.object({
   STREAM_RETENTION_HOURS: positiveInt.default(168),
   /** Safety re-read of the log when no NOTIFY arrived (milliseconds). */
   STREAM_POLL_MS: z.coerce.number().int().min(100).default(5_000),
-  // Each platform's base URL (PF_01_BASE_URL .. PF_11_BASE_URL) defaults to the simulator; they
-  // are read by platformBaseUrls() below, not listed one by one here.
+  // Each platform's base URL (PF_01_BASE_URL .. PF_11_BASE_URL) and each marketplace's
+  // (MARKETPLACE_A_BASE_URL, MARKETPLACE_B_BASE_URL) defaults to the simulator; they are read by
+  // platformBaseUrls() and marketplaceBaseUrls() below, not listed one by one here.
 });
 
 export type Config = z.infer<typeof schema> & { dataDir: string };
@@ -144,6 +149,29 @@ export function platformBaseUrls(config: Pick<Config, 'SIM_PORT'>, env: Record<s
     if (given) {
       const parsed = z.string().url().safeParse(given);
       if (!parsed.success) throw new ConfigError(`invalid configuration:\n  PF_${String(n).padStart(2, '0')}_BASE_URL: must be a URL`);
+    }
+    out[key] = (given || `http://127.0.0.1:${config.SIM_PORT}/${key}`).replace(/\/+$/, '');
+  }
+  return out;
+}
+
+/**
+ * Base URL of the trackable marketplaces (MARKETPLACE_A_BASE_URL, MARKETPLACE_B_BASE_URL), else
+ * the simulator's mount for each. The tracker only ever fetches below these URLs, and an event
+ * URL sent to POST /svc/data/events/add must name the marketplace's public host or lie below
+ * its base URL.
+ */
+export function marketplaceBaseUrls(
+  config: Pick<Config, 'SIM_PORT'>,
+  env: Record<string, string | undefined> = process.env,
+): Record<'marketplace_a' | 'marketplace_b', string> {
+  const out = {} as Record<'marketplace_a' | 'marketplace_b', string>;
+  for (const key of ['marketplace_a', 'marketplace_b'] as const) {
+    const variable = `${key.toUpperCase()}_BASE_URL`;
+    const given = env[variable];
+    if (given) {
+      const parsed = z.url({ protocol: /^https?$/ }).safeParse(given);
+      if (!parsed.success) throw new ConfigError(`invalid configuration:\n  ${variable}: must be an http(s) URL`);
     }
     out[key] = (given || `http://127.0.0.1:${config.SIM_PORT}/${key}`).replace(/\/+$/, '');
   }

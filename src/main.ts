@@ -5,13 +5,15 @@
 import type { Server } from 'node:http';
 import { APIS } from './apis/index.ts';
 import { ensureDemoAccount } from './accounts/demo.ts';
-import { loadConfigOrExit } from './config.ts';
+import { ensureDemoCatalog } from './market-data/seed/seed.ts';
+import { loadConfigOrExit, marketplaceBaseUrls } from './config.ts';
 import { createGateway } from './gateway/app.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './runtime/database.ts';
 import { closeServices, createRequestPool, createServices, startHousekeeping } from './runtime/services.ts';
 import { startLocalWorkers, startTemporal } from '../temporal/runtime.ts';
 import { TemporalScrapeRunner } from './apis/live-availability/scrape-runs.ts';
+import { TemporalEventTracker } from './market-data/tracking-service.ts';
 import { startSimulator } from './simulator/server.ts';
 import { forwardStreamUpgrades } from './stream/forward.ts';
 import { STREAM_PATH } from './stream/protocol.ts';
@@ -85,6 +87,9 @@ async function main(): Promise<void> {
       } else {
         console.log(`\n  Demo account: its key was printed at first start and saved in ${demo.keyFile}\n`);
       }
+      // A small catalog so the first search finds something; only ever into an empty catalog.
+      const catalog = await ensureDemoCatalog(database.db);
+      if (catalog.created) console.log(`  Demo catalog seeded: ${catalog.events} events (npm run seed -- --events <n> --append adds more)\n`);
     }
     if (stopping) return;
 
@@ -105,6 +110,10 @@ async function main(): Promise<void> {
     const services = {
       ...createServices(config, database.db, createRequestPool(config, database.connectionString), log),
       scrapes: new TemporalScrapeRunner(temporal.client, { taskQueue: config.SCRAPE_TASK_QUEUE, timeoutMs: config.SCRAPE_TIMEOUT_MS }),
+      tracking: new TemporalEventTracker(database.db, temporal.client, marketplaceBaseUrls(config), {
+        taskQueue: config.MONITOR_TASK_QUEUE,
+        intervalMs: config.TRACK_INTERVAL_MS,
+      }),
     };
     cleanups.push({ name: 'services', run: () => closeServices(services) });
     const app = createGateway(services, APIS);

@@ -7,6 +7,7 @@ import * as m003 from './003_gateway_admit.ts';
 import * as m004 from './004_monitors_notifications.ts';
 import * as m005 from './005_market_data_catalog.ts';
 import * as m006 from './006_market_data_stats.ts';
+import * as m007 from './007_event_tracking.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -19,6 +20,7 @@ const migrations: Record<string, Migration> = {
   '004_monitors_notifications': m004,
   '005_market_data_catalog': m005,
   '006_market_data_stats': m006,
+  '007_event_tracking': m007,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -10,6 +10,7 @@ import type { KeyVerifier, Principal } from './key-verifier.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { Metrics } from './metrics.ts';
 import type { ScrapeRunner } from '../apis/live-availability/scrape-runs.ts';
+import type { EventTracker } from '../market-data/tracking-service.ts';
 
 export interface Services {
   config: Config;
@@ -23,6 +24,8 @@ export interface Services {
   metrics: Metrics;
   /** On-demand scrapes (Temporal); absent when no Temporal server is configured: 502. */
   scrapes?: ScrapeRunner;
+  /** Market Data event tracking (Temporal); absent when no Temporal server is configured: 503. */
+  tracking?: EventTracker;
 }
 
 export interface RequestState {

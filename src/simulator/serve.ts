@@ -3,6 +3,7 @@
 // a malformed page, or the platform's normal page). Platform modules only render.
 import type { Context } from 'koa';
 import type { PlatformKey } from '../platform/registry.ts';
+import { serveBehaviour } from './behaviour.ts';
 import type { SimEvent, SimStore } from './state.ts';
 
 export interface PageContent {
@@ -43,14 +44,6 @@ function failure(type: 'html' | 'json', status: 404 | 503): PageContent {
     : { type, status, body: `<!doctype html><html><head><title>${status}</title></head><body><h1>${text}</h1></body></html>` };
 }
 
-/** Resolves when the client goes away (or never, while it waits). */
-function clientGone(ctx: Context): Promise<void> {
-  return new Promise((resolve) => {
-    if (ctx.req.socket.destroyed) return resolve();
-    ctx.req.socket.once('close', () => resolve());
-  });
-}
-
 export function createServe(store: SimStore): ServeEvent {
   return async (ctx, target, render) => {
     const event = store.get(target.platform, target.key);
@@ -58,39 +51,16 @@ export function createServe(store: SimStore): ServeEvent {
       return answer(ctx, failure(target.type, 404));
     }
     event.hits++;
-    if (target.arm) {
-      if (event.arms[target.arm] === 'error') return answer(ctx, failure(target.type, 503));
-    } else if (event.failures > 0) {
-      event.failures--;
-      return answer(ctx, failure(target.type, 503));
-    }
-    switch (event.behaviour) {
-      case 'not_found':
-        return answer(ctx, failure(target.type, 404));
-      case 'error':
-        return answer(ctx, failure(target.type, 503));
-      case 'hang':
-        // Never answers; the socket is released when the client gives up or the server closes.
-        await clientGone(ctx);
-        ctx.respond = false;
-        return;
-      case 'slow': {
-        let timer: NodeJS.Timeout | undefined;
-        const waited = await Promise.race([
-          new Promise<'done'>((resolve) => (timer = setTimeout(() => resolve('done'), event.delay_ms))),
-          clientGone(ctx).then(() => 'gone' as const),
-        ]);
-        clearTimeout(timer);
-        if (waited === 'gone') {
-          ctx.respond = false;
-          return;
-        }
-        return answer(ctx, render(event, { malformed: false }));
-      }
-      case 'malformed':
-        return answer(ctx, render(event, { malformed: true }));
-      case 'ok':
-        return answer(ctx, render(event, { malformed: false }));
-    }
+    // pf_01's data arms fail on their own, per the event's `arms`, instead of counting down `failures`.
+    if (target.arm && event.arms[target.arm] === 'error') return answer(ctx, failure(target.type, 503));
+    return serveBehaviour(
+      ctx,
+      event,
+      {
+        page: (variant) => answer(ctx, render(event, variant)),
+        failure: (status) => answer(ctx, failure(target.type, status)),
+      },
+      { countFailures: !target.arm },
+    );
   };
 }

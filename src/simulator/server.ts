@@ -1,11 +1,13 @@
-// The platform simulator: a local stand-in for pf_01..pf_11 (real sites cannot be reached from
-// here). Each platform is mounted under /{platform}/ in its own shape; /_sim/ is the control
-// API. Started by `npm start` on SIM_PORT, by tests on a free port, or alone (main.ts).
+// The platform simulator: a local stand-in for pf_01..pf_11 and marketplaces A, B and C (real
+// sites cannot be reached from here). Each platform is mounted under /{platform}/ and each
+// marketplace under /{marketplace}/ in its own shape; /_sim/ is the control API. Started by
+// `npm start` on SIM_PORT, by tests on a free port, or alone (main.ts).
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { controlRouter } from './control.ts';
+import { mountMarketplaces, type MarketplaceStore } from './marketplaces/index.ts';
 import { SIM_PLATFORMS } from './platforms/index.ts';
 import { createServe } from './serve.ts';
 import { SimStore } from './state.ts';
@@ -17,6 +19,9 @@ export interface Simulator {
   store: SimStore;
   /** Base URL of every platform, in the shape platformBaseUrls() gives the scrapers. */
   baseUrls: Record<string, string>;
+  /** Marketplaces A, B and C: their inventory, and their base URLs (`${url}/marketplace_a`, ...). */
+  marketplaces: MarketplaceStore;
+  marketplaceUrls: Record<'marketplace_a' | 'marketplace_b' | 'marketplace_c', string>;
   close(): Promise<void>;
 }
 
@@ -33,6 +38,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const store = new SimStore(undefined, !options.empty);
   const app = new Koa();
   const serve = createServe(store);
+  // Before the platforms' control router, which would take /_sim/marketplace_a/... for a platform.
+  const marketplaces = mountMarketplaces(app, { seed: !options.empty });
   app.use(controlRouter(store).routes());
   for (const platform of SIM_PLATFORMS) {
     const router = new Router({ prefix: `/${platform.platform}` });
@@ -46,7 +53,12 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     s.once('listening', () => resolve(s));
     s.once('error', reject);
   });
-  const drift = options.driftMs ? setInterval(() => store.drift(), options.driftMs) : undefined;
+  const drift = options.driftMs
+    ? setInterval(() => {
+        store.drift();
+        marketplaces.drift();
+      }, options.driftMs)
+    : undefined;
   drift?.unref();
 
   const port = (server.address() as AddressInfo).port;
@@ -56,6 +68,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     port,
     store,
     baseUrls: Object.fromEntries(SIM_PLATFORMS.map((p) => [p.platform, `${url}/${p.platform}`])),
+    marketplaces,
+    marketplaceUrls: { marketplace_a: `${url}/marketplace_a`, marketplace_b: `${url}/marketplace_b`, marketplace_c: `${url}/marketplace_c` },
     close: async () => {
       clearInterval(drift);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

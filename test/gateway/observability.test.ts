@@ -4,10 +4,9 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { revokeKey } from '../../src/accounts/operations.ts';
-import { APIS } from '../../src/apis/index.ts';
 import { createLogger } from '../../src/logger.ts';
 import { newAccount, startTestGateway, type TestGateway } from '../support/harness.ts';
-import { clientFor, createFixtureApi, GATEWAY_ENV, unreachableDb, unreachablePool, type Client } from '../support/gateway-helpers.ts';
+import { clientFor, createFixtureApi, withFixture, GATEWAY_ENV, unreachableDb, unreachablePool, type Client } from '../support/gateway-helpers.ts';
 import type { Db } from '../../db/connection.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -36,7 +35,7 @@ describe('X-Request-Id', () => {
   let api: Client;
 
   beforeAll(async () => {
-    gw = await startTestGateway({ env: GATEWAY_ENV, apis: [...APIS, createFixtureApi().module] });
+    gw = await startTestGateway({ env: GATEWAY_ENV, apis: withFixture(createFixtureApi()) });
     api = clientFor(gw.url);
   });
   afterAll(async () => {
@@ -99,7 +98,7 @@ describe('logs', () => {
 
   beforeAll(async () => {
     const log = createLogger('info', sink);
-    gw = await startTestGateway({ env: GATEWAY_ENV, apis: [...APIS, createFixtureApi().module], services: { log } });
+    gw = await startTestGateway({ env: GATEWAY_ENV, apis: withFixture(createFixtureApi()), services: { log } });
     dead = unreachableDb();
     deadGw = await startTestGateway({ env: GATEWAY_ENV, db: dead, pool: unreachablePool(), services: { log } });
     api = clientFor(gw.url);

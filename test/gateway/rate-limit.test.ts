@@ -4,7 +4,6 @@
 // cannot slip past, and per-address limiting of callers without a valid key.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey, setUsage } from '../../src/accounts/operations.ts';
-import { APIS } from '../../src/apis/index.ts';
 import { generateApiKey } from '../../src/gateway/keys.ts';
 import { AdmissionGroups } from '../../src/gateway/admissions.ts';
 import { RateLimiter } from '../../src/gateway/rate-limit.ts';
@@ -14,6 +13,7 @@ import {
   clientFor,
   createFixtureApi,
   GATEWAY_ENV,
+  withFixture,
   gatewayCode,
   ledgerRows,
   randomAddress,
@@ -131,7 +131,7 @@ describe('RateLimit headers on the answers of counted requests', () => {
 
   beforeAll(async () => {
     // The fixture API exercises the gateway contract: it answers 4xx and 5xx on demand.
-    fx = await startTestGateway({ env: GATEWAY_ENV, apis: [...APIS, createFixtureApi().module] });
+    fx = await startTestGateway({ env: GATEWAY_ENV, apis: withFixture(createFixtureApi()) });
     fapi = clientFor(fx.url);
   });
   afterAll(async () => {

@@ -3,9 +3,8 @@
 // overshoot keeps the connection usable, and a huge upload is cut off after the answer.
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APIS } from '../../src/apis/index.ts';
 import { newAccount, startTestGateway, type TestAccount, type TestGateway } from '../support/harness.ts';
-import { clientFor, createFixtureApi, GATEWAY_ENV, type Client } from '../support/gateway-helpers.ts';
+import { clientFor, createFixtureApi, withFixture, GATEWAY_ENV, type Client } from '../support/gateway-helpers.ts';
 
 const LIMIT = 16 * 1024;
 let gw: TestGateway;
@@ -16,7 +15,7 @@ let port: number;
 beforeAll(async () => {
   // The fixture API exercises the gateway contract: its addEvent route reads the body with the
   // gateway's reader and answers 413 or what it parsed.
-  gw = await startTestGateway({ env: { ...GATEWAY_ENV, MAX_BODY_BYTES: String(LIMIT) }, apis: [...APIS, createFixtureApi().module] });
+  gw = await startTestGateway({ env: { ...GATEWAY_ENV, MAX_BODY_BYTES: String(LIMIT) }, apis: withFixture(createFixtureApi()) });
   api = clientFor(gw.url);
   acct = await newAccount(gw.db);
   port = Number(new URL(gw.url).port);

@@ -4,9 +4,8 @@
 // nothing, or accepted and costs exactly ceil(n / 20).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APIS } from '../../src/apis/index.ts';
 import { newAccount, startTestGateway, type TestAccount, type TestGateway } from '../support/harness.ts';
-import { clientFor, createFixtureApi, GATEWAY_ENV, gatewayCode, usedCredits, type Client } from '../support/gateway-helpers.ts';
+import { clientFor, createFixtureApi, withFixture, GATEWAY_ENV, gatewayCode, usedCredits, type Client } from '../support/gateway-helpers.ts';
 
 let gw: TestGateway;
 let api: Client;
@@ -15,7 +14,7 @@ let acct: TestAccount;
 beforeAll(async () => {
   // The fixture API exercises the gateway contract: it mounts the sales-list operation so the
   // sales_limit cost rule can be driven before the real Market Data endpoint exists.
-  gw = await startTestGateway({ env: GATEWAY_ENV, apis: [...APIS, createFixtureApi().module] });
+  gw = await startTestGateway({ env: GATEWAY_ENV, apis: withFixture(createFixtureApi()) });
   api = clientFor(gw.url);
   acct = await newAccount(gw.db, { plan: 'pro', rateLimit: 1_000_000 });
 });

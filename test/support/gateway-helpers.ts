@@ -116,10 +116,20 @@ export interface FixtureApi {
 
 /**
  * A fixture API exercising the gateway contract, not a Market Data implementation: it mounts
- * catalog operations no real API serves yet (listMarketplaceASales for the sales_limit cost
- * rule; searchEvents for API 5xx and API 4xx answers; addEvent to read a JSON body), so the gateway's metering, denials and
- * refunds can be tested before those endpoints exist.
+ * catalog operations in place of the real handlers (listMarketplaceASales for the sales_limit
+ * cost rule; searchEvents for API 5xx and API 4xx answers on demand; addEvent to read a JSON
+ * body), so the gateway's metering, denials and refunds are tested independently of what the
+ * Market Data endpoints answer. Mount it with {@link withFixture}.
  */
+/**
+ * The real APIs with the fixture in place of the real handlers of the operations it serves
+ * (each operation is mounted once, so routing and the OpenAPI document stay unambiguous).
+ */
+export function withFixture(fixture: FixtureApi, apis: readonly ApiModule[] = APIS): ApiModule[] {
+  const replaced = new Set(fixture.module.routes.map((r) => r.operationId));
+  return [...apis.map((m) => ({ ...m, routes: m.routes.filter((r) => !replaced.has(r.operationId)) })), fixture.module];
+}
+
 export function createFixtureApi(): FixtureApi {
   const seen = new Set<string>();
   const module: ApiModule = {
@@ -208,7 +218,7 @@ export function useFixtureGateway(): FixtureGateway {
   const t = {} as { gw: TestGateway; api: Client; fixture: FixtureApi };
   beforeAll(async () => {
     t.fixture = createFixtureApi();
-    t.gw = await startTestGateway({ env: GATEWAY_ENV, apis: [...APIS, t.fixture.module] });
+    t.gw = await startTestGateway({ env: GATEWAY_ENV, apis: withFixture(t.fixture) });
     t.api = clientFor(t.gw.url);
   });
   afterAll(async () => {

@@ -6,6 +6,12 @@ import { z } from 'zod';
 import type { ApiModule } from '../../gateway/app.ts';
 import type { RouteSpec } from '../../gateway/route.ts';
 import { marketDataFailures } from './errors.ts';
+import { artistRoute } from './artist.ts';
+import { marketplaceARoute } from './marketplace-a.ts';
+import { marketplaceBRoute } from './marketplace-b.ts';
+import { salesRoute } from './sales.ts';
+import { addEventRoute } from './events-add.ts';
+import { searchRoute } from './search.ts';
 
 const pingSchema = z.object({ status: z.literal('ok'), time: z.iso.datetime() }).meta({ id: 'MarketDataPing' });
 
@@ -25,6 +31,12 @@ export const marketDataApi: ApiModule = {
   failures: marketDataFailures,
   routes: [
     // MARKET-DATA-ROUTES (each endpoint module adds its route here)
+    searchRoute,
+    marketplaceARoute,
+    salesRoute,
+    marketplaceBRoute,
+    artistRoute,
+    addEventRoute,
     pingRoute,
   ],
 };

@@ -1,0 +1,96 @@
+// The event tracker's activities (workflows/track-event.ts). trackTick scrapes one marketplace
+// event page and applies it in one transaction (src/market-data/tracking-store.ts): at most
+// once per tick, so a retried or re-run tick writes nothing twice. recordTrackingFailure keeps
+// the tracking record's status and last error. Scrape failures become ApplicationFailures typed
+// by their kind; only `not_found` is final (it ends the tracking), the rest are retried.
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Db } from '../db/connection.ts';
+import type { Logger } from '../src/logger.ts';
+import type { TrackableMarketplace } from '../src/market-data/tracking-ref.ts';
+import { applyTick, recordTickFailure, type ScrapedPage } from '../src/market-data/tracking-store.ts';
+import { createHttpPages } from '../src/scrapers/http-pages.ts';
+import { createMarketplaceScrapers, type MarketplaceScrapers } from '../src/scrapers/marketplaces/index.ts';
+import { ScrapeFailure } from '../src/scrapers/types.ts';
+
+/** Well inside the workflow's heartbeat timeout (5 s); the SDK throttles what it sends anyway. */
+const HEARTBEAT_EVERY_MS = 1_000;
+
+export interface TickInput {
+  marketplace: TrackableMarketplace;
+  externalId: string;
+  epoch: string;
+  tick: number;
+}
+
+export interface TickResult {
+  applied: boolean;
+  eventId: number | null;
+  newSales: number;
+  capturedAt: string;
+  /** The worker's TRACK_INTERVAL_MS: the wait before the next tick. */
+  intervalMs: number;
+}
+
+export interface TrackingActivities {
+  trackTick(input: TickInput): Promise<TickResult>;
+  recordTrackingFailure(input: { marketplace: TrackableMarketplace; externalId: string; message: string; final: boolean }): Promise<void>;
+}
+
+export interface TrackingActivityOptions {
+  db: Db;
+  log: Logger;
+  /** Where each marketplace is scraped (MARKETPLACE_X_BASE_URL, or a test simulator's). */
+  baseUrls: Record<'marketplace_a' | 'marketplace_b', string>;
+  intervalMs: number;
+  /** HTTP requests in flight at once, and the bound of one. */
+  concurrency: number;
+  fetchTimeoutMs: number;
+}
+
+async function scrape(scrapers: MarketplaceScrapers, marketplace: TrackableMarketplace, id: string, signal: AbortSignal): Promise<ScrapedPage> {
+  return marketplace === 'marketplace_a'
+    ? { marketplace, page: await scrapers.marketplaceA(id, { signal }) }
+    : { marketplace, page: await scrapers.marketplaceB(id, { signal }) };
+}
+
+export function createTrackingActivities(opts: TrackingActivityOptions): { activities: TrackingActivities; close(): Promise<void> } {
+  const { db, log } = opts;
+  // Its own crawlee fetcher: the platforms' one lives inside their scrapers; both start lazily.
+  const http = createHttpPages({ concurrency: opts.concurrency, timeoutMs: opts.fetchTimeoutMs });
+  const scrapers = createMarketplaceScrapers(http, opts.baseUrls);
+  const activities: TrackingActivities = {
+    async trackTick(input) {
+      const ctx = Context.current();
+      const fields = { marketplace: input.marketplace, event_id: input.externalId, tick: input.tick, attempt: ctx.info.attempt };
+      const started = performance.now();
+      // Heartbeats let Temporal see a dead worker within the heartbeat timeout and retry the
+      // tick elsewhere, instead of waiting out the whole start-to-close timeout.
+      ctx.heartbeat();
+      const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+      try {
+        let scraped: ScrapedPage;
+        try {
+          scraped = await scrape(scrapers, input.marketplace, input.externalId, ctx.cancellationSignal);
+        } catch (err) {
+          if (err instanceof ScrapeFailure) {
+            log.warn({ ...fields, kind: err.kind, err: err.message }, 'tracking scrape failed');
+            throw ApplicationFailure.create({ type: err.kind, message: err.message, nonRetryable: err.kind === 'not_found', cause: err });
+          }
+          throw err;
+        }
+        const capturedAt = new Date();
+        const outcome = await applyTick(db, { ...input, capturedAt }, scraped);
+        log.info({ ...fields, ...outcome, ms: Math.round(performance.now() - started) }, outcome.applied ? 'tracked event scraped' : 'tracking tick already applied');
+        return { ...outcome, capturedAt: capturedAt.toISOString(), intervalMs: opts.intervalMs };
+      } finally {
+        clearInterval(beat);
+      }
+    },
+
+    async recordTrackingFailure(input) {
+      await recordTickFailure(db, { ...input, at: new Date() });
+      if (input.final) log.warn({ marketplace: input.marketplace, event_id: input.externalId, reason: input.message }, 'tracking ended');
+    },
+  };
+  return { activities, close: () => http.close() };
+}

@@ -1,0 +1,67 @@
+// How a simulated event's page request plays out once the event is found: its transient
+// `failures` first, then its `behaviour` (a 404, a 503, a hang, a slow answer, a malformed or a
+// normal page). The platforms (serve.ts) and the marketplaces (marketplaces/serve.ts) both go
+// through here so a scraper's retries and time-outs meet one simulation whichever site it scrapes;
+// each caller says only how its route answers with a page and with a failure.
+import type { Context } from 'koa';
+import type { Behaviour } from './state.ts';
+
+/** The fields of a platform or marketplace event that decide how its pages answer. */
+export interface Behaving {
+  behaviour: Behaviour;
+  delay_ms: number;
+  /** The next N page requests answer 503 first; counted down here. */
+  failures: number;
+}
+
+export interface Answers {
+  page(variant: { malformed: boolean }): void;
+  failure(status: 404 | 503): void;
+}
+
+/** Resolves when the client goes away (or never, while it waits). */
+function clientGone(ctx: Context): Promise<void> {
+  return new Promise((resolve) => {
+    if (ctx.req.socket.destroyed) return resolve();
+    ctx.req.socket.once('close', () => resolve());
+  });
+}
+
+/**
+ * Answers one request as the event's behaviour says. `countFailures: false` leaves `failures`
+ * alone, for a route whose own failure rule stands in for it (pf_01's data arms).
+ */
+export async function serveBehaviour(ctx: Context, event: Behaving, answers: Answers, opts: { countFailures?: boolean } = {}): Promise<void> {
+  if (opts.countFailures !== false && event.failures > 0) {
+    event.failures--;
+    return answers.failure(503);
+  }
+  switch (event.behaviour) {
+    case 'not_found':
+      return answers.failure(404);
+    case 'error':
+      return answers.failure(503);
+    case 'hang':
+      // Never answers; the socket is released when the client gives up or the server closes.
+      await clientGone(ctx);
+      ctx.respond = false;
+      return;
+    case 'slow': {
+      let timer: NodeJS.Timeout | undefined;
+      const waited = await Promise.race([
+        new Promise<'done'>((resolve) => (timer = setTimeout(() => resolve('done'), event.delay_ms))),
+        clientGone(ctx).then(() => 'gone' as const),
+      ]);
+      clearTimeout(timer);
+      if (waited === 'gone') {
+        ctx.respond = false;
+        return;
+      }
+      return answers.page({ malformed: false });
+    }
+    case 'malformed':
+      return answers.page({ malformed: true });
+    case 'ok':
+      return answers.page({ malformed: false });
+  }
+}

@@ -1,0 +1,173 @@
+// The real path under a Temporal-driven end-to-end test file, set up one way for the monitors
+// (monitor-stack.ts) and the event tracker (test/tracking/tracking-stack.ts) so both exercise the
+// same wiring: the file's own scratch database (its workflows and streams see only its rows), the
+// platform simulator (empty), a Temporal client, a worker with the real activities on the file's
+// unique queues, and a real gateway over the scratch database. The worker runs in the test
+// process, or as the production entry point `temporal/worker-main.ts` in a child process that
+// fault tests can SIGKILL. Each stack adds only what its own path needs on top.
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { Client } from '@temporalio/client';
+import { afterAll, beforeAll } from 'vitest';
+import { createActivities, type ActivityDeps } from '../../activities/index.ts';
+import { createDb, type Db } from '../../db/connection.ts';
+import { createScratchDatabase } from '../../db/scratch.ts';
+import type { Config } from '../../src/config.ts';
+import type { Services } from '../../src/gateway/request-state.ts';
+import { createLogger, type Logger } from '../../src/logger.ts';
+import { createRequestPool } from '../../src/runtime/services.ts';
+import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
+import { connectTemporal } from '../../temporal/client.ts';
+import { WORKFLOWS_PATH } from '../../temporal/runtime.ts';
+import { startWorkers } from '../../temporal/worker.ts';
+import { databaseUrl, PROJECT_ROOT, startTestGateway, testConfig, type TestGateway } from './harness.ts';
+import { cachedBundle, temporalAddress, TEST_NAMESPACE } from './temporal.ts';
+
+/** What a stack has before its worker and gateway start. */
+export interface StackBase {
+  sim: Simulator;
+  db: Db;
+  /** The scratch database's. */
+  databaseUrl: string;
+  config: Config;
+  client: Client;
+}
+
+export interface WorkerStack extends StackBase {
+  gateway: TestGateway;
+  /**
+   * Stops the worker and starts it again: in-process a graceful stop, a child process SIGKILLed
+   * as a crash would be. `whileDown` runs while no worker serves the queues.
+   */
+  restartWorker(opts?: { downMs?: number; whileDown?: () => Promise<void> }): Promise<void>;
+}
+
+export interface WorkerStackSpec<S> {
+  /** The scratch database's name prefix. */
+  database: string;
+  /** Settings on top of testConfig's (the scratch DATABASE_URL is added). */
+  env: Record<string, string>;
+  worker?: 'in-process' | 'child-process';
+  /** The queues an in-process worker serves (a child process serves the production ones). */
+  queues(config: Config): string[];
+  /** The activities' test settings for an in-process worker. */
+  activities?(base: StackBase): Pick<ActivityDeps, 'pollsPerRun' | 'marketplaceBaseUrls'>;
+  /** What a child-process worker needs besides its database, Temporal, queues and platform URLs. */
+  childEnv(base: StackBase): Record<string, string>;
+  /** Services the gateway is given in place of its own. */
+  services?(base: StackBase): Partial<Services>;
+  /** The file's stack from the common one; `onClose` adds a stop to run after the file's tests. */
+  build(stack: WorkerStack, setup: { log: Logger; onClose(stop: () => Promise<unknown>): void }): Promise<S>;
+}
+
+/** The production worker entry (`npm run worker`) as a child process; resolves once it serves its queues. */
+async function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'temporal/worker-main.ts'], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`worker not ready within 90 s:\n${output}`)), 90_000);
+    const onData = (b: Buffer) => {
+      output += b.toString();
+      if (output.includes('Temporal workers running')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`worker exited (${code}) before it was ready:\n${output}`));
+    });
+  });
+  // Keep draining its output so a full pipe never blocks it.
+  child.stdout!.resume();
+  child.stderr!.resume();
+  return child;
+}
+
+async function kill(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+/** Starts the stack before the file's tests and stops it, in reverse order, after them. */
+export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
+  const stack = {} as S;
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const onClose = (stop: () => Promise<unknown>) => {
+    cleanups.push(stop);
+  };
+  beforeAll(async () => {
+    const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+    const scratch = await createScratchDatabase(spec.database, databaseUrl());
+    onClose(() => scratch.drop());
+    const sim = await startSimulator({ empty: true });
+    onClose(() => sim.close());
+    const config = testConfig({ ...spec.env, DATABASE_URL: scratch.url });
+    const db = createDb({ connectionString: scratch.url, poolMax: 10 });
+    onClose(() => db.destroy());
+    const address = temporalAddress();
+    const temporal = await connectTemporal({ address, namespace: TEST_NAMESPACE });
+    onClose(() => temporal.close());
+    const base: StackBase = { sim, db, databaseUrl: scratch.url, config, client: temporal.client };
+
+    let restartWorker: WorkerStack['restartWorker'];
+    if (spec.worker === 'child-process') {
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        DATABASE_URL: scratch.url,
+        TEMPORAL_ADDRESS: address,
+        TEMPORAL_NAMESPACE: TEST_NAMESPACE,
+        SCRAPE_TASK_QUEUE: config.SCRAPE_TASK_QUEUE,
+        MONITOR_TASK_QUEUE: config.MONITOR_TASK_QUEUE,
+        ...spec.childEnv(base),
+        BROWSER_PAGES: '1',
+        LOG_LEVEL: 'info',
+        ...Object.fromEntries(Object.entries(sim.baseUrls).map(([k, url]) => [`${k.toUpperCase()}_BASE_URL`, url])),
+      };
+      let child = await spawnWorker(env);
+      onClose(() => kill(child));
+      restartWorker = async ({ downMs = 0, whileDown } = {}) => {
+        await kill(child);
+        await whileDown?.();
+        if (downMs) await new Promise((r) => setTimeout(r, downMs));
+        child = await spawnWorker(env);
+      };
+    } else {
+      const { activities, close } = await createActivities({ config, log, db, client: temporal.client, baseUrls: sim.baseUrls, ...spec.activities?.(base) });
+      onClose(close);
+      const workflowBundle = await cachedBundle(WORKFLOWS_PATH);
+      const startWorker = () =>
+        startWorkers({
+          connection: { address },
+          namespace: TEST_NAMESPACE,
+          queues: spec.queues(config).map((taskQueue) => ({ taskQueue, workflowsPath: WORKFLOWS_PATH, activities, workflowBundle })),
+          log,
+          shutdownGraceMs: 500,
+        });
+      let workers = await startWorker();
+      onClose(() => workers.stop());
+      restartWorker = async ({ downMs = 0, whileDown } = {}) => {
+        await workers.stop();
+        await whileDown?.();
+        if (downMs) await new Promise((r) => setTimeout(r, downMs));
+        workers = await startWorker();
+      };
+    }
+
+    const gateway = await startTestGateway({
+      db,
+      pool: createRequestPool(config, scratch.url),
+      env: { DATABASE_URL: scratch.url },
+      services: spec.services?.(base),
+    });
+    onClose(() => gateway.close());
+    Object.assign(stack, await spec.build({ ...base, gateway, restartWorker }, { log, onClose }));
+  }, 180_000);
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => {});
+  }, 60_000);
+  return stack;
+}

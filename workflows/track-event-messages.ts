@@ -1,0 +1,14 @@
+// The query of a trackEvent workflow, defined once so the workflow and its readers (ops, tests)
+// agree.
+import { defineQuery } from '@temporalio/workflow';
+
+export interface TrackStatus {
+  /** Ticks applied in this tracking's whole chain (continue-as-new included). */
+  ticks: number;
+  /** Ticks failed in a row since the last success (each stretches the wait). */
+  failures: number;
+  lastError: string | null;
+  intervalMs: number;
+}
+
+export const trackStatusQuery = defineQuery<TrackStatus>('trackStatus');
