@@ -102,8 +102,10 @@ async function main() {
     }
     const typical = rows.filter((r) => r.scenario.kind === 'typical');
     const worst = typical.reduce((a, b) => (b.ours.p95 > a.ours.p95 ? b : a));
+    // The target is set at 100,000 events; at other sizes the line shows where it stands.
     console.log(
-      `\ntarget: p95 < ${TARGET_P95_MS} ms for every typical scenario: ${worst.ours.p95 < TARGET_P95_MS ? 'met' : 'NOT met'} (highest: ${worst.scenario.name}, ${ms(worst.ours.p95)} ms)`,
+      `\ntarget (p95 < ${TARGET_P95_MS} ms for every typical scenario at 100,000 events), here at ${events.toLocaleString('en-US')}: ` +
+        `${worst.ours.p95 < TARGET_P95_MS ? 'met' : 'NOT met'} (highest: ${worst.scenario.name}, ${ms(worst.ours.p95)} ms)`,
     );
 
     // Through the gateway over HTTP: a separate process, a real key, metering included.

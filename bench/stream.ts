@@ -13,7 +13,8 @@
 // BENCH_DURATION (10 s per run), BENCH_ROWS_PER_TICK (100,1000: saturation levels, rows published
 // per event-loop turn), BENCH_RATE (rows/s of the fixed-rate
 // runs; default half the ws server's saturation), BENCH_E2E_RATE (500 rows/s),
-// BENCH_STALL_CONNECTIONS (400), BENCH_STALL_DURATION (40 s), BENCH_PIN (1: taskset pinning);
+// BENCH_STALL_CONNECTIONS (400), BENCH_STALL_DURATION (40 s), BENCH_STALL_RATE (rows/s; default a
+// quarter of our saturation, at most 80,000 deliveries/s), BENCH_PIN (1: taskset pinning);
 // BENCH_SERVERS (ws,uws), BENCH_E2E (1), BENCH_STALL (1) to run parts only; BENCH_DEBUG=1 shows
 // the servers' warnings, BENCH_PROF=1 writes a CPU profile of our node to /tmp/prof.
 // Open files: each server holds BENCH_CONNECTIONS sockets; run as root the script raises every
@@ -317,7 +318,8 @@ async function main(): Promise<void> {
     const stallRun: { label: string; w: Window; rss: number[] }[] = [];
     const stallPerAccount = STALL_CONNECTIONS / ACCOUNTS;
     const uwsSat = results['ours (uWS)'] ? bestOf(results['ours (uWS)']) : 300_000;
-    const stallRate = Math.max(1, Math.round(Math.min(uwsSat / 4, 80_000) / stallPerAccount));
+    // BENCH_STALL_RATE (rows/s) overrides it, e.g. to compare p99s below saturation.
+    const stallRate = env('BENCH_STALL_RATE', Math.max(1, Math.round(Math.min(uwsSat / 4, 80_000) / stallPerAccount)));
     for (const fraction of STALL ? [0, 0.05] : []) {
       const label = fraction ? '5% of clients stop reading' : 'all clients reading';
       log(`slow consumers: ${label}: ${n(STALL_CONNECTIONS)} connections, ${n(stallRate)} rows/s of ~1.3 KB (${n(stallRate * stallPerAccount)} deliveries/s), ${STALL_DURATION} s`);

@@ -150,7 +150,15 @@ export async function seedCatalog(db: Db, opts: SeedOptions): Promise<SeedResult
   const inFlight = new Set<Promise<void>>();
   let done = 0;
   progress('events', 0, opts.events);
+  // Planner statistics as the tables grow (after the first batch, then at every doubling): the
+  // per-batch statements must not be planned for the empty tables they started as, and
+  // autovacuum may be off or behind.
+  let analyzedAt = 0;
   for (let start = 0; start < opts.events; start += batchSize) {
+    if (done > 0 && done >= 2 * analyzedAt) {
+      analyzedAt = done;
+      await db.raw('ANALYZE events, event_search, search_dictionary, ma_stats_snapshots, mb_statistics_history, venues, artists');
+    }
     const count = Math.min(batchSize, opts.events - start);
     const batch = buildBatch(seed, start, count, firstEventId, parts, venueIds, artistIds, categoryIds, now, detail);
     const write = writeBatch(db, batch, add).then(() => {
