@@ -117,10 +117,17 @@ describe('stream resume', () => {
     let writing = true;
     const writer = (async () => {
       let n = 0;
-      while (writing) {
-        // Rows of two accounts, in transactions of varying size, as fast as the log takes them.
-        await Promise.all([append(t.db, acct.accountId, 1 + (n % 4)), append(t.db, other.accountId, 1 + (n % 3))]);
+      let written = 0;
+      // Rows of two accounts, in transactions of varying size, spread over the time the clients
+      // connect. The account's total stays under this node's STREAM_MAX_REPLAY_ROWS (50): a
+      // client resuming from the first row must catch up by replay alone, however fast this
+      // machine writes (past the limit it is asked to reconnect, tested below).
+      while (writing && written < 40) {
+        const rows = 1 + (n % 2);
+        await Promise.all([append(t.db, acct.accountId, rows), append(t.db, other.accountId, 1 + (n % 3))]);
+        written += rows;
         n++;
+        await sleep(8);
       }
     })();
     const clients: { c: Client; from: number }[] = [];
