@@ -3,10 +3,6 @@
 import type { Knex } from 'knex';
 
 export async function up(knex: Knex): Promise<void> {
-  // Trigram operators for fuzzy lookups by name. (Search itself uses search_vector and
-  // search_dictionary, below.)
-  await knex.raw('CREATE EXTENSION IF NOT EXISTS pg_trgm');
-
   await knex.schema.createTable('categories', (t) => {
     t.increments('id').primary();
     t.text('name').notNullable().unique();
