@@ -5,7 +5,8 @@
 // path's added p50. Target: under 50 ms added at p50.
 // Env: BENCH_SEQUENTIAL (requests per sequential run, default 60), BENCH_CONCURRENT_TOTAL
 // (requests per concurrent run, default 200), BENCH_CONCURRENCY (default 20), BENCH_PLATFORMS
-// (default pf_03,pf_01).
+// (default pf_03,pf_01), BENCH_EAGER=0 (start runs through the task queue, as a gateway with no
+// worker in its process does).
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -28,7 +29,7 @@ import { resolveTemporalCli } from '../temporal/binary.ts';
 import { connectTemporal } from '../temporal/client.ts';
 import { startDevServer } from '../temporal/dev-server.ts';
 import { WORKFLOWS_PATH } from '../temporal/runtime.ts';
-import { startWorkers } from '../temporal/worker.ts';
+import { clientOnWorkers, startWorkers } from '../temporal/worker.ts';
 import { attemptTimeoutMs } from '../workflows/scrape-timing.ts';
 import { freePort } from './support/processes.ts';
 
@@ -36,6 +37,7 @@ const sequential = Number(process.env.BENCH_SEQUENTIAL ?? 60);
 const concurrentTotal = Number(process.env.BENCH_CONCURRENT_TOTAL ?? 200);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 20);
 const EVENTS_PER_PLATFORM = 40;
+const noEager = process.env.BENCH_EAGER === '0';
 const platforms = (process.env.BENCH_PLATFORMS ?? 'pf_03,pf_01').split(',') as ('pf_03' | 'pf_01')[];
 
 interface Figures {
@@ -113,6 +115,8 @@ async function main() {
       ...createServices(config, db, createRequestPool(config, scratch.url), log, new Metrics(false)),
       scrapes: new TemporalScrapeRunner(temporal.client, { taskQueue, timeoutMs: config.SCRAPE_TIMEOUT_MS }),
     };
+    // As `npm start` runs it: the worker in the gateway's process takes new runs eagerly.
+    if (!noEager) services.scrapes.startOnLocalWorkers(clientOnWorkers(workers, 'default'));
     const app = createGateway(services, APIS);
     const httpServer = app.listen(0, '127.0.0.1');
     await new Promise((r) => httpServer.once('listening', r));

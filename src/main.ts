@@ -164,7 +164,15 @@ async function main(): Promise<void> {
         // retried from Temporal's history at the next start (production's worker keeps 5 s).
         shutdownGraceMs: 1_500,
       });
-      cleanups.push({ name: 'workers', run: () => workers.stop() });
+      // The gateway then hands new scrapes straight to this process's worker (eager start).
+      services.scrapes.startOnLocalWorkers(workers.client);
+      cleanups.push({
+        name: 'workers',
+        run: () => {
+          services.scrapes.startOnLocalWorkers(null);
+          return workers.stop();
+        },
+      });
       log.info({ ms: Math.round(performance.now() - started) }, 'worker ready');
     }
   })().then(

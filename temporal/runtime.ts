@@ -10,7 +10,7 @@ import { connectTemporal } from './client.ts';
 import { startDevServer } from './dev-server.ts';
 import { installSdkLogging } from './sdk-logging.ts';
 import { taskQueues } from './task-queues.ts';
-import { startWorkers } from './worker.ts';
+import { clientOnWorkers, startWorkers } from './worker.ts';
 import { createDb } from '../db/connection.ts';
 import { startMonitorRelay } from '../src/monitors/relay.ts';
 
@@ -70,13 +70,15 @@ export async function startTemporal(config: Config, log: Logger, opts: { signal?
  * What a worker process runs: both task queues' workers with the activities' shared resources
  * (scrapers, a database pool, a Temporal client for the pollers' signal-with-start), and the
  * monitor relay that applies watchlist changes to the monitors (src/monitors/relay.ts).
+ * `client` runs over the workers' own connection: a gateway in the same process starts scrapes
+ * with it eagerly (TemporalScrapeRunner.startOnLocalWorkers).
  */
 export async function startLocalWorkers(
   config: Config,
   log: Logger,
   address: string,
   opts: { connectionString: string; shutdownGraceMs?: number },
-): Promise<{ stop(): Promise<void> }> {
+): Promise<{ stop(): Promise<void>; client: Client }> {
   const wlog = log.child({ component: 'worker' });
   // Loaded only by processes that run workers: the scrapers pull in crawlee and playwright.
   const { createActivities } = await import('../activities/index.ts');
@@ -104,9 +106,9 @@ export async function startLocalWorkers(
     undo.push(() => workers.stop());
     const relay = startMonitorRelay({ db, connectionString: opts.connectionString, client: temporal.client, taskQueue: queues.monitors, log: wlog });
     undo.push(() => relay.stop());
+    return { stop: unwind, client: clientOnWorkers(workers, config.TEMPORAL_NAMESPACE) };
   } catch (err) {
     await unwind();
     throw err;
   }
-  return { stop: unwind };
 }

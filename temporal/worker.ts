@@ -1,6 +1,7 @@
 // Runs the Temporal workers of one process: one Worker per task queue, all sharing one
 // NativeConnection and one webpack bundle of the workflow code (bundling costs seconds of CPU,
 // so it is paid once, not per queue), stopped together and gracefully.
+import { Client } from '@temporalio/client';
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { temporalDataConverter } from './payload-codec.ts';
@@ -26,7 +27,18 @@ export interface StartWorkersOptions {
 }
 
 export interface Workers {
+  /**
+   * The workers' own connection. A Client built on it (clientOnWorkers) can start workflows
+   * eagerly: the server hands the first workflow task back in the start response, to these
+   * workers, instead of through a task-queue poll.
+   */
+  connection: NativeConnection;
   stop(): Promise<void>;
+}
+
+/** A client over the workers' connection, for starting workflows eagerly on them. */
+export function clientOnWorkers(workers: Workers, namespace: string): Client {
+  return new Client({ connection: workers.connection, namespace, dataConverter: temporalDataConverter });
 }
 
 /** Webpack-bundles the workflow code. TypeScript `.ts` import specifiers resolve as written. */
@@ -90,6 +102,7 @@ export async function startWorkers(opts: StartWorkersOptions): Promise<Workers> 
 
   let stopped: Promise<void> | null = null;
   return {
+    connection,
     stop: () =>
       (stopped ??= (async () => {
         for (const w of workers) {

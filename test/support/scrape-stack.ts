@@ -1,6 +1,7 @@
 // The whole on-demand scrape path for a test file, all real: a platform simulator on a free
 // port, a Temporal worker (workflows/ + activities/ with the real scrapers) on its own task
-// queue on the run's server, a client, and the runner the gateway uses.
+// queue on the run's server, a client, and the runner the gateway uses, starting runs eagerly on
+// that worker as `npm start` does.
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll } from 'vitest';
 import { TemporalScrapeRunner } from '../../src/apis/live-availability/scrape-runs.ts';
@@ -10,7 +11,7 @@ import { createActivities } from '../../activities/index.ts';
 import { createDb } from '../../db/connection.ts';
 import { connectTemporal } from '../../temporal/client.ts';
 import { WORKFLOWS_PATH } from '../../temporal/runtime.ts';
-import { startWorkers } from '../../temporal/worker.ts';
+import { clientOnWorkers, startWorkers } from '../../temporal/worker.ts';
 import { testConfig } from './harness.ts';
 import { cachedBundle, temporalAddress, TEST_NAMESPACE, uniqueTaskQueue } from './temporal.ts';
 
@@ -20,6 +21,8 @@ export interface ScrapeStack {
   taskQueue: string;
   timeoutMs: number;
   runner: TemporalScrapeRunner;
+  /** The worker's own client: the runner starts runs eagerly with it, as under `npm start`. */
+  localWorkers: Client;
 }
 
 /**
@@ -50,8 +53,14 @@ export function useScrapeStack(opts: { timeoutMs?: number } = {}): ScrapeStack {
       log,
       shutdownGraceMs: 1_000,
     });
-    cleanups.push(() => workers.stop());
-    Object.assign(stack, { sim, client: temporal.client, taskQueue, timeoutMs, runner: new TemporalScrapeRunner(temporal.client, { taskQueue, timeoutMs }) });
+    const runner = new TemporalScrapeRunner(temporal.client, { taskQueue, timeoutMs });
+    const localWorkers = clientOnWorkers(workers, TEST_NAMESPACE);
+    runner.startOnLocalWorkers(localWorkers);
+    cleanups.push(() => {
+      runner.startOnLocalWorkers(null);
+      return workers.stop();
+    });
+    Object.assign(stack, { sim, client: temporal.client, taskQueue, timeoutMs, runner, localWorkers });
   }, 120_000);
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c();

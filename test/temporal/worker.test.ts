@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
 import { connectTemporal, type TemporalClient } from '../../temporal/client.ts';
-import { startWorkers } from '../../temporal/worker.ts';
+import { clientOnWorkers, startWorkers } from '../../temporal/worker.ts';
 import { TEST_NAMESPACE, cachedBundle, temporalAddress, uniqueTaskQueue, withWorker } from '../support/temporal.ts';
 import type { GreetActivities } from './fixtures/workflows/words.ts';
 
@@ -31,6 +31,31 @@ function capture() {
 }
 
 describe('startWorkers', () => {
+  it('clientOnWorkers starts workflows eagerly on those workers; a plain client cannot ask to', async () => {
+    const taskQueue = uniqueTaskQueue('eager');
+    const { log } = capture();
+    const workers = await startWorkers({
+      connection: { address: temporalAddress() },
+      namespace: TEST_NAMESPACE,
+      queues: [{ taskQueue, workflowsPath: WORKFLOWS, activities, workflowBundle: await cachedBundle(WORKFLOWS) }],
+      log,
+      shutdownGraceMs: 1_000,
+    });
+    try {
+      const local = clientOnWorkers(workers, TEST_NAMESPACE);
+      const handle = await local.workflow.start('greet', { taskQueue, workflowId: uniqueTaskQueue('eager-run'), args: ['ada'], requestEagerStart: true });
+      // The server handed the first workflow task back with the start: no task-queue dispatch.
+      expect(handle.eagerlyStarted).toBe(true);
+      expect(await handle.result()).toBe('hello ADA from ' + taskQueue);
+      client ??= await connectTemporal({ address: temporalAddress(), namespace: TEST_NAMESPACE });
+      await expect(
+        client.client.workflow.start('greet', { taskQueue, workflowId: uniqueTaskQueue('not-eager'), args: ['x'], requestEagerStart: true }),
+      ).rejects.toThrow(/NativeConnection/);
+    } finally {
+      await workers.stop();
+    }
+  });
+
   it('serves two task queues from one bundle: activity and child workflow end to end, then stops gracefully', async () => {
     const [scrapes, monitors] = [uniqueTaskQueue('scrapes'), uniqueTaskQueue('monitors')];
     const { lines, log } = capture();

@@ -74,6 +74,26 @@ describe('scrapeEvent workflow', () => {
     expect(await hits(stack.sim, 'pf_03', url)).toBe(2);
   });
 
+  it('runs through the task queue when the runner has no local workers, and shares runs across both paths', async () => {
+    const { url, ref } = pf03();
+    await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [section('Pit', 99, 5)], behaviour: 'slow', delay_ms: 600 });
+    stack.runner.startOnLocalWorkers(null);
+    try {
+      // One request through the queue, then (while its run is still going) one started eagerly:
+      // the second joins the first's run whichever way it was started.
+      const queued = stack.runner.run(ref);
+      await new Promise((r) => setTimeout(r, 150));
+      stack.runner.startOnLocalWorkers(stack.localWorkers);
+      const eager = stack.runner.run(ref);
+      const [a, b] = await Promise.all([queued, eager]);
+      expect(a).toMatchObject({ success: true, total_stock: 5 });
+      expect(b.scrape_timestamp).toBe(a.scrape_timestamp);
+      expect(await hits(stack.sim, 'pf_03', url)).toBe(1);
+    } finally {
+      stack.runner.startOnLocalWorkers(stack.localWorkers);
+    }
+  });
+
   it('delivers a seat map past the 2 MB Temporal payload limit (gzip codec)', async () => {
     // 20 sections of 1,000 seats: 2.4 MB of JSON, 59 KB gzipped.
     const url = `https://www.pf02.example/uk/event/big-${randomUUID().slice(0, 8)}`;
