@@ -16,7 +16,7 @@ import { createDb } from '../db/connection.ts';
 import { createPool } from '../db/pool.ts';
 import { createScratchDatabase } from '../db/scratch.ts';
 import { searchEvents, type SearchParams } from '../src/market-data/search-query.ts';
-import { vocabularyFor } from '../src/market-data/search-vocabulary.ts';
+import { SearchVocabulary } from '../src/market-data/search-vocabulary.ts';
 import { seedCatalog } from '../src/market-data/seed/seed.ts';
 import { progressPrinter } from '../src/market-data/seed/progress.ts';
 import type { Detail } from '../src/market-data/seed/statistics.ts';
@@ -60,14 +60,16 @@ async function main() {
               current_setting('shared_buffers') AS shared_buffers, current_setting('work_mem') AS work_mem, version() AS version`,
     );
     const pool = createPool({ connectionString: scratch.url, max: 4, statementTimeoutMs: 600_000 });
-    await vocabularyFor(pool).ready();
+    // One vocabulary for every search, as the gateway has (Services.searchVocabulary).
+    const vocabulary = new SearchVocabulary(pool);
+    await vocabulary.ready();
     const scenarios = await buildScenarios(pool, iterations);
 
     const rows: Row[] = [];
     for (const scenario of scenarios) {
       process.stderr.write(`measuring: ${scenario.name} ... `);
       // Warm both paths (caches, JIT) on this scenario's first requests.
-      for (const p of scenario.requests.slice(0, 3)) await searchEvents(pool, p);
+      for (const p of scenario.requests.slice(0, 3)) await searchEvents(pool, p, vocabulary);
       await naiveSearch(pool, scenario.requests[0]!);
       const ours: number[] = [];
       const naive: number[] = [];
@@ -76,7 +78,7 @@ async function main() {
       const naiveStarted = performance.now();
       for (let i = 0; i < scenario.requests.length; i++) {
         const p = scenario.requests[i]!;
-        const [t, r] = await timed(() => searchEvents(pool, p));
+        const [t, r] = await timed(() => searchEvents(pool, p, vocabulary));
         ours.push(t);
         oursHits += r.nbHits;
         // Interleaved, so both see the same machine; the slow baseline gets a time budget.
@@ -131,7 +133,7 @@ async function main() {
         const direct: number[] = [];
         const viaHttp: number[] = [];
         for (const p of requests) {
-          direct.push((await timed(() => searchEvents(pool, p)))[0]);
+          direct.push((await timed(() => searchEvents(pool, p, vocabulary)))[0]);
           viaHttp.push((await timed(() => post(p)))[0]);
         }
         http.push({ name, direct: summarise(direct), http: summarise(viaHttp) });

@@ -14,6 +14,7 @@ import {
 import { SUBSCRIPTION_STATUSES } from '../billing/provider.ts';
 import { loadConfig } from '../config.ts';
 import { API_NAMES } from '../gateway/catalog.ts';
+import { exitWith, runOnDatabase } from '../runtime/cli-command.ts';
 import type { Db } from '../../db/connection.ts';
 
 const USAGE = `usage: npm run admin -- <command> [options]
@@ -90,6 +91,8 @@ function timestamp(value: string, name: string): Date {
 
 type Run = (db: Db) => Promise<unknown>;
 
+const say = (message: string) => console.error(message);
+
 /**
  * Each command checks its arguments first and returns what to run against the database, so a
  * mistyped option is reported at once, before the database (perhaps an embedded server) is opened.
@@ -160,36 +163,15 @@ async function main(): Promise<number> {
     throw err;
   }
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
-  // Loaded only when needed: knex and the embedded server are most of the start-up time.
-  const { openDatabase } = await import('../runtime/database.ts');
-  const opened: { database?: Awaited<ReturnType<typeof openDatabase>> } = {};
-  // Interrupted: stop an embedded server this command started before going, not leave it behind.
-  const interrupted = (code: number) => {
-    console.error('interrupted');
-    void (opened.database?.close() ?? Promise.resolve()).finally(() => process.exit(code));
-  };
-  process.once('SIGINT', () => interrupted(130));
-  process.once('SIGTERM', () => interrupted(143));
-  const database = await openDatabase(config, (m) => console.error(m), { applicationName: 'admin', poolMax: 2 });
-  opened.database = database;
-  try {
-    console.log(JSON.stringify(await run(database.db), null, 2));
-    return 0;
-  } catch (err) {
-    if (err instanceof OperationError) {
-      console.error(`error: ${err.message}`);
-      return 1;
-    }
-    throw err;
-  } finally {
-    await database.close();
-  }
+  return runOnDatabase(
+    config,
+    say,
+    { applicationName: 'admin', poolMax: 2, interrupted: 'interrupted', refusal: OperationError },
+    async (db) => {
+      console.log(JSON.stringify(await run(db), null, 2));
+      return 0;
+    },
+  );
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err) => {
-    console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
-  },
-);
+exitWith(main(), say);

@@ -11,6 +11,7 @@ import type { RateLimiter } from './rate-limit.ts';
 import type { Metrics } from './metrics.ts';
 import type { ScrapeRunner } from '../apis/live-availability/scrape-runs.ts';
 import type { EventTracker } from '../market-data/tracking-service.ts';
+import type { SearchVocabulary } from '../market-data/search-vocabulary.ts';
 
 export interface Services {
   config: Config;
@@ -22,6 +23,8 @@ export interface Services {
   keys: KeyVerifier;
   limiter: RateLimiter;
   metrics: Metrics;
+  /** The catalog's words for search's typo tolerance, read through `pool`. */
+  searchVocabulary: SearchVocabulary;
   /** On-demand scrapes (Temporal); absent when no Temporal server is configured: 502. */
   scrapes?: ScrapeRunner;
   /** Market Data event tracking (Temporal); absent when no Temporal server is configured: 503. */

@@ -23,7 +23,8 @@ import {
   type CompiledFilter,
   type FilterableAttributeName,
 } from '../apis/market-data/filter-expression.ts';
-import { vocabularyFor, type NearWord } from './search-vocabulary.ts';
+import type { SearchVocabulary } from './search-vocabulary.ts';
+import { type NearWord } from './search-vocabulary.ts';
 
 export const SORT_BY = [
   'recommended',
@@ -142,9 +143,15 @@ function anyOf(operands: readonly string[]): string {
 
 /**
  * Runs one search. Throws FilterSyntaxError (before any query) for a bad filterExpression;
- * database failures propagate as thrown by pg.
+ * database failures propagate as thrown by pg. `vocabulary` is the gateway's
+ * (Services.searchVocabulary), over the same database as `pool`: it caches the word list that
+ * typo tolerance matches against, so each search does not load it again.
  */
-export async function searchEvents(pool: Pool, params: SearchParams): Promise<SearchResult> {
+export async function searchEvents(
+  pool: Pool,
+  params: SearchParams,
+  vocabulary: SearchVocabulary,
+): Promise<SearchResult> {
   const started = performance.now();
   const filter = compileFilter(params.filterExpression, FILTER_COLUMNS, 1);
   const words = await queryWords(pool, params.query);
@@ -154,7 +161,6 @@ export async function searchEvents(pool: Pool, params: SearchParams): Promise<Se
   // Typos only when the words as typed match nothing: a word that exists is not also read as
   // every word one letter away from it (and broad short words stay cheap).
   if (found.nbHits === 0 && terms.length) {
-    const vocabulary = vocabularyFor(pool);
     await vocabulary.ready();
     const fuzzy = terms.map((t, i) => ({ ...t, near: i < MAX_FUZZY_WORDS ? vocabulary.near(t.word, t.prefix) : [] }));
     if (fuzzy.some((t) => t.near.length)) found = await runSearch(pool, params, filter, fuzzy);

@@ -39,6 +39,7 @@ export interface NearWord {
   prefix: boolean;
 }
 
+/** Built once per gateway (Services.searchVocabulary), so the words are loaded once, not per search. */
 export class SearchVocabulary {
   /** Every word as of the last full load, and the words fetched since (a small second trie). */
   private main = Trie.build([]);
@@ -115,18 +116,6 @@ export class SearchVocabulary {
   words(): string[] {
     return [...this.main.words, ...this.recentWords].sort(compare);
   }
-}
-
-const byPool = new WeakMap<Pool, SearchVocabulary>();
-
-/** The vocabulary of the database behind `pool`, one per pool (so per gateway process). */
-export function vocabularyFor(pool: Pool): SearchVocabulary {
-  let v = byPool.get(pool);
-  if (!v) {
-    v = new SearchVocabulary(pool);
-    byPool.set(pool, v);
-  }
-  return v;
 }
 
 function compare(a: string, b: string): number {

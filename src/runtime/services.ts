@@ -8,6 +8,7 @@ import { KeyVerifier } from '../gateway/key-verifier.ts';
 import { Metrics } from '../gateway/metrics.ts';
 import { AdmissionGroups } from '../gateway/admissions.ts';
 import { RateLimiter } from '../gateway/rate-limit.ts';
+import { SearchVocabulary } from '../market-data/search-vocabulary.ts';
 import type { Services } from '../gateway/request-state.ts';
 
 /** The per-request pool for a database (db/pool.ts), sized by the configuration. */
@@ -27,6 +28,7 @@ export function createServices(config: Config, db: Db, pool: Pool, log: Logger, 
     keys: new KeyVerifier(db, config.KEY_CACHE_TTL_MS),
     limiter: new RateLimiter(admissions, pool),
     metrics,
+    searchVocabulary: new SearchVocabulary(pool),
   };
 }
 

@@ -6,6 +6,7 @@
 // Every test file of the run shares one database (other files seed and track events too), so
 // fixtures never assume an empty table: ids are random in a band of marketplace A's range no
 // seed reaches, names and URLs carry a random tag, and reads are always by those ids.
+import { SearchVocabulary } from '../../src/market-data/search-vocabulary.ts';
 import { randomBytes, randomInt } from 'node:crypto';
 import { afterAll, beforeAll, expect } from 'vitest';
 import type { z } from 'zod';
@@ -234,7 +235,12 @@ export function useReadGateway(): ReadGateway {
  */
 export async function startGatewayWithDataPool(dataPool: Pool): Promise<{ gw: TestGateway; close(): Promise<void> }> {
   const admissionPool = createRequestPool(testConfig(GATEWAY_ENV), databaseUrl());
-  const gw = await startTestGateway({ env: GATEWAY_ENV, pool: admissionPool, services: { pool: dataPool } });
+  const gw = await startTestGateway({
+    env: GATEWAY_ENV,
+    pool: admissionPool,
+    // The vocabulary reads the catalog too: it follows the data pool.
+    services: { pool: dataPool, searchVocabulary: new SearchVocabulary(dataPool) },
+  });
   return {
     gw,
     close: async () => {

@@ -159,7 +159,7 @@ export const searchRoute: RouteSpec = {
     const request = await readRequest(ctx);
     let result: SearchResult;
     try {
-      result = await searchEvents(ctx.state.services.pool, request);
+      result = await searchEvents(ctx.state.services.pool, request, ctx.state.services.searchVocabulary);
     } catch (err) {
       if (err instanceof FilterSyntaxError) throw new MarketDataError('INVALID_REQUEST', `filterExpression: ${err.message}`);
       throw err;

@@ -3,6 +3,7 @@
 // synthetic catalog (seed.ts). Progress on stderr; a JSON summary on stdout.
 import { parseArgs } from 'node:util';
 import { loadConfig } from '../../config.ts';
+import { exitWith, runOnDatabase } from '../../runtime/cli-command.ts';
 import { DETAILS, type Detail } from './statistics.ts';
 import { formatDuration, progressPrinter } from './progress.ts';
 
@@ -88,44 +89,30 @@ async function main(): Promise<number> {
   const env: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: 'silent' };
   if (values['database-url']) env.DATABASE_URL = values['database-url'];
   const config = loadConfig(env);
-  // Loaded only now: knex and the embedded server are most of the start-up time.
-  const { openDatabase } = await import('../../runtime/database.ts');
+  // Loaded only now, like the database: a usage error is reported without waiting for either.
   const { seedCatalog, SeedRefusedError } = await import('./seed.ts');
-  const opened: { close?: () => Promise<void> } = {};
-  const interrupted = (code: number) => {
-    say('interrupted: batches already committed stay; re-run with --append to add more');
-    void (opened.close?.() ?? Promise.resolve()).finally(() => process.exit(code));
-  };
-  process.once('SIGINT', () => interrupted(130));
-  process.once('SIGTERM', () => interrupted(143));
-  const database = await openDatabase(config, say, { applicationName: 'seed', poolMax: 4 });
-  opened.close = () => database.close();
-  try {
-    say(`seed: ${options.events.toLocaleString('en-US')} events, detail ${options.detail}, seed ${options.seed}`);
-    const result = await seedCatalog(database.db, { ...options, onProgress: progressPrinter() });
-    const rows = Object.values(result.rows).reduce((a, b) => a + b, 0);
-    say(
-      `seed: done in ${formatDuration(result.ms)}: ${result.events.toLocaleString('en-US')} events ` +
-        `(ids ${result.firstEventId}..${result.lastEventId}), ${rows.toLocaleString('en-US')} rows, ` +
-        `${Math.round(result.events / (result.ms / 1000)).toLocaleString('en-US')} events/s`,
-    );
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    return 0;
-  } catch (err) {
-    if (err instanceof SeedRefusedError) {
-      say(`error: ${err.message}`);
-      return 1;
-    }
-    throw err;
-  } finally {
-    await database.close();
-  }
+  return runOnDatabase(
+    config,
+    say,
+    {
+      applicationName: 'seed',
+      poolMax: 4,
+      interrupted: 'interrupted: batches already committed stay; re-run with --append to add more',
+      refusal: SeedRefusedError,
+    },
+    async (db) => {
+      say(`seed: ${options.events.toLocaleString('en-US')} events, detail ${options.detail}, seed ${options.seed}`);
+      const result = await seedCatalog(db, { ...options, onProgress: progressPrinter() });
+      const rows = Object.values(result.rows).reduce((a, b) => a + b, 0);
+      say(
+        `seed: done in ${formatDuration(result.ms)}: ${result.events.toLocaleString('en-US')} events ` +
+          `(ids ${result.firstEventId}..${result.lastEventId}), ${rows.toLocaleString('en-US')} rows, ` +
+          `${Math.round(result.events / (result.ms / 1000)).toLocaleString('en-US')} events/s`,
+      );
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      return 0;
+    },
+  );
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err) => {
-    say(`error: ${err instanceof Error ? err.message : String(err)}`);
-    process.exit(1);
-  },
-);
+exitWith(main(), say);

@@ -6,8 +6,8 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { artistResponseSchema, SNAPSHOTS_PER_NETWORK } from '../../../src/apis/market-data/artist.ts';
 import { newAccount } from '../../support/harness.ts';
+import { describeBackendFailures } from '../../support/market-data-backend-failures.ts';
 import {
-  deadDataPool,
   expectBilled,
   expectExactShape,
   expectMarketDataError,
@@ -16,12 +16,9 @@ import {
   insertEvent,
   insertSocialMetric,
   insertSocialSnapshots,
-  slowDataPool,
-  startGatewayWithDataPool,
   storedDigest,
   tag,
   useReadGateway,
-  whileLocked,
   type ArtistFixture,
 } from '../../support/market-data-fixtures.ts';
 
@@ -131,33 +128,7 @@ describe('billing', () => {
   });
 });
 
-describe('backend failures: answered in time, never billed', () => {
-  it('an unreachable database is 503 EDGE_UNAVAILABLE', async () => {
-    const g = await startGatewayWithDataPool(deadDataPool());
-    try {
-      const a = await newAccount(t.gw.db);
-      const r = await fetch(g.gw.url + byUrl(fx.full.url), { headers: { apikey: a.key } });
-      expect(r.status).toBe(503);
-      expect((await r.json()).code).toBe('EDGE_UNAVAILABLE');
-      await expectBilled(t.gw.db, a.accountId, r.headers.get('x-request-id'), 0, 'released');
-    } finally {
-      await g.close();
-    }
-  });
-
-  it('a query past the statement timeout is 504 EDGE_TIMEOUT', async () => {
-    const g = await startGatewayWithDataPool(slowDataPool(300));
-    try {
-      const a = await newAccount(t.gw.db);
-      const r = await whileLocked(t.gw.db, 'artist_social_snapshots', () => fetch(g.gw.url + byUrl(fx.full.url), { headers: { apikey: a.key } }));
-      expect(r.status).toBe(504);
-      expect((await r.json()).code).toBe('EDGE_TIMEOUT');
-      await expectBilled(t.gw.db, a.accountId, r.headers.get('x-request-id'), 0, 'released');
-    } finally {
-      await g.close();
-    }
-  });
-});
+describeBackendFailures(t, { path: () => byUrl(fx.full.url), lockedTable: 'artist_social_snapshots' });
 
 describe('properties', () => {
   it('no query string gives a 5xx or changes stored data', async () => {

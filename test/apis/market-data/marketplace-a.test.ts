@@ -6,8 +6,8 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { marketplaceAResponseSchema } from '../../../src/apis/market-data/marketplace-a-schema.ts';
 import { priceHistogram } from '../../../src/market-data/price-histogram.ts';
+import { describeBackendFailures } from '../../support/market-data-backend-failures.ts';
 import {
-  deadDataPool,
   expectBilled,
   expectExactShape,
   expectMarketDataError,
@@ -21,12 +21,9 @@ import {
   insertSnapshot,
   insertVenue,
   randomEventId,
-  slowDataPool,
-  startGatewayWithDataPool,
   storedDigest,
   useReadGateway,
   utcDate,
-  whileLocked,
   type SaleFixture,
 } from '../../support/market-data-fixtures.ts';
 import { newAccount } from '../../support/harness.ts';
@@ -285,36 +282,7 @@ describe('billing (spec 8, 7.7)', () => {
   });
 });
 
-describe('backend failures: answered in time, never billed', () => {
-  it('an unreachable database is 503 EDGE_UNAVAILABLE', async () => {
-    const g = await startGatewayWithDataPool(deadDataPool());
-    try {
-      const a = await newAccount(t.gw.db);
-      const r = await fetch(g.gw.url + path(`E-${fx.full}`), { headers: { apikey: a.key } });
-      const body = await r.json();
-      expect(r.status).toBe(503);
-      expect(body).toEqual({ status: 'error', code: 'EDGE_UNAVAILABLE', message: 'data backend unreachable' });
-      await expectBilled(t.gw.db, a.accountId, r.headers.get('x-request-id'), 0, 'released');
-    } finally {
-      await g.close();
-    }
-  });
-
-  it('a query past the statement timeout is 504 EDGE_TIMEOUT', async () => {
-    const g = await startGatewayWithDataPool(slowDataPool(300));
-    try {
-      const a = await newAccount(t.gw.db);
-      const started = Date.now();
-      const r = await whileLocked(t.gw.db, 'ma_price_histograms', () => fetch(g.gw.url + path(`E-${fx.full}`), { headers: { apikey: a.key } }));
-      expect(Date.now() - started).toBeLessThan(3_000);
-      expect(r.status).toBe(504);
-      expect(await r.json()).toEqual({ status: 'error', code: 'EDGE_TIMEOUT', message: 'data backend exceeded its timeout' });
-      await expectBilled(t.gw.db, a.accountId, r.headers.get('x-request-id'), 0, 'released');
-    } finally {
-      await g.close();
-    }
-  });
-});
+describeBackendFailures(t, { path: () => path(`E-${fx.full}`), lockedTable: 'ma_price_histograms' });
 
 describe('properties', () => {
   it('no path id or query string gives a 5xx or changes stored data', async () => {

@@ -7,8 +7,8 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { marketplaceBResponseSchema } from '../../../src/apis/market-data/marketplace-b-schema.ts';
 import { newAccount } from '../../support/harness.ts';
+import { describeBackendFailures } from '../../support/market-data-backend-failures.ts';
 import {
-  deadDataPool,
   expectBilled,
   expectExactShape,
   expectMarketDataError,
@@ -19,7 +19,6 @@ import {
   storedDigest,
   tag,
   useReadGateway,
-  whileLocked,
 } from '../../support/market-data-fixtures.ts';
 
 const t = useReadGateway();
@@ -272,33 +271,7 @@ describe('billing', () => {
   });
 });
 
-describe('backend failures: answered in time, never billed', () => {
-  it('an unreachable database is 503 EDGE_UNAVAILABLE', async () => {
-    const g = await startGatewayWithDataPool(deadDataPool());
-    try {
-      const a = await newAccount(t.gw.db);
-      const r = await fetch(g.gw.url + path(fx.full), { headers: { apikey: a.key } });
-      expect(r.status).toBe(503);
-      expect((await r.json()).code).toBe('EDGE_UNAVAILABLE');
-      await expectBilled(t.gw.db, a.accountId, r.headers.get('x-request-id'), 0, 'released');
-    } finally {
-      await g.close();
-    }
-  });
-
-  it('a query past the statement timeout is 504 EDGE_TIMEOUT', async () => {
-    const g = await startGatewayWithDataPool(slowDataPool(300));
-    try {
-      const a = await newAccount(t.gw.db);
-      const r = await whileLocked(t.gw.db, 'mb_offer_stats', () => fetch(g.gw.url + path(fx.full), { headers: { apikey: a.key } }));
-      expect(r.status).toBe(504);
-      expect((await r.json()).code).toBe('EDGE_TIMEOUT');
-      await expectBilled(t.gw.db, a.accountId, r.headers.get('x-request-id'), 0, 'released');
-    } finally {
-      await g.close();
-    }
-  });
-});
+describeBackendFailures(t, { path: () => path(fx.full), lockedTable: 'mb_offer_stats' });
 
 describe('properties', () => {
   it('no path id or query string gives a 5xx or changes stored data; limit bounds every list', async () => {

@@ -7,8 +7,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { salesResponseSchema } from '../../../src/apis/market-data/sales.ts';
 import { gatewayCode } from '../../support/gateway-helpers.ts';
 import { newAccount } from '../../support/harness.ts';
+import { describeBackendFailures } from '../../support/market-data-backend-failures.ts';
 import {
-  deadDataPool,
   expectBilled,
   expectExactShape,
   expectMarketDataError,
@@ -16,11 +16,8 @@ import {
   insertEvent,
   insertSales,
   randomEventId,
-  slowDataPool,
-  startGatewayWithDataPool,
   storedDigest,
   useReadGateway,
-  whileLocked,
   type SaleFixture,
 } from '../../support/market-data-fixtures.ts';
 
@@ -144,33 +141,8 @@ describe('billing: ceil(sales_limit / 20)', () => {
   });
 });
 
-describe('backend failures: answered in time, never billed', () => {
-  it('an unreachable database is 503 EDGE_UNAVAILABLE', async () => {
-    const g = await startGatewayWithDataPool(deadDataPool());
-    try {
-      const a = await newAccount(t.gw.db);
-      const r = await fetch(g.gw.url + path(`E-${fx.few}`, '?sales_limit=100'), { headers: { apikey: a.key } });
-      expect(r.status).toBe(503);
-      expect((await r.json()).code).toBe('EDGE_UNAVAILABLE');
-      await expectBilled(t.gw.db, a.accountId, r.headers.get('x-request-id'), 0, 'released');
-    } finally {
-      await g.close();
-    }
-  });
-
-  it('a query past the statement timeout is 504 EDGE_TIMEOUT', async () => {
-    const g = await startGatewayWithDataPool(slowDataPool(300));
-    try {
-      const a = await newAccount(t.gw.db);
-      const r = await whileLocked(t.gw.db, 'ma_sales', () => fetch(g.gw.url + path(`E-${fx.few}`), { headers: { apikey: a.key } }));
-      expect(r.status).toBe(504);
-      expect((await r.json()).code).toBe('EDGE_TIMEOUT');
-      await expectBilled(t.gw.db, a.accountId, r.headers.get('x-request-id'), 0, 'released');
-    } finally {
-      await g.close();
-    }
-  });
-});
+// sales_limit=100 reserves 5 credits, not 1: the release must give back all of them.
+describeBackendFailures(t, { path: () => path(`E-${fx.few}`, '?sales_limit=100'), lockedTable: 'ma_sales' });
 
 describe('properties', () => {
   it('no path id or query string gives a 5xx or changes stored data; a 200 has at most sales_limit rows', async () => {

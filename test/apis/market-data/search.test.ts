@@ -10,6 +10,7 @@ import { marketDataFailures } from '../../../src/apis/market-data/errors.ts';
 import { searchRequestSchema, searchResponseSchema } from '../../../src/apis/market-data/search.ts';
 import { refreshSearchRows } from '../../../src/market-data/search-index.ts';
 import { searchEvents, SORT_BY, type SortBy } from '../../../src/market-data/search-query.ts';
+import { SearchVocabulary } from '../../../src/market-data/search-vocabulary.ts';
 import { ledgerRows, usedCredits } from '../../support/gateway-helpers.ts';
 import { newAccount, type Reply } from '../../support/harness.ts';
 import { EVENTS, expectedHit, useSearchGateway, type FixtureEvent } from './search-catalog.ts';
@@ -302,7 +303,7 @@ describe('database failures', () => {
     await client.query('LOCK TABLE event_search IN ACCESS EXCLUSIVE MODE');
     const timed = createPool({ connectionString: t.scratch.url, max: 2, statementTimeoutMs: 200 });
     try {
-      const err = await searchEvents(timed, { query: '', page: 1, hitsPerPage: 5, sortBy: 'recommended', filterExpression: '' }).catch((e: unknown) => e);
+      const err = await searchEvents(timed, { query: '', page: 1, hitsPerPage: 5, sortBy: 'recommended', filterExpression: '' }, new SearchVocabulary(timed)).catch((e: unknown) => e);
       expect((err as { code?: string }).code).toBe('57014');
       const rendered = marketDataFailures.fromUnexpected(err);
       expect([rendered.status, rendered.body()]).toEqual([504, { status: 'error', code: 'EDGE_TIMEOUT', message: 'data backend exceeded its timeout' }]);
@@ -314,7 +315,7 @@ describe('database failures', () => {
     }
     const down = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:1/x', connectionTimeoutMillis: 1_000 });
     down.on('error', () => {});
-    const err = await searchEvents(down, { query: 'london', page: 1, hitsPerPage: 5, sortBy: 'recommended', filterExpression: '' }).catch((e: unknown) => e);
+    const err = await searchEvents(down, { query: 'london', page: 1, hitsPerPage: 5, sortBy: 'recommended', filterExpression: '' }, new SearchVocabulary(down)).catch((e: unknown) => e);
     await down.end();
     const rendered = marketDataFailures.fromUnexpected(err);
     expect([rendered.status, (rendered.body() as { code: string }).code]).toEqual([503, 'EDGE_UNAVAILABLE']);
