@@ -66,11 +66,10 @@ import {
   inParallel,
   sleep,
   startSimulatorProcess,
-  summarise,
   until,
   type SimProcess,
-  type Summary,
 } from './monitors/support.ts';
+import { summarise, type Summary } from './support/percentiles.ts';
 import { freePort } from './support/processes.ts';
 
 const N = envInt('BENCH_ITEMS', 10_000);

@@ -31,6 +31,7 @@ import { startDevServer } from '../temporal/dev-server.ts';
 import { WORKFLOWS_PATH } from '../temporal/runtime.ts';
 import { clientOnWorkers, startWorkers } from '../temporal/worker.ts';
 import { attemptTimeoutMs } from '../workflows/scrape-timing.ts';
+import { percentile } from './support/percentiles.ts';
 import { freePort } from './support/processes.ts';
 
 const sequential = Number(process.env.BENCH_SEQUENTIAL ?? 60);
@@ -47,10 +48,6 @@ interface Figures {
   p95: number;
   rps: number;
   failures: number;
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
 /** Runs `total` calls, `parallel` at a time; each call gets its index. Latencies in ms. */

@@ -20,7 +20,7 @@ import { SearchVocabulary } from '../src/market-data/search-vocabulary.ts';
 import { seedCatalog } from '../src/market-data/seed/seed.ts';
 import { progressPrinter } from '../src/market-data/seed/progress.ts';
 import type { Detail } from '../src/market-data/seed/statistics.ts';
-import { summarise, type Summary } from './monitors/support.ts';
+import { summarise, type Summary } from './support/percentiles.ts';
 import { buildScenarios, type Scenario } from './search/queries.ts';
 import { naiveSearch } from './search/naive.ts';
 import { freePort, startServer } from './support/processes.ts';

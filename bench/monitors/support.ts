@@ -1,6 +1,7 @@
 // Small pieces the monitors bench needs: the simulator child process, a follower of the
 // notifications log (LISTEN 'notifications' + a read of the table after every wake-up), a
 // logger that counts warnings instead of flooding the terminal, and number helpers.
+// Percentiles are bench/support/percentiles.ts, shared by every benchmark.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { listen, type Listener } from '../../db/listener.ts';
@@ -130,23 +131,6 @@ export function countingLogger(): { log: Logger; counts: Map<string, number> } {
     },
   };
   return { log: createLogger('warn', destination), counts };
-}
-
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-}
-
-export interface Summary {
-  n: number;
-  p50: number;
-  p95: number;
-  max: number;
-}
-
-export function summarise(values: readonly number[]): Summary {
-  const s = [...values].sort((a, b) => a - b);
-  return { n: s.length, p50: percentile(s, 50), p95: percentile(s, 95), max: s.length ? s[s.length - 1]! : NaN };
 }
 
 /** Runs fn over items, `limit` at a time. */

@@ -9,6 +9,7 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { LoadResult } from './load.ts';
+import { percentile } from './percentiles.ts';
 
 export interface PacedSpec {
   name: string;
@@ -20,11 +21,6 @@ export interface PacedSpec {
   durationSec: number;
   /** Upper bound on open connections (keep-alive); a request waits for one when all are busy. */
   connections: number;
-}
-
-function percentile(sorted: number[], q: number): number {
-  if (!sorted.length) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]!;
 }
 
 export interface PacedResult extends LoadResult {
@@ -82,10 +78,10 @@ export async function runPaced(spec: PacedSpec): Promise<PacedResult> {
   return {
     name: spec.name,
     requestsPerSec: Math.round((total * 1000) / elapsedMs),
-    p50ms: round(percentile(latencies, 0.5)),
-    p90ms: round(percentile(latencies, 0.9)),
-    p99ms: round(percentile(latencies, 0.99)),
-    p999ms: round(percentile(latencies, 0.999)),
+    p50ms: round(percentile(latencies, 50)),
+    p90ms: round(percentile(latencies, 90)),
+    p99ms: round(percentile(latencies, 99)),
+    p999ms: round(percentile(latencies, 99.9)),
     maxms: round(latencies.at(-1) ?? 0),
     total,
     non2xx,

@@ -23,8 +23,7 @@ import {
   type CompiledFilter,
   type FilterableAttributeName,
 } from '../apis/market-data/filter-expression.ts';
-import type { SearchVocabulary } from './search-vocabulary.ts';
-import { type NearWord } from './search-vocabulary.ts';
+import type { NearWord, SearchVocabulary } from './search-vocabulary.ts';
 
 export const SORT_BY = [
   'recommended',

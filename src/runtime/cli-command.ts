@@ -25,17 +25,18 @@ export async function runOnDatabase(
   // Loaded only now: knex and the embedded server are most of a CLI's start-up time, and a
   // usage error is reported before any of it.
   const { openDatabase } = await import('./database.ts');
-  const opened: { close?: () => Promise<void> } = {};
+  // Set once the database is open; an interrupt before that has nothing to close.
+  let close: () => Promise<void> = async () => {};
   const interrupted = (code: number) => {
     say(opts.interrupted);
-    void (opened.close?.() ?? Promise.resolve()).finally(() => process.exit(code));
+    void close().finally(() => process.exit(code));
   };
   process.once('SIGINT', () => interrupted(130));
   process.once('SIGTERM', () => interrupted(143));
   const database = await openDatabase(config, say, { applicationName: opts.applicationName, poolMax: opts.poolMax });
   // Once only: an interrupt and the command's own ending may both get here.
   let closing: Promise<void> | undefined;
-  opened.close = () => (closing ??= database.close());
+  close = () => (closing ??= database.close());
   try {
     return await command(database.db);
   } catch (err) {
@@ -45,7 +46,7 @@ export async function runOnDatabase(
     }
     throw err;
   } finally {
-    await opened.close();
+    await close();
   }
 }
 
