@@ -2,6 +2,7 @@
 // (the scrapers' HTTP fetcher and warm browser). close() releases them at shutdown.
 import { marketplaceBaseUrls, platformBaseUrls, type Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
+import { createHttpPages } from '../src/scrapers/http-pages.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
 import { attemptTimeoutMs } from '../workflows/scrape-timing.ts';
 import type { Client } from '@temporalio/client';
@@ -31,7 +32,10 @@ export interface ActivityDeps {
 
 export async function createActivities(deps: ActivityDeps): Promise<Activities> {
   const { config, log } = deps;
+  // One crawlee fetcher for the platform scrapers and the event tracker: one concurrency bound.
+  const http = createHttpPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS) });
   const scrapers = createScrapers({
+    http,
     baseUrls: deps.baseUrls ?? platformBaseUrls(config),
     concurrency: config.SCRAPE_CONCURRENCY,
     browserPages: config.BROWSER_PAGES,
@@ -58,13 +62,12 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     log: alog,
     baseUrls: deps.marketplaceBaseUrls ?? marketplaceBaseUrls(config),
     intervalMs: config.TRACK_INTERVAL_MS,
-    concurrency: config.SCRAPE_CONCURRENCY,
-    fetchTimeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS),
+    http,
   });
   return {
-    activities: { ...createScrapeActivities(scrapers, alog), ...monitors, ...tracking.activities },
+    activities: { ...createScrapeActivities(scrapers, alog), ...monitors, ...tracking },
     close: async () => {
-      await Promise.all([scrapers.close(), tracking.close()]);
+      await Promise.all([scrapers.close(), http.close()]);
     },
   };
 }

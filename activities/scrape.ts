@@ -1,7 +1,8 @@
 // The scrape activity: runs one platform adapter for one event and returns the spec 2.5
 // response. Failures become Temporal ApplicationFailures typed by ScrapeFailure kind and marked
 // non-retryable unless transient; a crash (a bug, not the platform) is type `internal`, final.
-// scrapeInActivity is shared with the target pollers' activity (activities/monitors.ts).
+// scrapeInActivity is shared with the target pollers' activity (activities/monitors.ts), and
+// scrapeActivityFailure with the event tracker's (activities/tracking.ts).
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EventRef } from '../src/platform/event-ref.ts';
 import type { Scrapers } from '../src/scrapers/index.ts';
@@ -11,6 +12,11 @@ import type { Logger } from '../src/logger.ts';
 
 export interface ScrapeActivities {
   scrapePlatform(ref: EventRef): Promise<ScrapeResponse>;
+}
+
+/** A scrape failure as an activity's failure: typed by its kind, final unless transient. */
+export function scrapeActivityFailure(err: ScrapeFailure): ApplicationFailure {
+  return ApplicationFailure.create({ type: err.kind, message: err.message, nonRetryable: !err.retryable, cause: err });
 }
 
 /** Scrapes `ref` inside the current activity, logging the outcome and typing any failure. */
@@ -28,7 +34,7 @@ export async function scrapeInActivity(scrapers: Scrapers, ref: EventRef, log: L
     const fields = { ...run, platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) };
     if (err instanceof ScrapeFailure) {
       log.warn({ ...fields, kind: err.kind, err: err.message }, 'scrape failed');
-      throw ApplicationFailure.create({ type: err.kind, message: err.message, nonRetryable: !err.retryable, cause: err });
+      throw scrapeActivityFailure(err);
     }
     log.error({ ...fields, err }, 'scrape crashed');
     throw ApplicationFailure.create({ type: 'internal', message: 'unexpected error while scraping', nonRetryable: true, cause: err as Error });

@@ -2,15 +2,16 @@
 // event page and applies it in one transaction (src/market-data/tracking-store.ts): at most
 // once per tick, so a retried or re-run tick writes nothing twice. recordTrackingFailure keeps
 // the tracking record's status and last error. Scrape failures become ApplicationFailures typed
-// by their kind; only `not_found` is final (it ends the tracking), the rest are retried.
-import { ApplicationFailure, Context } from '@temporalio/activity';
+// by their kind, as on-demand scrapes' do: only transient ones are retried within a tick, and
+// only `not_found` ends the tracking (the workflow records the others and tries the next tick).
+import { Context } from '@temporalio/activity';
+import { scrapeActivityFailure } from './scrape.ts';
 import type { Db } from '../db/connection.ts';
 import type { Logger } from '../src/logger.ts';
 import type { TrackableMarketplace } from '../src/market-data/tracking-ref.ts';
 import { applyTick, recordTickFailure, type ScrapedPage } from '../src/market-data/tracking-store.ts';
-import { createHttpPages } from '../src/scrapers/http-pages.ts';
 import { createMarketplaceScrapers, type MarketplaceScrapers } from '../src/scrapers/marketplaces/index.ts';
-import { ScrapeFailure } from '../src/scrapers/types.ts';
+import { ScrapeFailure, type PageFetcher } from '../src/scrapers/types.ts';
 
 /** Well inside the workflow's heartbeat timeout (5 s); the SDK throttles what it sends anyway. */
 const HEARTBEAT_EVERY_MS = 1_000;
@@ -42,9 +43,8 @@ export interface TrackingActivityOptions {
   /** Where each marketplace is scraped (MARKETPLACE_X_BASE_URL, or a test simulator's). */
   baseUrls: Record<'marketplace_a' | 'marketplace_b', string>;
   intervalMs: number;
-  /** HTTP requests in flight at once, and the bound of one. */
-  concurrency: number;
-  fetchTimeoutMs: number;
+  /** The worker's crawlee fetcher, shared with the platform scrapers (one concurrency bound). */
+  http: PageFetcher;
 }
 
 async function scrape(scrapers: MarketplaceScrapers, marketplace: TrackableMarketplace, id: string, signal: AbortSignal): Promise<ScrapedPage> {
@@ -53,11 +53,9 @@ async function scrape(scrapers: MarketplaceScrapers, marketplace: TrackableMarke
     : { marketplace, page: await scrapers.marketplaceB(id, { signal }) };
 }
 
-export function createTrackingActivities(opts: TrackingActivityOptions): { activities: TrackingActivities; close(): Promise<void> } {
+export function createTrackingActivities(opts: TrackingActivityOptions): TrackingActivities {
   const { db, log } = opts;
-  // Its own crawlee fetcher: the platforms' one lives inside their scrapers; both start lazily.
-  const http = createHttpPages({ concurrency: opts.concurrency, timeoutMs: opts.fetchTimeoutMs });
-  const scrapers = createMarketplaceScrapers(http, opts.baseUrls);
+  const scrapers = createMarketplaceScrapers(opts.http, opts.baseUrls);
   const activities: TrackingActivities = {
     async trackTick(input) {
       const ctx = Context.current();
@@ -74,7 +72,7 @@ export function createTrackingActivities(opts: TrackingActivityOptions): { activ
         } catch (err) {
           if (err instanceof ScrapeFailure) {
             log.warn({ ...fields, kind: err.kind, err: err.message }, 'tracking scrape failed');
-            throw ApplicationFailure.create({ type: err.kind, message: err.message, nonRetryable: err.kind === 'not_found', cause: err });
+            throw scrapeActivityFailure(err);
           }
           throw err;
         }
@@ -92,5 +90,5 @@ export function createTrackingActivities(opts: TrackingActivityOptions): { activ
       if (input.final) log.warn({ marketplace: input.marketplace, event_id: input.externalId, reason: input.message }, 'tracking ended');
     },
   };
-  return { activities, close: () => http.close() };
+  return activities;
 }

@@ -15,16 +15,24 @@ type Trx = Knex.Transaction;
 
 /**
  * Serialises every writer of one marketplace B event's catalog row (A's link, B's tracker).
- * Lock order, so trackers never deadlock: a B tick takes this before its tracking row; an A
- * tick takes its own tracking row, then this, then (merging) the B tracking row.
+ * Lock order, so trackers never deadlock: a B tick takes this before its tracking row and the
+ * shared catalog rows; an A tick takes its own tracking row, then this, then the shared catalog
+ * rows and (merging) the B tracking row.
  */
 export async function lockMarketplaceBEvent(trx: Trx, id: string): Promise<void> {
   await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`mb-event:${id}`]);
 }
 
+// Catalog rows many events share (a category, a venue, an artist) are read first and written
+// only when new or changed: a write would lock the shared row until the tick commits, and every
+// tracker of an event in "Concerts" would take turns on it.
+
 export async function upsertCategory(trx: Trx, name: string | null): Promise<number | null> {
   if (name === null) return null;
-  // DO UPDATE (a no-op) rather than DO NOTHING, so the existing row's id is returned too.
+  const found = await trx('categories').where({ name }).first('id');
+  if (found) return Number(found.id);
+  // DO UPDATE (a no-op) rather than DO NOTHING, so a row a concurrent tick just created is
+  // returned too.
   const { rows } = await trx.raw('INSERT INTO categories (name) VALUES (?) ON CONFLICT (name) DO UPDATE SET name = EXCLUDED.name RETURNING id', [name]);
   return Number(rows[0].id);
 }
@@ -40,21 +48,29 @@ interface VenueInput {
 /** A venue is the same venue when its name, city and country code are. */
 export async function upsertVenue(trx: Trx, venue: VenueInput | null): Promise<number | null> {
   if (venue === null) return null;
-  // venues has no natural unique key (the seed shares rows by id); the lock keeps two trackers
-  // from creating the same venue twice.
-  await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`venue:${venue.name}|${venue.city ?? ''}|${venue.country_code ?? ''}`]);
-  const existing = await trx('venues')
-    .where({ name: venue.name })
-    .andWhereRaw('city IS NOT DISTINCT FROM ?', [venue.city])
-    .andWhereRaw('country_code IS NOT DISTINCT FROM ?', [venue.country_code])
-    .orderBy('id')
-    .first('id');
+  const find = () =>
+    trx('venues')
+      .where({ name: venue.name })
+      .andWhereRaw('city IS NOT DISTINCT FROM ?', [venue.city])
+      .andWhereRaw('country_code IS NOT DISTINCT FROM ?', [venue.country_code])
+      .orderBy('id')
+      .first('id');
+  let existing = await find();
+  if (!existing) {
+    // venues has no natural unique key (the seed shares rows by id); the lock keeps two trackers
+    // from creating the same venue twice.
+    await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`venue:${venue.name}|${venue.city ?? ''}|${venue.country_code ?? ''}`]);
+    existing = await find();
+  }
   if (existing) {
+    const country = venue.country;
+    const map = venue.svg_map_url ?? null;
     await trx('venues')
       .where({ id: existing.id })
+      .andWhere((q) => q.whereRaw('country IS DISTINCT FROM COALESCE(?, country)', [country]).orWhereRaw('svg_map_url IS DISTINCT FROM COALESCE(?, svg_map_url)', [map]))
       .update({
-        country: trx.raw('COALESCE(?, country)', [venue.country]),
-        svg_map_url: trx.raw('COALESCE(?, svg_map_url)', [venue.svg_map_url ?? null]),
+        country: trx.raw('COALESCE(?, country)', [country]),
+        svg_map_url: trx.raw('COALESCE(?, svg_map_url)', [map]),
       });
     return Number(existing.id);
   }
@@ -66,6 +82,8 @@ export async function upsertVenue(trx: Trx, venue: VenueInput | null): Promise<n
 
 export async function upsertArtist(trx: Trx, artist: MarketplaceAEventPage['artist']): Promise<number | null> {
   if (artist === null) return null;
+  const found = await trx('artists').where({ url: artist.url }).first('id', 'name', 'image_url');
+  if (found && found.name === artist.name && (artist.image_url === null || found.image_url === artist.image_url)) return Number(found.id);
   const { rows } = await trx.raw(
     `INSERT INTO artists (name, url, image_url) VALUES (?, ?, ?)
      ON CONFLICT (url) DO UPDATE SET name = EXCLUDED.name, image_url = COALESCE(EXCLUDED.image_url, artists.image_url)
@@ -88,6 +106,10 @@ async function mergeInto(trx: Trx, from: { id: number; capacity: number | null }
 export async function upsertMarketplaceAEvent(trx: Trx, page: MarketplaceAEventPage): Promise<number> {
   const id = marketplaceAEventNumber(page.id);
   if (id === null) throw new Error(`not a marketplace A event id: ${page.id}`);
+  const b = page.external.marketplace_b_event_id;
+  // Before the category, venue and artist: a B tick takes this lock and then those rows, so
+  // taking them the other way round here could deadlock the two.
+  if (b !== null) await lockMarketplaceBEvent(trx, b);
   const row = {
     id,
     name: page.name,
@@ -103,10 +125,8 @@ export async function upsertMarketplaceAEvent(trx: Trx, page: MarketplaceAEventP
   };
   await trx('events').insert(row).onConflict('id').merge();
 
-  const b = page.external.marketplace_b_event_id;
   // A page that stops linking B leaves the link on file: a missing link says less than a present one.
   if (b === null) return id;
-  await lockMarketplaceBEvent(trx, b);
   const holder = await trx('events').where({ marketplace_b_event_id: b }).whereNot({ id }).first('id', 'marketplace_a_url', 'capacity');
   if (holder && holder.marketplace_a_url !== null) return id; // another A event links that B event: it keeps the link
   if (holder) await mergeInto(trx, { id: Number(holder.id), capacity: holder.capacity }, id);

@@ -184,8 +184,9 @@ export async function applyTick(db: Db, tick: Tick, scraped: ScrapedPage): Promi
 
 /**
  * Records a failed tick: `final` (the marketplace has no such event) ends the tracking as
- * `failed`; otherwise it is `failing` and goes on. Only the tracking's own chain may record:
- * a stale run of an earlier chain cannot overwrite a restarted tracking.
+ * `failed`; otherwise it is `failing` and goes on. No epoch check is needed here:
+ * one workflow id per event (track:{marketplace}:{id}) means one chain runs at a time, and a
+ * tracking is only restarted after its chain has ended.
  */
 export async function recordTickFailure(db: Db, input: { marketplace: TrackableMarketplace; externalId: string; message: string; final: boolean; at: Date }): Promise<void> {
   await db('tracked_events')

@@ -3,7 +3,7 @@
 import type { EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
 import { createBrowserPages } from './browser-pages.ts';
-import { createHttpPages } from './http-pages.ts';
+import { createHttpPages, type HttpPages } from './http-pages.ts';
 import { ADAPTER_FACTORIES } from './platforms/index.ts';
 import type { PlatformAdapter, ScrapeData, ScrapeOptions } from './types.ts';
 
@@ -17,6 +17,11 @@ export interface ScrapersOptions {
   chromiumPath: string;
   /** Upper bound of one fetch or page visit. */
   attemptTimeoutMs: number;
+  /**
+   * A crawlee fetcher shared with other scrapers of the process (the event tracker's), so they
+   * share one concurrency bound; its owner closes it. Default: the scrapers' own.
+   */
+  http?: HttpPages;
 }
 
 export interface Scrapers {
@@ -27,7 +32,8 @@ export interface Scrapers {
 }
 
 export function createScrapers(options: ScrapersOptions): Scrapers {
-  const http = createHttpPages({ concurrency: options.concurrency, timeoutMs: options.attemptTimeoutMs });
+  const ownHttp = options.http === undefined;
+  const http = options.http ?? createHttpPages({ concurrency: options.concurrency, timeoutMs: options.attemptTimeoutMs });
   const browser = createBrowserPages({ pages: options.browserPages, chromiumPath: options.chromiumPath, timeoutMs: options.attemptTimeoutMs });
   const adapters = new Map<PlatformKey, PlatformAdapter>();
   for (const [platform, create] of Object.entries(ADAPTER_FACTORIES) as [PlatformKey, (typeof ADAPTER_FACTORIES)[PlatformKey]][]) {
@@ -41,7 +47,7 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
       await Promise.all([http.warm(), browser.warm()]);
     },
     close: async () => {
-      await Promise.all([http.close(), browser.close()]);
+      await Promise.all([ownHttp ? http.close() : undefined, browser.close()]);
     },
   };
 }

@@ -173,8 +173,9 @@ export async function seedCatalog(db: Db, opts: SeedOptions): Promise<SeedResult
 
   progress('analyze', 0, 1);
   // Fresh statistics for the planner, and a visibility map so counts can use index-only scans.
-  if (opts.vacuum ?? true) await db.raw('VACUUM (ANALYZE) event_search');
-  await db.raw('ANALYZE event_search, search_dictionary, events, venues, artists, ma_stats_snapshots, ma_daily_stats, ma_sales');
+  const vacuumed = opts.vacuum ?? true;
+  if (vacuumed) await db.raw('VACUUM (ANALYZE) event_search');
+  await db.raw(`ANALYZE ${vacuumed ? '' : 'event_search, '}search_dictionary, events, venues, artists, ma_stats_snapshots, ma_daily_stats, ma_sales`);
   progress('analyze', 1, 1);
   return {
     events: opts.events,
