@@ -2,7 +2,7 @@
 // retries then success, non-retryable not-found, the request limit, shared runs for identical
 // requests, and the ops path that lists and retries failed runs.
 import { randomUUID } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { scrapeWorkflowId, ScrapeRunError } from '../../src/apis/live-availability/scrape-runs.ts';
 import { listFailedScrapes, retryScrape } from '../../src/ops/failed-scrapes.ts';
 import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
@@ -77,6 +77,10 @@ describe('scrapeEvent workflow', () => {
   it('runs through the task queue when the runner has no local workers, and shares runs across both paths', async () => {
     const { url, ref } = pf03();
     await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [section('Pit', 99, 5)], behaviour: 'slow', delay_ms: 600 });
+    // Which client starts each run, and whether the server took it eagerly, read off the real
+    // clients' start calls (the calls themselves go through).
+    const viaQueue = vi.spyOn(stack.client.workflow, 'start');
+    const viaLocal = vi.spyOn(stack.localWorkers.workflow, 'start');
     stack.runner.startOnLocalWorkers(null);
     try {
       // One request through the queue, then (while its run is still going) one started eagerly:
@@ -89,8 +93,24 @@ describe('scrapeEvent workflow', () => {
       expect(a).toMatchObject({ success: true, total_stock: 5 });
       expect(b.scrape_timestamp).toBe(a.scrape_timestamp);
       expect(await hits(stack.sim, 'pf_03', url)).toBe(1);
+
+      expect(viaQueue).toHaveBeenCalledTimes(1);
+      expect(viaQueue.mock.calls[0]![1]).toMatchObject({ requestEagerStart: false });
+      expect(viaLocal).toHaveBeenCalledTimes(1);
+      expect(viaLocal.mock.calls[0]![1]).toMatchObject({ requestEagerStart: true });
+      // The second start met the running run: it joined it rather than starting one.
+      const joined = await viaLocal.mock.results[0]!.value;
+      expect(joined.firstExecutionRunId).toBe((await viaQueue.mock.results[0]!.value).firstExecutionRunId);
+
+      // A new run started with the local workers set is taken eagerly by the server.
+      const fresh = pf03();
+      await putEvent(stack.sim, 'pf_03', fresh.url, { region: 'fr', sections: [section('Pit', 10, 1)] });
+      await stack.runner.run(fresh.ref);
+      expect((await viaLocal.mock.results[1]!.value).eagerlyStarted).toBe(true);
     } finally {
       stack.runner.startOnLocalWorkers(stack.localWorkers);
+      viaQueue.mockRestore();
+      viaLocal.mockRestore();
     }
   });
 
