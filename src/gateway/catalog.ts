@@ -21,16 +21,24 @@ export interface Operation {
 export const SALES_LIMIT_DEFAULT = 20;
 export const SALES_LIMIT_MAX = 200;
 
-/** ceil(sales_limit / 20), validated before anything is charged (spec 7.1 invalid_parameter). */
-export function salesListCost(query: Record<string, string | string[] | undefined>): number {
+/**
+ * sales_limit of the marketplace A sales list: the default when absent, else 1..SALES_LIMIT_MAX
+ * (spec 7.1 invalid_parameter otherwise). Read by the gateway to bill and by the handler.
+ */
+export function salesLimit(query: Record<string, string | string[] | undefined>): number {
   const raw = query.sales_limit;
-  if (raw === undefined) return Math.ceil(SALES_LIMIT_DEFAULT / 20);
+  if (raw === undefined) return SALES_LIMIT_DEFAULT;
   // Decimal digits only (no sign, exponent, fraction, spaces or repeats); leading zeros are
   // still the same integer, so "020" and "0020" both mean 20.
   if (typeof raw !== 'string' || !/^[0-9]+$/.test(raw) || Number(raw) < 1 || Number(raw) > SALES_LIMIT_MAX) {
     throw new GatewayError('invalid_parameter', `sales_limit must be an integer from 1 to ${SALES_LIMIT_MAX}`);
   }
-  return Math.ceil(Number(raw) / 20);
+  return Number(raw);
+}
+
+/** ceil(sales_limit / 20), validated before anything is charged. */
+export function salesListCost(query: Record<string, string | string[] | undefined>): number {
+  return Math.ceil(salesLimit(query) / 20);
 }
 
 const WATCHLIST_ID = { id: /^[1-9][0-9]{0,15}$/ };

@@ -61,3 +61,26 @@ export async function readJsonBody(ctx: Context, limit: number): Promise<JsonBod
     return { kind: 'invalid', reason: (err as Error).message };
   }
 }
+
+export type JsonObjectProblem = 'too_large' | 'invalid' | 'not_object';
+
+export type JsonObjectBody =
+  | { ok: true; value: Record<string, unknown> }
+  | { ok: false; problem: JsonObjectProblem; message: string };
+
+/**
+ * A body that must be one JSON object. Each API turns a problem into its own envelope and
+ * status; the connection handling of a too-large body is already done here (readJsonBody), so
+ * callers must not add headers of their own. `expected` completes "body must be …" for a body
+ * that is empty or JSON of another type.
+ */
+export async function readJsonObject(ctx: Context, limit: number, expected = 'a JSON object'): Promise<JsonObjectBody> {
+  const body = await readJsonBody(ctx, limit);
+  if (body.kind === 'too_large') return { ok: false, problem: 'too_large', message: `body is larger than ${body.limit} bytes` };
+  if (body.kind === 'invalid') return { ok: false, problem: 'invalid', message: `body is not valid JSON: ${body.reason}` };
+  const value = body.kind === 'json' ? body.value : undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, problem: 'not_object', message: `body must be ${expected}` };
+  }
+  return { ok: true, value: value as Record<string, unknown> };
+}

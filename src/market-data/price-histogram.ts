@@ -5,6 +5,7 @@
 // covers [start, end), the last one [start, end] so the highest sale is counted; tickets_sold
 // sums the sales' quantities. Every bin is listed, empty ones with 0. When every sale has one
 // price there is a single bin [p, p]. With no sales: min and max are "0" and data is empty.
+import { cents } from './stats-formulas.ts';
 
 export const DEFAULT_HISTOGRAM_BINS = 10;
 
@@ -26,10 +27,6 @@ export interface PriceHistogram {
   max: string;
   currency: string;
   data: HistogramBin[];
-}
-
-function cents(price: string | number): number {
-  return Math.round(Number(price) * 100);
 }
 
 function text(c: number): string {

@@ -15,7 +15,7 @@
 // - `X_24h_percentage` is X now against X 24 h before, in percent of the latter: for a flow its
 //   earlier value is the same figure over the sales up to 24 h before (for tickets_sold:
 //   tickets_sold - tickets_sold_24h).
-import { money, percentChange } from './stats-formulas.ts';
+import { cents, money, percentChange } from './stats-formulas.ts';
 
 export const DAY_MS = 24 * 3_600_000;
 
@@ -70,10 +70,6 @@ export interface MaSnapshotFigures {
   get_in_price_24h: string | null;
   get_in_price_24h_percentage: string | null;
   total_volume: string | null;
-}
-
-function cents(price: number | string): number {
-  return Math.round(Number(price) * 100);
 }
 
 function time(t: Date | string): number {

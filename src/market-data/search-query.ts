@@ -158,8 +158,9 @@ export async function searchEvents(
   const terms: WordTerms[] = words.map((word, i) => ({ word, prefix: typing && i === words.length - 1, near: [] }));
   let found = await runSearch(pool, params, filter, terms);
   // Typos only when the words as typed match nothing: a word that exists is not also read as
-  // every word one letter away from it (and broad short words stay cheap).
-  if (found.nbHits === 0 && terms.length) {
+  // every word one letter away from it (and broad short words stay cheap). Words that match
+  // events the filter then excludes do match: no typo pass (an EXISTS decides, only then).
+  if (found.nbHits === 0 && terms.length && (filter.sql === 'TRUE' || !(await wordsMatchAnyEvent(pool, terms)))) {
     await vocabulary.ready();
     const fuzzy = terms.map((t, i) => ({ ...t, near: i < MAX_FUZZY_WORDS ? vocabulary.near(t.word, t.prefix) : [] }));
     if (fuzzy.some((t) => t.near.length)) found = await runSearch(pool, params, filter, fuzzy);
@@ -174,6 +175,20 @@ export async function searchEvents(
   };
 }
 
+/** A word and its typo alternatives as one tsquery operand. */
+function termQuery(t: WordTerms): string {
+  return anyOf([lexeme(t.word, t.prefix), ...t.near.map((n) => lexeme(n.text, n.prefix))]);
+}
+
+/** Whether the words as typed (no filter, no typos) match at least one event. */
+async function wordsMatchAnyEvent(pool: Pool, terms: readonly WordTerms[]): Promise<boolean> {
+  const { rows } = await pool.query<{ found: boolean }>(
+    'SELECT EXISTS (SELECT 1 FROM event_search s WHERE s.search_vector @@ $1::tsquery) AS found',
+    [terms.map(termQuery).join(' & ')],
+  );
+  return rows[0]!.found;
+}
+
 async function runSearch(
   pool: Pool,
   params: SearchParams,
@@ -186,7 +201,7 @@ async function runSearch(
     return `$${values.length}::${type}`;
   };
   const where = [`(${filter.sql})`];
-  const alternatives = terms.map((t) => anyOf([lexeme(t.word, t.prefix), ...t.near.map((n) => lexeme(n.text, n.prefix))]));
+  const alternatives = terms.map(termQuery);
   if (terms.length) where.unshift(`s.search_vector @@ ${bind(alternatives.join(' & '), 'tsquery')}`);
   const whereSql = where.join(' AND ');
   const limit = bind(params.hitsPerPage, 'int');

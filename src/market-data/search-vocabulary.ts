@@ -53,10 +53,6 @@ export class SearchVocabulary {
 
   constructor(private readonly pool: Pool) {}
 
-  get size(): number {
-    return this.main.words.length + this.recentWords.length;
-  }
-
   /** Loads on first use; afterwards refreshes in the background and never waits for it. */
   async ready(): Promise<void> {
     if (!this.loaded) {
@@ -110,11 +106,6 @@ export class SearchVocabulary {
     this.main.near(word, k, prefix, found);
     this.recent.near(word, k, prefix, found);
     return [...found.values()];
-  }
-
-  /** For tests: every word held. */
-  words(): string[] {
-    return [...this.main.words, ...this.recentWords].sort(compare);
   }
 }
 

@@ -21,6 +21,11 @@ export function percentChange(now: Amount, before: Amount): string | null {
   return roundHalfAwayFromZero(((a - b) / b) * 100).toFixed(2);
 }
 
+/** A price (numeric text from PostgreSQL, or a number) in whole cents, for exact sums and bins. */
+export function cents(price: number | string): number {
+  return Math.round(Number(price) * 100);
+}
+
 /** Money rounded to cents as a decimal string ("120.50"); null stays null. */
 export function money(v: Amount): string | null {
   const n = toNumber(v);

@@ -64,9 +64,9 @@ class Connection {
     return true;
   }
 
-  head(path: string, headers: Record<string, string>): void {
+  head(path: string, headers: Record<string, string>, method = 'POST'): void {
     const lines = Object.entries({ host: 'test', apikey: acct.key, 'content-type': 'application/json', ...headers }).map(([k, v]) => `${k}: ${v}`);
-    this.write(`POST ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
+    this.write(`${method} ${path} HTTP/1.1\r\n${lines.join('\r\n')}\r\n\r\n`);
   }
 
   chunk(data: string): boolean {
@@ -109,13 +109,29 @@ class Connection {
 
 const PATH = '/svc/data/events/add';
 
+/** A chunked POST 1 KiB over the limit, sent whole: the reader drains it. */
+function smallOvershoot(path: string): Connection {
+  const c = new Connection();
+  c.head(path, { 'transfer-encoding': 'chunked' });
+  c.chunk(' '.repeat(LIMIT));
+  c.chunk(' '.repeat(1024));
+  c.write('0\r\n\r\n');
+  return c;
+}
+
+/** A chunked POST of up to 2.5 MiB, as fast as the socket takes it: the reader abandons it. */
+function flood(path: string): Connection {
+  const c = new Connection();
+  c.head(path, { 'transfer-encoding': 'chunked' });
+  const piece = ' '.repeat(64 * 1024);
+  for (let i = 0; i < 40; i++) if (!c.chunk(piece)) break;
+  return c;
+}
+
 describe('bodies over MAX_BODY_BYTES', () => {
   it('a fast chunked upload far over the limit gets its 413, then the connection is closed', async () => {
     for (let attempt = 0; attempt < 10; attempt++) {
-      const c = new Connection();
-      c.head(PATH, { 'transfer-encoding': 'chunked' });
-      const piece = ' '.repeat(64 * 1024);
-      for (let i = 0; i < 40; i++) if (!c.chunk(piece)) break; // 2.5 MiB, as fast as the socket takes it
+      const c = flood(PATH);
       const r = await c.response();
       expect(r, `attempt ${attempt}: no answer (${c.errors.join(',')})`).not.toBeNull();
       expect(r!.status).toBe(413);
@@ -127,11 +143,7 @@ describe('bodies over MAX_BODY_BYTES', () => {
   });
 
   it('a small overshoot is read to its end: 413, and the same connection serves the next request', async () => {
-    const c = new Connection();
-    c.head(PATH, { 'transfer-encoding': 'chunked' });
-    c.chunk(' '.repeat(LIMIT));
-    c.chunk(' '.repeat(1024));
-    c.write('0\r\n\r\n');
+    const c = smallOvershoot(PATH);
     const first = await c.response();
     expect(first?.status).toBe(413);
     expect(first!.headers.connection).not.toBe('close');
@@ -162,6 +174,37 @@ describe('bodies over MAX_BODY_BYTES', () => {
     expect(r.body).toEqual({ kind: 'json', value });
     const over = await api('POST', PATH, { key: acct.key, raw: JSON.stringify(value + 'x'), headers: { 'content-type': 'application/json' } });
     expect(over.status).toBe(413);
+  });
+});
+
+// The real APIs (not the fixture's routes) read bodies through readJsonObject and answer in their own envelope; none may
+// force the connection closed for an overshoot the reader drained (nor keep it for one it did not).
+describe.each([
+  { path: '/watchlist', status: 413, body: { error: `body is larger than ${LIMIT} bytes` } },
+  { path: '/events/scrape', status: 413, body: { detail: `body is larger than ${LIMIT} bytes` } },
+])('real route POST $path over the limit', ({ path, status, body }) => {
+  it('a small overshoot keeps the connection for the next request', async () => {
+    const c = smallOvershoot(path);
+    const first = await c.response();
+    expect(first?.status).toBe(status);
+    expect(JSON.parse(first!.body)).toMatchObject(body);
+    expect(first!.headers.connection).not.toBe('close');
+    c.head('/watchlist', {}, 'GET');
+    const second = await c.response();
+    expect(second?.status).toBe(200);
+    expect(JSON.parse(second!.body)).toEqual([]);
+    c.destroy();
+  });
+
+  it('a large chunked upload is answered, then the connection is closed', async () => {
+    const c = flood(path);
+    const r = await c.response();
+    expect(r, `no answer (${c.errors.join(',')})`).not.toBeNull();
+    expect(r!.status).toBe(status);
+    expect(JSON.parse(r!.body)).toMatchObject(body);
+    expect(r!.headers.connection).toBe('close');
+    expect(await c.waitClosed()).toBe(true);
+    c.destroy();
   });
 });
 

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { ApiModule } from '../../gateway/app.ts';
 import { GatewayError } from '../../gateway/errors.ts';
-import { readJsonBody } from '../../gateway/json-body.ts';
+import { readJsonObject } from '../../gateway/json-body.ts';
 import type { RouteContext } from '../../gateway/route.ts';
 import { parseEventRef, type EventRef } from '../../platform/event-ref.ts';
 import { isPlatformKey, PLATFORM_KEYS, PLATFORMS } from '../../platform/registry.ts';
@@ -22,18 +22,9 @@ const PLATFORMS_BODY = JSON.stringify({
 });
 
 async function scrapeTarget(ctx: RouteContext): Promise<EventRef> {
-  const body = await readJsonBody(ctx, ctx.state.services.config.MAX_BODY_BYTES);
-  if (body.kind === 'too_large') {
-    const err = new LiveAvailabilityError(413, `body is larger than ${body.limit} bytes`);
-    err.headers = { Connection: 'close' };
-    throw err;
-  }
-  if (body.kind === 'invalid') throw new LiveAvailabilityError(400, `body is not valid JSON: ${body.reason}`);
-  const value = body.kind === 'json' ? body.value : undefined;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new LiveAvailabilityError(400, 'body must be a JSON object with platform, event_id and region');
-  }
-  const parsed = scrapeRequestSchema.safeParse(value);
+  const body = await readJsonObject(ctx, ctx.state.services.config.MAX_BODY_BYTES, 'a JSON object with platform, event_id and region');
+  if (!body.ok) throw new LiveAvailabilityError(body.problem === 'too_large' ? 413 : 400, body.message);
+  const parsed = scrapeRequestSchema.safeParse(body.value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.map(String).join('.');

@@ -48,26 +48,33 @@ SELECT a.id, a.name, a.url, a.image_url, a.genre, a.country_code,
        (SELECT count(*) FROM events e WHERE e.artist_id = a.id AND e.event_date >= now()) AS upcoming_events
 FROM artists a WHERE a.url = $1`;
 
+// The follow-up statements find the artist by its URL themselves (artists.url is unique), so all
+// three run at once instead of waiting for the id.
+const ARTIST_ID = `(SELECT id FROM artists WHERE url = $1)`;
+
 const METRICS_SQL = `
 SELECT network, handle, profile_url, followers, monthly_listeners, updated_at
-FROM artist_social_metrics WHERE artist_id = $1 ORDER BY network`;
+FROM artist_social_metrics WHERE artist_id = ${ARTIST_ID} ORDER BY network`;
 
 const SNAPSHOTS_SQL = `
 SELECT network, captured_at, followers, monthly_listeners FROM (
   SELECT network, captured_at, followers, monthly_listeners, id,
          row_number() OVER (PARTITION BY network ORDER BY captured_at DESC, id DESC) AS n
   FROM artist_social_snapshots
-  WHERE artist_id = $1 AND captured_at >= now() - make_interval(days => ${SNAPSHOT_DAYS})) s
+  WHERE artist_id = ${ARTIST_ID} AND captured_at >= now() - make_interval(days => ${SNAPSHOT_DAYS})) s
 WHERE n <= ${SNAPSHOTS_PER_NETWORK}
 ORDER BY network, captured_at DESC, id DESC`;
 
 type Row = Record<string, unknown>;
 
 export async function readArtist(pool: Pool, url: string): Promise<ArtistResponse | null> {
-  const found = await pool.query(ARTIST_SQL, [url]);
+  const [found, metrics, snapshots] = await Promise.all([
+    pool.query(ARTIST_SQL, [url]),
+    pool.query(METRICS_SQL, [url]),
+    pool.query(SNAPSHOTS_SQL, [url]),
+  ]);
   const a = found.rows[0] as Row | undefined;
   if (!a) return null;
-  const [metrics, snapshots] = await Promise.all([pool.query(METRICS_SQL, [a.id]), pool.query(SNAPSHOTS_SQL, [a.id])]);
   const social: ArtistResponse['social_metrics'] = {};
   for (const m of metrics.rows as Row[]) {
     social[String(m.network)] = {

@@ -6,13 +6,13 @@
 // and the record's last_scraped_at shows it. Errors are spec 7.2's envelope: INVALID_REQUEST
 // for a bad body, marketplace, id or URL; EDGE_UNAVAILABLE when Temporal cannot be reached.
 import { z } from 'zod';
-import { readJsonBody } from '../../gateway/json-body.ts';
+import { readJsonObject } from '../../gateway/json-body.ts';
 import type { RouteContext, RouteSpec } from '../../gateway/route.ts';
 import { marketplaceBaseUrls } from '../../config.ts';
 import { parseTrackTarget, publicEventUrl, TRACKABLE_MARKETPLACES, type TrackableMarketplace } from '../../market-data/tracking-ref.ts';
 import { TrackingUnavailableError, type TrackedEventRow } from '../../market-data/tracking-service.ts';
 import { MarketDataError } from './errors.ts';
-import { errorResponse, timestamp } from './response-schemas.ts';
+import { errorResponse, isoTimestamp, timestamp } from './response-schemas.ts';
 
 const MAX_ID_LENGTH = 2048;
 
@@ -60,10 +60,6 @@ export const trackedEventSchema = z
   })
   .meta({ id: 'TrackedEvent' });
 
-function iso(t: Date | null): string | null {
-  return t === null ? null : new Date(t).toISOString();
-}
-
 export function trackedEventBody(row: TrackedEventRow): z.infer<typeof trackedEventSchema> {
   return {
     id: Number(row.id),
@@ -72,12 +68,12 @@ export function trackedEventBody(row: TrackedEventRow): z.infer<typeof trackedEv
     event_url: publicEventUrl(row.marketplace, row.external_id),
     catalog_event_id: row.event_id === null ? null : Number(row.event_id),
     status: row.status,
-    created_at: iso(row.created_at)!,
-    updated_at: iso(row.updated_at)!,
-    last_scraped_at: iso(row.last_scraped_at),
+    created_at: isoTimestamp(row.created_at)!,
+    updated_at: isoTimestamp(row.updated_at)!,
+    last_scraped_at: isoTimestamp(row.last_scraped_at),
     scrape_count: Number(row.scrape_count),
     last_error: row.last_error,
-    last_error_at: iso(row.last_error_at),
+    last_error_at: isoTimestamp(row.last_error_at),
   };
 }
 
@@ -96,18 +92,9 @@ function problem(issues: z.core.$ZodIssue[]): string {
 }
 
 async function target(ctx: RouteContext): Promise<{ marketplace: TrackableMarketplace; id: string }> {
-  const body = await readJsonBody(ctx, ctx.state.services.config.MAX_BODY_BYTES);
-  if (body.kind === 'too_large') {
-    const err = invalid(`body is larger than ${body.limit} bytes`);
-    err.headers = { Connection: 'close' };
-    throw err;
-  }
-  if (body.kind === 'invalid') throw invalid(`body is not valid JSON: ${body.reason}`);
-  const value = body.kind === 'json' ? body.value : undefined;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw invalid('body must be a JSON object with marketplace and either event_id or url');
-  }
-  const parsed = addEventRequestSchema.safeParse(value);
+  const body = await readJsonObject(ctx, ctx.state.services.config.MAX_BODY_BYTES, 'a JSON object with marketplace and either event_id or url');
+  if (!body.ok) throw invalid(body.message);
+  const parsed = addEventRequestSchema.safeParse(body.value);
   if (!parsed.success) throw invalid(problem(parsed.error.issues));
   const { marketplace, event_id, url } = parsed.data;
   const baseUrls = ctx.state.services.tracking?.baseUrls ?? marketplaceBaseUrls(ctx.state.services.config);

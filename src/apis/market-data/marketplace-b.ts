@@ -10,6 +10,7 @@ import { MarketDataError } from './errors.ts';
 import { marketplaceBResponseSchema, type MarketplaceBResponse } from './marketplace-b-schema.ts';
 import { integerParam, quoted, readQuery } from './query-params.ts';
 import { BACKEND_FAILURES, errorResponse, sqlIsoTimestamp } from './response-schemas.ts';
+import { CURRENCY_WITHOUT_SALES } from './sale-currency.ts';
 
 export const MARKETPLACE_B_LIMIT = { min: 1, max: 1000, fallback: 100 } as const;
 
@@ -18,8 +19,6 @@ export const MARKETPLACE_B_LIMIT = { min: 1, max: 1000, fallback: 100 } as const
  * 64 characters. Anything else cannot be on file and answers 404 without a query.
  */
 export const MARKETPLACE_B_EVENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
-
-const CURRENCY_WITHOUT_STATS = 'USD';
 
 // $1: the event's marketplace B id.
 const EVENT = `(SELECT id FROM events WHERE marketplace_b_event_id = $1)`;
@@ -118,7 +117,7 @@ function renderDashboard(d: Record<string, unknown>): MarketplaceBResponse['dash
   const chart = d.chart as ChartPoint[];
   const hasStats = d.tickets_sold != null;
   return {
-    currency: hasStats ? String(d.currency) : CURRENCY_WITHOUT_STATS,
+    currency: hasStats ? String(d.currency) : CURRENCY_WITHOUT_SALES,
     current_values: {
       total_tickets_sold: sold,
       tickets_sold_last_24h: sold24h,

@@ -1,6 +1,6 @@
 // An event's currency on marketplace A (spec 2.2 `event.currency`): the currency in which the
 // most tickets were sold, USD before any sale. Shared by the event response and the sales list
-// so both name the same currency.
+// so both name the same currency. A marketplace B event without statistics is in USD as well.
 
 export const CURRENCY_WITHOUT_SALES = 'USD';
 

@@ -1,12 +1,12 @@
 // GET /svc/data/sales/marketplace_a/{event_id} (spec 4.1, 8): an event's most recent individual
 // sales on marketplace A, newest first. The gateway has already checked sales_limit and billed
-// ceil(sales_limit / 20); it is read again here so the handler never trusts what it did not check.
+// ceil(sales_limit / 20); the handler reads it with the same function (catalog.ts salesLimit).
 import { z } from 'zod';
 import type { Pool } from '../../../db/pool.ts';
-import { SALES_LIMIT_DEFAULT, SALES_LIMIT_MAX } from '../../gateway/catalog.ts';
+import { SALES_LIMIT_DEFAULT, SALES_LIMIT_MAX, salesLimit } from '../../gateway/catalog.ts';
 import type { RouteContext, RouteSpec } from '../../gateway/route.ts';
 import { eventNotFound, marketplaceAEventId, marketplaceAEventIdParams } from './event-id.ts';
-import { integerParam, readQuery } from './query-params.ts';
+import { readQuery } from './query-params.ts';
 import { BACKEND_FAILURES, decimalText, errorResponse, isoTimestamp, timestamp } from './response-schemas.ts';
 import { CURRENCY_WITHOUT_SALES, DOMINANT_SALE_CURRENCY } from './sale-currency.ts';
 
@@ -37,8 +37,10 @@ export type SalesResponse = z.output<typeof salesResponseSchema>;
 const EVENT_SQL = `
 SELECT e.id, sc.currency FROM events e LEFT JOIN ${DOMINANT_SALE_CURRENCY} sc ON TRUE WHERE e.id = $1`;
 
+// price is numeric(14, 2) and quantity an integer: their product keeps scale 2 ("99.99") and
+// never overflows, so total needs no cast.
 const SALES_SQL = `
-SELECT sale_ref AS sale_id, sold_at, section, "row", quantity, price, (price * quantity)::numeric(16, 2) AS total,
+SELECT sale_ref AS sale_id, sold_at, section, "row", quantity, price, price * quantity AS total,
        currency, ticket_type
 FROM ma_sales WHERE event_id = $1
 ORDER BY sold_at DESC, id DESC
@@ -81,8 +83,8 @@ export const salesRoute: RouteSpec = {
   handler: async (ctx: RouteContext) => {
     const raw = (ctx as unknown as { params: { event_id: string } }).params.event_id;
     const id = marketplaceAEventId(raw);
-    const query = readQuery(ctx, ['sales_limit']);
-    const limit = integerParam('sales_limit', query.sales_limit, { min: 1, max: SALES_LIMIT_MAX, fallback: SALES_LIMIT_DEFAULT });
+    // Unknown parameters are refused here; sales_limit itself the gateway has already checked.
+    const limit = salesLimit(readQuery(ctx, ['sales_limit']));
     const body = await readSales(ctx.state.services.pool, id, limit);
     if (!body) throw eventNotFound(raw);
     ctx.body = body;

@@ -8,7 +8,7 @@
 // silently ignored); so is a filterExpression that does not parse, with the position in the
 // message. Database failures are EDGE_UNAVAILABLE / EDGE_TIMEOUT through errors.ts.
 import { z } from 'zod';
-import { readJsonBody } from '../../gateway/json-body.ts';
+import { readJsonObject } from '../../gateway/json-body.ts';
 import type { RouteContext, RouteSpec } from '../../gateway/route.ts';
 import {
   MAX_FUZZY_WORDS,
@@ -129,19 +129,9 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 }
 
 async function readRequest(ctx: RouteContext): Promise<SearchRequest> {
-  const body = await readJsonBody(ctx, ctx.state.services.config.MAX_BODY_BYTES);
-  if (body.kind === 'too_large') {
-    const err = new MarketDataError('INVALID_REQUEST', `body is larger than ${body.limit} bytes`);
-    // The rest of the upload was not read: the connection cannot carry another request.
-    err.headers = { Connection: 'close' };
-    throw err;
-  }
-  if (body.kind === 'invalid') throw new MarketDataError('INVALID_REQUEST', `body is not valid JSON: ${body.reason}`);
-  const value = body.kind === 'json' ? body.value : undefined;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new MarketDataError('INVALID_REQUEST', 'body must be a JSON object (send {} for the defaults)');
-  }
-  const parsed = searchRequestSchema.safeParse(value);
+  const body = await readJsonObject(ctx, ctx.state.services.config.MAX_BODY_BYTES, 'a JSON object (send {} for the defaults)');
+  if (!body.ok) throw new MarketDataError('INVALID_REQUEST', body.message);
+  const parsed = searchRequestSchema.safeParse(body.value);
   if (!parsed.success) throw new MarketDataError('INVALID_REQUEST', describeIssue(parsed.error.issues[0]!));
   return parsed.data;
 }

@@ -1,7 +1,7 @@
 // Watchlist API (spec 4.3): CRUD over the account's items plus /watchlist/health. Free.
 import type { z } from 'zod';
 import type { ApiModule } from '../../gateway/app.ts';
-import { readJsonBody } from '../../gateway/json-body.ts';
+import { readJsonObject } from '../../gateway/json-body.ts';
 import type { RouteContext } from '../../gateway/route.ts';
 import { parseEventRef } from '../../platform/event-ref.ts';
 import { normaliseRegion, PLATFORMS } from '../../platform/registry.ts';
@@ -27,17 +27,10 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 }
 
 async function parseBody<S extends z.ZodType>(ctx: RouteContext, schema: S, fixed: readonly string[]): Promise<z.output<S>> {
-  const body = await readJsonBody(ctx, ctx.state.services.config.MAX_BODY_BYTES);
-  if (body.kind === 'invalid') throw new WatchlistError(400, `body is not valid JSON: ${body.reason}`, 'detail');
-  if (body.kind === 'too_large') {
-    // The rest of the upload was never read: close the connection, or a client reusing it
-    // would send its next request into the middle of this body (and hang, then reset).
-    const err = new WatchlistError(413, `body is larger than ${body.limit} bytes`);
-    err.headers = { Connection: 'close' };
-    throw err;
-  }
-  const value = body.kind === 'json' ? body.value : undefined;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new WatchlistError(400, 'body must be a JSON object');
+  const body = await readJsonObject(ctx, ctx.state.services.config.MAX_BODY_BYTES);
+  // Spec 7.4: a body that is not JSON at all is `{detail}`; every other refusal is `{error}`.
+  if (!body.ok) throw new WatchlistError(body.problem === 'too_large' ? 413 : 400, body.message, body.problem === 'invalid' ? 'detail' : 'error');
+  const { value } = body;
   for (const f of SERVER_FIELDS) {
     if (Object.hasOwn(value, f)) throw new WatchlistError(400, `${f} is assigned by the server and cannot be sent`);
   }
