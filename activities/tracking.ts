@@ -1,15 +1,16 @@
 // The event tracker's activities (workflows/track-event.ts). trackTick scrapes one marketplace
 // event page and applies it in one transaction (src/market-data/tracking-store.ts): at most
-// once per tick, so a retried or re-run tick writes nothing twice. recordTrackingFailure keeps
-// the tracking record's status and last error. Scrape failures become ApplicationFailures typed
-// by their kind, as on-demand scrapes' do: only transient ones are retried within a tick, and
-// only `not_found` ends the tracking (the workflow records the others and tries the next tick).
+// once per tick, so a retried or re-run tick writes nothing twice (and one found applied
+// already is not scraped again). recordTrackingFailure keeps the tracking record's status and
+// last error. Scrape failures become ApplicationFailures typed by their kind, as on-demand
+// scrapes' do: only transient ones are retried within a tick, and only `not_found` ends the
+// tracking (the workflow records the others and tries the next tick).
 import { Context } from '@temporalio/activity';
 import { scrapeActivityFailure } from './scrape.ts';
 import type { Db } from '../db/connection.ts';
 import type { Logger } from '../src/logger.ts';
 import type { TrackableMarketplace } from '../src/market-data/tracking-ref.ts';
-import { applyTick, recordTickFailure, type ScrapedPage } from '../src/market-data/tracking-store.ts';
+import { applyTick, readTickState, recordTickFailure, skippedTick, type ScrapedPage, type TickOutcome } from '../src/market-data/tracking-store.ts';
 import { createMarketplaceScrapers, type MarketplaceScrapers } from '../src/scrapers/marketplaces/index.ts';
 import { ScrapeFailure, type PageFetcher } from '../src/scrapers/types.ts';
 
@@ -56,6 +57,24 @@ async function scrape(scrapers: MarketplaceScrapers, marketplace: TrackableMarke
 export function createTrackingActivities(opts: TrackingActivityOptions): TrackingActivities {
   const { db, log } = opts;
   const scrapers = createMarketplaceScrapers(opts.http, opts.baseUrls);
+  const runTick = async (input: TickInput, fields: object, signal: AbortSignal): Promise<TickOutcome & { capturedAt: Date }> => {
+    // A retried tick (its first attempt applied it, then the worker died or the result was lost)
+    // answers without scraping again; applyTick's locked claim still decides.
+    const before = await readTickState(db, input);
+    if (before.applied) return { ...skippedTick(before), capturedAt: new Date() };
+    let scraped: ScrapedPage;
+    try {
+      scraped = await scrape(scrapers, input.marketplace, input.externalId, signal);
+    } catch (err) {
+      if (err instanceof ScrapeFailure) {
+        log.warn({ ...fields, kind: err.kind, err: err.message }, 'tracking scrape failed');
+        throw scrapeActivityFailure(err);
+      }
+      throw err;
+    }
+    const capturedAt = new Date();
+    return { ...(await applyTick(db, { ...input, capturedAt }, scraped)), capturedAt };
+  };
   const activities: TrackingActivities = {
     async trackTick(input) {
       const ctx = Context.current();
@@ -66,20 +85,9 @@ export function createTrackingActivities(opts: TrackingActivityOptions): Trackin
       ctx.heartbeat();
       const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
       try {
-        let scraped: ScrapedPage;
-        try {
-          scraped = await scrape(scrapers, input.marketplace, input.externalId, ctx.cancellationSignal);
-        } catch (err) {
-          if (err instanceof ScrapeFailure) {
-            log.warn({ ...fields, kind: err.kind, err: err.message }, 'tracking scrape failed');
-            throw scrapeActivityFailure(err);
-          }
-          throw err;
-        }
-        const capturedAt = new Date();
-        const outcome = await applyTick(db, { ...input, capturedAt }, scraped);
+        const outcome = await runTick(input, fields, ctx.cancellationSignal);
         log.info({ ...fields, ...outcome, ms: Math.round(performance.now() - started) }, outcome.applied ? 'tracked event scraped' : 'tracking tick already applied');
-        return { ...outcome, capturedAt: capturedAt.toISOString(), intervalMs: opts.intervalMs };
+        return { ...outcome, capturedAt: outcome.capturedAt.toISOString(), intervalMs: opts.intervalMs };
       } finally {
         clearInterval(beat);
       }

@@ -112,6 +112,7 @@ async function main(): Promise<void> {
       scrapes: new TemporalScrapeRunner(temporal.client, { taskQueue: config.SCRAPE_TASK_QUEUE, timeoutMs: config.SCRAPE_TIMEOUT_MS }),
       tracking: new TemporalEventTracker(database.db, temporal.client, marketplaceBaseUrls(config), {
         taskQueue: config.MONITOR_TASK_QUEUE,
+        scrapeQueue: config.SCRAPE_TASK_QUEUE,
         intervalMs: config.TRACK_INTERVAL_MS,
       }),
     };

@@ -7,7 +7,6 @@
 // signal-with-start begins a new run. Continue-as-new keeps each run's history bounded.
 import {
   ActivityFailure,
-  ApplicationFailure,
   condition,
   continueAsNew,
   getExternalWorkflowHandle,
@@ -18,6 +17,7 @@ import {
 } from '@temporalio/workflow';
 import type { MonitorActivities } from '../activities/monitors.ts';
 import type { EventRef } from '../src/platform/event-ref.ts';
+import { backoffWait, describeActivityFailure, failureText } from './loop-pacing.ts';
 import { pollerStatusQuery, snapshotSignal, subscribeSignal, unsubscribeSignal } from './monitor-messages.ts';
 
 export interface PollerState {
@@ -38,7 +38,6 @@ export interface PollerState {
 
 /** A run continues as new after this many polls (each poll is a handful of history events). */
 const POLLS_PER_RUN = 200;
-const MAX_BACKOFF_FACTOR = 16;
 
 export async function targetPoller(state: PollerState): Promise<void> {
   // Subscribers that still need the current snapshot as their baseline.
@@ -111,16 +110,13 @@ export async function targetPoller(state: PollerState): Promise<void> {
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
       state.failures++;
-      const cause = err.cause;
-      lastError = cause instanceof ApplicationFailure ? `${cause.type}: ${cause.message}` : String(cause?.message ?? err.message);
+      lastError = failureText(describeActivityFailure(err));
       log.warn('poll failed', { target: state.target.key, platform: state.target.platform, failures: state.failures, error: lastError });
     }
     await greetNewcomers();
     polls++;
 
-    const backoff = Math.min(MAX_BACKOFF_FACTOR, 2 ** state.failures);
-    const wait = Math.round(state.intervalMs * backoff * (1 + state.jitterRatio * (2 * Math.random() - 1)));
-    const until = Date.now() + wait;
+    const until = Date.now() + backoffWait(state.intervalMs, state.failures, state.jitterRatio);
     // Wake early only to greet a newcomer; the interval itself is kept.
     while (Date.now() < until) {
       const woke = await condition(() => newcomers.size > 0 && state.lastSnapshotId !== null, until - Date.now());

@@ -1,21 +1,29 @@
 // trackEvent: one long-running workflow per tracked marketplace event (POST
 // /svc/data/events/add; workflow id `track:{marketplace}:{event id}`, so adding an event twice
-// meets the running tracking). Each tick the trackTick activity scrapes the event's page and
-// writes the catalog row, the statistics and the search row in one transaction, at most once
-// per tick (tick numbers are carried across continue-as-new). A transient failure is retried
-// by the activity's policy, then recorded (`failing`) and the next tick waits longer (up to
-// MAX_BACKOFF × the interval). An event the marketplace does not know ends the tracking: the
-// record says `failed` and the workflow fails with type `not_found`. A killed worker loses
-// nothing: the workflow resumes from its history on the next worker, and a tick it had
-// applied but not reported is recognised and not written twice.
+// meets the running tracking). Each tick the trackTick activity, on the scrapes queue (whose
+// worker bounds page fetches by SCRAPE_CONCURRENCY), scrapes the event's page and writes the
+// catalog row, the statistics and the search row in one transaction, at most once per tick
+// (tick numbers are carried across continue-as-new). A transient failure is retried by the
+// activity's policy, then recorded (`failing`) and the next tick waits longer (up to
+// MAX_BACKOFF_FACTOR × the interval; every wait has the pollers' jitter). An event the
+// marketplace does not know ends the tracking: the record says `failed` and the workflow fails
+// with type `not_found`. A killed worker loses nothing: the workflow resumes from its history on
+// the next worker, and a tick it had applied but not reported is recognised and not written
+// twice.
 import { ActivityFailure, ApplicationFailure, continueAsNew, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { TrackingActivities } from '../activities/tracking.ts';
 import type { TrackableMarketplace } from '../src/market-data/tracking-ref.ts';
+import { backoffWait, describeActivityFailure, failureText } from './loop-pacing.ts';
 import { trackStatusQuery } from './track-event-messages.ts';
 
 export interface TrackEventState {
   marketplace: TrackableMarketplace;
   externalId: string;
+  /**
+   * The trackTick activity's task queue (SCRAPE_TASK_QUEUE), like the pollers' scrapes. Absent in
+   * states written before it existed: the workflow's own queue, as then.
+   */
+  scrapeQueue?: string;
   /** Wait between ticks; each successful tick brings the worker's TRACK_INTERVAL_MS. */
   intervalMs: number;
   /** Ticks applied in the whole chain so far: the next tick's number is ticks + 1. */
@@ -28,13 +36,8 @@ export interface TrackEventState {
 
 /** Each tick is a handful of history events; a run continues as new after this many. */
 const TICKS_PER_RUN = 200;
-const MAX_BACKOFF = 16;
-
-function describe(err: ActivityFailure): { type: string | null; message: string } {
-  const cause = err.cause;
-  if (cause instanceof ApplicationFailure) return { type: cause.type ?? null, message: cause.message };
-  return { type: null, message: cause?.message ?? err.message };
-}
+/** Each wait is the interval (stretched by failures) × (1 ± JITTER_RATIO): trackings added together spread out. */
+const JITTER_RATIO = 0.1;
 
 export async function trackEvent(state: TrackEventState): Promise<void> {
   let lastError: string | null = null;
@@ -42,6 +45,7 @@ export async function trackEvent(state: TrackEventState): Promise<void> {
   setHandler(trackStatusQuery, () => ({ ticks: state.ticks, failures: state.failures, lastError, intervalMs: state.intervalMs }));
 
   const { trackTick } = proxyActivities<TrackingActivities>({
+    taskQueue: state.scrapeQueue ?? workflowInfo().taskQueue,
     // A scrape (bounded by its own fetch timeout, 20 s by default) and one transaction.
     startToCloseTimeout: '45 seconds',
     // The activity heartbeats every second: a tick lost with a killed worker is retried after this.
@@ -67,17 +71,17 @@ export async function trackEvent(state: TrackEventState): Promise<void> {
       lastError = null;
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;
-      const { type, message } = describe(err);
-      if (type === 'not_found') {
-        await recordTrackingFailure({ ...target, message, final: true });
-        throw ApplicationFailure.create({ type: 'not_found', message, nonRetryable: true });
+      const failure = describeActivityFailure(err);
+      if (failure.type === 'not_found') {
+        await recordTrackingFailure({ ...target, message: failure.message, final: true });
+        throw ApplicationFailure.create({ type: 'not_found', message: failure.message, nonRetryable: true });
       }
       state.failures++;
-      lastError = type ? `${type}: ${message}` : message;
+      lastError = failureText(failure);
       await recordTrackingFailure({ ...target, message: lastError, final: false });
     }
     ticksThisRun++;
-    await sleep(state.intervalMs * Math.min(MAX_BACKOFF, 2 ** state.failures));
+    await sleep(backoffWait(state.intervalMs, state.failures, JITTER_RATIO));
     if (ticksThisRun >= (state.ticksPerRun ?? TICKS_PER_RUN) || workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof trackEvent>(state);
     }

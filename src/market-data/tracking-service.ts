@@ -73,6 +73,11 @@ export class TemporalEventTracker implements EventTracker {
     private readonly options: {
       /** MONITOR_TASK_QUEUE: trackings are long-lived, mostly idle workflows like the monitors. */
       taskQueue: string;
+      /**
+       * SCRAPE_TASK_QUEUE: where each tick's scrape runs, bounded by the scrapes worker's
+       * SCRAPE_CONCURRENCY as the pollers' scrapes are.
+       */
+      scrapeQueue: string;
       /** The first wait; each tick then brings the worker's TRACK_INTERVAL_MS. */
       intervalMs: number;
       /** Ticks per run before continue-as-new (tests shorten it). */
@@ -106,6 +111,7 @@ export class TemporalEventTracker implements EventTracker {
     const state: TrackEventState = {
       marketplace: target.marketplace,
       externalId: target.id,
+      scrapeQueue: this.options.scrapeQueue,
       intervalMs: this.options.intervalMs,
       ticks: 0,
       failures: 0,

@@ -33,19 +33,44 @@ export interface TickOutcome {
 
 export type ScrapedPage = { marketplace: 'marketplace_a'; page: MarketplaceAEventPage } | { marketplace: 'marketplace_b'; page: MarketplaceBEventPage };
 
+type TickRef = Pick<Tick, 'marketplace' | 'externalId' | 'epoch' | 'tick'>;
+
+/** Whether a tick stands applied, and the event it wrote. */
+export interface TickState {
+  applied: boolean;
+  eventId: number | null;
+}
+
+const TICK_COLUMNS = ['tick_epoch', 'last_tick', 'event_id'];
+
+/** The rule: a tick is applied when its chain (epoch) has applied it or a later tick. */
+function tickState(row: { tick_epoch: string | null; last_tick: number | null; event_id: number | string | null } | undefined, tick: TickRef): TickState {
+  if (!row) return { applied: false, eventId: null };
+  const applied = row.tick_epoch === tick.epoch && row.last_tick !== null && row.last_tick >= tick.tick;
+  return { applied, eventId: row.event_id === null ? null : Number(row.event_id) };
+}
+
+const trackingKey = (tick: TickRef) => ({ marketplace: tick.marketplace, external_id: tick.externalId });
+
 /**
  * The tracking row, locked for the transaction; created when missing (a workflow whose adding
  * request never committed still has a record). Waits for a concurrent add's insert to commit.
  */
-async function claimTick(trx: Trx, tick: Tick): Promise<{ applied: boolean; eventId: number | null }> {
-  const key = { marketplace: tick.marketplace, external_id: tick.externalId };
+async function claimTick(trx: Trx, tick: Tick): Promise<TickState> {
+  const key = trackingKey(tick);
   await trx('tracked_events')
     .insert({ ...key, workflow_id: trackingWorkflowId(tick.marketplace, tick.externalId) })
     .onConflict(['marketplace', 'external_id'])
     .ignore();
-  const row = await trx('tracked_events').where(key).forUpdate().first('tick_epoch', 'last_tick', 'event_id');
-  const applied = row.tick_epoch === tick.epoch && row.last_tick !== null && row.last_tick >= tick.tick;
-  return { applied, eventId: row.event_id === null ? null : Number(row.event_id) };
+  return tickState(await trx('tracked_events').where(key).forUpdate().first(TICK_COLUMNS), tick);
+}
+
+/**
+ * Whether a tick was applied already, read without a lock or a transaction: a retried tick
+ * checks this before scraping again. Only a hint: applyTick's locked claim decides.
+ */
+export async function readTickState(db: Db, tick: TickRef): Promise<TickState> {
+  return tickState(await db('tracked_events').where(trackingKey(tick)).first(TICK_COLUMNS), tick);
 }
 
 async function writeMarketplaceA(trx: Trx, page: MarketplaceAEventPage, capturedAt: Date): Promise<{ eventId: number; newSales: number }> {
@@ -154,12 +179,17 @@ async function writeMarketplaceB(trx: Trx, page: MarketplaceBEventPage, captured
   return eventId;
 }
 
+/** What a tick found already applied reports: nothing written. */
+export function skippedTick(state: TickState): TickOutcome {
+  return { applied: false, eventId: state.eventId, newSales: 0 };
+}
+
 /** Applies one tick's scrape; a tick already applied (same epoch, same or later tick) writes nothing. */
 export async function applyTick(db: Db, tick: Tick, scraped: ScrapedPage): Promise<TickOutcome> {
   return db.transaction(async (trx) => {
     if (tick.marketplace === 'marketplace_b') await lockMarketplaceBEvent(trx, tick.externalId);
     const claimed = await claimTick(trx, tick);
-    if (claimed.applied) return { applied: false, eventId: claimed.eventId, newSales: 0 };
+    if (claimed.applied) return skippedTick(claimed);
     let eventId: number;
     let newSales = 0;
     if (scraped.marketplace === 'marketplace_a') ({ eventId, newSales } = await writeMarketplaceA(trx, scraped.page, tick.capturedAt));

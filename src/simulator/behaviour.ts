@@ -2,7 +2,8 @@
 // `failures` first, then its `behaviour` (a 404, a 503, a hang, a slow answer, a malformed or a
 // normal page). The platforms (serve.ts) and the marketplaces (marketplaces/serve.ts) both go
 // through here so a scraper's retries and time-outs meet one simulation whichever site it scrapes;
-// each caller says only how its route answers with a page and with a failure.
+// each caller says only how its route answers with a page and with a failure (answerPage with
+// its page, or with failurePage's for the route's type).
 import type { Context } from 'koa';
 import type { Behaviour } from './state.ts';
 
@@ -12,6 +13,32 @@ export interface Behaving {
   delay_ms: number;
   /** The next N page requests answer 503 first; counted down here. */
   failures: number;
+}
+
+/** A page as a route answers it: HTML or JSON, 200 unless `status` says otherwise. */
+export interface PageContent {
+  type: 'html' | 'json';
+  body: string | object;
+  status?: number;
+}
+
+export function answerPage(ctx: Context, content: PageContent): void {
+  ctx.status = content.status ?? 200;
+  if (content.type === 'json') {
+    ctx.type = 'application/json';
+    ctx.body = typeof content.body === 'string' ? content.body : JSON.stringify(content.body);
+  } else {
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = String(content.body);
+  }
+}
+
+/** A 404 or 503 as a route of `type` shows it. */
+export function failurePage(type: 'html' | 'json', status: 404 | 503): PageContent {
+  const text = status === 404 ? 'Event not found' : 'Service temporarily unavailable';
+  return type === 'json'
+    ? { type, status, body: { error: text } }
+    : { type, status, body: `<!doctype html><html><head><title>${status}</title></head><body><h1>${text}</h1></body></html>` };
 }
 
 export interface Answers {

@@ -3,14 +3,8 @@
 // a malformed page, or the platform's normal page). Platform modules only render.
 import type { Context } from 'koa';
 import type { PlatformKey } from '../platform/registry.ts';
-import { serveBehaviour } from './behaviour.ts';
+import { answerPage, failurePage, serveBehaviour, type PageContent } from './behaviour.ts';
 import type { SimEvent, SimStore } from './state.ts';
-
-export interface PageContent {
-  type: 'html' | 'json';
-  body: string | object;
-  status?: number;
-}
 
 export interface ServeTarget {
   platform: PlatformKey;
@@ -26,39 +20,21 @@ export interface ServeTarget {
 export type Render = (event: SimEvent, variant: { malformed: boolean }) => PageContent;
 export type ServeEvent = (ctx: Context, target: ServeTarget, render: Render) => Promise<void>;
 
-function answer(ctx: Context, content: PageContent): void {
-  ctx.status = content.status ?? 200;
-  if (content.type === 'json') {
-    ctx.type = 'application/json';
-    ctx.body = typeof content.body === 'string' ? content.body : JSON.stringify(content.body);
-  } else {
-    ctx.type = 'text/html; charset=utf-8';
-    ctx.body = String(content.body);
-  }
-}
-
-function failure(type: 'html' | 'json', status: 404 | 503): PageContent {
-  const text = status === 404 ? 'Event not found' : 'Service temporarily unavailable';
-  return type === 'json'
-    ? { type, status, body: { error: text } }
-    : { type, status, body: `<!doctype html><html><head><title>${status}</title></head><body><h1>${text}</h1></body></html>` };
-}
-
 export function createServe(store: SimStore): ServeEvent {
   return async (ctx, target, render) => {
     const event = store.get(target.platform, target.key);
     if (!event || (target.region !== null && target.region.toLowerCase() !== event.region)) {
-      return answer(ctx, failure(target.type, 404));
+      return answerPage(ctx, failurePage(target.type, 404));
     }
     event.hits++;
     // pf_01's data arms fail on their own, per the event's `arms`, instead of counting down `failures`.
-    if (target.arm && event.arms[target.arm] === 'error') return answer(ctx, failure(target.type, 503));
+    if (target.arm && event.arms[target.arm] === 'error') return answerPage(ctx, failurePage(target.type, 503));
     return serveBehaviour(
       ctx,
       event,
       {
-        page: (variant) => answer(ctx, render(event, variant)),
-        failure: (status) => answer(ctx, failure(target.type, status)),
+        page: (variant) => answerPage(ctx, render(event, variant)),
+        failure: (status) => answerPage(ctx, failurePage(target.type, status)),
       },
       { countFailures: !target.arm },
     );

@@ -10,6 +10,17 @@ export const BEHAVIOURS = ['ok', 'slow', 'error', 'hang', 'not_found', 'malforme
 export type Behaviour = (typeof BEHAVIOURS)[number];
 export type ArmState = 'ok' | 'error';
 
+/** How an event's pages answer: the platforms' and the marketplaces' events share these fields. */
+export const behaviourFields = {
+  behaviour: z.enum(BEHAVIOURS).default('ok'),
+  /** How long `slow` waits before answering. */
+  delay_ms: z.number().int().min(0).max(600_000).default(2_000),
+  /** The next N page requests answer 503 first (a transient failure), then `behaviour` applies. */
+  failures: z.number().int().min(0).max(1_000).default(0),
+  /** Let the background drift change this event (off once set exactly). */
+  drift: z.boolean().default(false),
+};
+
 export const simSectionSchema = z.strictObject({
   name: z.string().trim().min(1).max(100),
   price: z.number().min(0).max(1_000_000),
@@ -25,15 +36,9 @@ export type SimSection = z.infer<typeof simSectionSchema>;
 export const simEventInputSchema = z.strictObject({
   region: z.string().trim().min(1).max(8),
   sections: z.array(simSectionSchema).max(200).default([]),
-  behaviour: z.enum(BEHAVIOURS).default('ok'),
-  /** How long `slow` waits before answering. */
-  delay_ms: z.number().int().min(0).max(600_000).default(2_000),
-  /** The next N page requests answer 503 first (a transient failure), then `behaviour` applies. */
-  failures: z.number().int().min(0).max(1_000).default(0),
+  ...behaviourFields,
   /** pf_01 only: its two data arms, `v1` (resale and general admission) and `v2` (seats). */
   arms: z.strictObject({ v1: z.enum(['ok', 'error']).default('ok'), v2: z.enum(['ok', 'error']).default('ok') }).default({ v1: 'ok', v2: 'ok' }),
-  /** Let the background drift change this event (off once set exactly). */
-  drift: z.boolean().default(false),
   name: z.string().max(200).default('Simulated event'),
   venue: z.string().max(200).default('Simulated Arena'),
   city: z.string().max(100).default('Springfield'),

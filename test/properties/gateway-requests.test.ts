@@ -12,8 +12,10 @@ let api: Client;
 let acct: TestAccount;
 
 beforeAll(async () => {
-  // The fixture API exercises the gateway contract: it mounts the sales-list operation so the
-  // sales_limit cost rule can be driven before the real Market Data endpoint exists.
+  // The fixture API stands in for the sales-list operation (a 200 with no rows for any event),
+  // so the sales_limit property below covers the gateway's billing of that operation alone:
+  // refused before billing, or charged exactly ceil(n / 20) credits. What the real sales
+  // endpoint answers is test/apis/market-data/sales.test.ts's subject.
   gw = await startTestGateway({ env: GATEWAY_ENV, apis: withFixture(createFixtureApi()) });
   api = clientFor(gw.url);
   acct = await newAccount(gw.db, { plan: 'pro', rateLimit: 1_000_000 });

@@ -39,7 +39,6 @@ export function clientFor(base: string, address = randomAddress()): Client {
   return (method, path, opts = {}) => call(base, method, path, { ...opts, headers: { 'x-forwarded-for': address, ...opts.headers } });
 }
 
-/** Credits used in the account's current billing period (0 when no counter row exists). */
 /**
  * Waits until no reservation of the account is pending. The gateway settles a paid request
  * (capture or release) just after its response, in batches, so a test reading the ledger or
@@ -54,6 +53,7 @@ export async function settled(db: Db, accountId: number): Promise<void> {
   }
 }
 
+/** Credits used in the account's current billing period (0 when no counter row exists). */
 export async function usedCredits(db: Db, accountId: number): Promise<number> {
   await settled(db, accountId);
   const row = await db('usage_counters as u')
@@ -108,12 +108,6 @@ export function gatewayCode(r: Reply): string | undefined {
 /** What the fixture search route does, chosen by `?outcome=`. */
 export const FIXTURE_OUTCOMES = ['ok', 'throw', 'status503', 'edge_unavailable', 'edge_timeout', 'not_found', 'status400'] as const;
 
-export interface FixtureApi {
-  module: ApiModule;
-  /** Request ids of every request that reached a fixture handler. */
-  seen: Set<string>;
-}
-
 /**
  * A fixture API exercising the gateway contract, not a Market Data implementation: it mounts
  * catalog operations in place of the real handlers (listMarketplaceASales for the sales_limit
@@ -121,6 +115,12 @@ export interface FixtureApi {
  * body), so the gateway's metering, denials and refunds are tested independently of what the
  * Market Data endpoints answer. Mount it with {@link withFixture}.
  */
+export interface FixtureApi {
+  module: ApiModule;
+  /** Request ids of every request that reached a fixture handler. */
+  seen: Set<string>;
+}
+
 /**
  * The real APIs with the fixture in place of the real handlers of the operations it serves
  * (each operation is mounted once, so routing and the OpenAPI document stay unambiguous).
@@ -130,6 +130,7 @@ export function withFixture(fixture: FixtureApi, apis: readonly ApiModule[] = AP
   return [...apis.map((m) => ({ ...m, routes: m.routes.filter((r) => !replaced.has(r.operationId)) })), fixture.module];
 }
 
+/** A fresh fixture API (see {@link FixtureApi}) with an empty `seen` set. */
 export function createFixtureApi(): FixtureApi {
   const seen = new Set<string>();
   const module: ApiModule = {
@@ -189,15 +190,15 @@ export function createFixtureApi(): FixtureApi {
   return { module, seen };
 }
 
-/**
- * A database handle on a server that refuses connections. Knex reports each failed connect
- * through its own console logger; silence it so the run's output stays readable.
- */
 /** A plain pg pool on a server that is not there (the gateway's per-request pool, dead). */
 export function unreachablePool(): Pool {
   return createPool({ connectionString: 'postgres://postgres@127.0.0.1:1/x', max: 2 });
 }
 
+/**
+ * A database handle on a server that refuses connections. Knex reports each failed connect
+ * through its own console logger; silence it so the run's output stays readable.
+ */
 export function unreachableDb(): Db {
   const db = createDb({ connectionString: 'postgres://postgres@127.0.0.1:1/x', poolMax: 2 });
   (db.client as { logger: { _warn?: (m: unknown) => void } }).logger._warn = () => {};

@@ -150,3 +150,16 @@ export async function runTs(script: string, args: readonly string[], env: NodeJS
     });
   });
 }
+
+/** Polls until `check` returns a value (not undefined) or the time is up. */
+// Generous: under a full parallel test run on two cores a poll, a workflow task and an
+// activity can each wait seconds; a passing run returns as soon as the condition holds.
+export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 45_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}

@@ -26,6 +26,16 @@ export function tag(): string {
   return randomBytes(5).toString('hex');
 }
 
+/** A marketplace A event id (`E-<digits>`) no other test (in this run's shared Temporal namespace) uses. */
+export function randomAId(): string {
+  return `E-${1 + Math.floor(Math.random() * 9e11)}`;
+}
+
+/** A marketplace B event id no other test uses. */
+export function randomBId(): string {
+  return `T${Math.random().toString(36).slice(2, 12).toUpperCase()}${Date.now().toString(36).toUpperCase()}`.slice(0, 20);
+}
+
 /** A catalog id in [500e9, 900e9): marketplace A's range (below 1e12), far above any seed. */
 export function randomEventId(): number {
   return 500_000_000_000 + randomInt(400_000_000) * 1_000 + randomInt(1_000);

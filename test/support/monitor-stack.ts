@@ -7,6 +7,9 @@ import { startMonitorRelay } from '../../src/monitors/relay.ts';
 import { readLog, type LogRow } from '../../src/notifications/log.ts';
 import { createRequestPool } from '../../src/runtime/services.ts';
 import { newAccount, type TestAccount } from './harness.ts';
+
+// Moved to harness.ts; re-exported for the monitor tests that import it from here.
+export { eventually } from './harness.ts';
 import { uniqueTaskQueue } from './temporal.ts';
 import { useWorkerStack, type WorkerStack } from './worker-stack.ts';
 
@@ -56,17 +59,4 @@ export function useMonitorStack(
 export async function notificationsOf(stack: MonitorStack, accountId: number): Promise<LogRow[]> {
   const rows = await readLog(stack.pool, { after: 0, accountId, limit: 10_000 });
   return rows.filter((r) => r.kind === 'notification');
-}
-
-/** Polls until `check` returns a value (not undefined) or the time is up. */
-// Generous: under a full parallel test run on two cores a poll, a workflow task and an
-// activity can each wait seconds; a passing run returns as soon as the condition holds.
-export async function eventually<T>(check: () => Promise<T | undefined>, timeoutMs = 45_000, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
 }

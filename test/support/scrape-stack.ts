@@ -73,18 +73,5 @@ export function section(name: string, price: number, stock: number, extra: Recor
   return { name, price, stock, ticket_type: 'standard' as const, restricted_view: false, accessible: false, presale: false, ...extra };
 }
 
-/** Sets a simulated event exactly through the control API (PUT /_sim/{platform}/events/{id}). */
-export async function putEvent(sim: Simulator, platform: string, eventId: string, body: Record<string, unknown>): Promise<void> {
-  const res = await fetch(`${sim.url}/_sim/${platform}/events/${encodeURIComponent(eventId)}`, {
-    method: 'PUT',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (res.status !== 200) throw new Error(`simulator PUT ${platform}/${eventId}: ${res.status} ${await res.text()}`);
-}
-
-/** Requests the simulator served for an event so far. */
-export async function hits(sim: Simulator, platform: string, eventId: string): Promise<number> {
-  const res = await fetch(`${sim.url}/_sim/${platform}/events/${encodeURIComponent(eventId)}`);
-  return res.status === 200 ? ((await res.json()) as { hits: number }).hits : 0;
-}
+// The control API helpers live in simulator.ts; re-exported for the files that import them from here.
+export { hits, putEvent } from './simulator.ts';

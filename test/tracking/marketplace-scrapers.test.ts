@@ -11,6 +11,7 @@ import { parseMarketplaceB } from '../../src/scrapers/marketplaces/marketplace-b
 import { ScrapeFailure } from '../../src/scrapers/types.ts';
 import { DEMO_IDS } from '../../src/simulator/marketplaces/demo.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
+import { putEvent } from '../support/simulator.ts';
 
 let sim: Simulator;
 let http: HttpPages;
@@ -25,10 +26,7 @@ afterAll(async () => {
   await sim?.close();
 });
 
-async function put(marketplace: string, id: string, body: unknown): Promise<void> {
-  const res = await fetch(`${sim.url}/_sim/${marketplace}/events/${id}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  if (res.status !== 200) throw new Error(`PUT ${marketplace}/${id}: ${res.status} ${await res.text()}`);
-}
+const put = (marketplace: string, id: string, body: unknown) => putEvent(sim, marketplace, id, body);
 
 async function failure(p: Promise<unknown>): Promise<ScrapeFailure> {
   const err = await p.then(

@@ -80,13 +80,57 @@ describe('event URLs', () => {
     expect(r).toEqual({ ok: false, message: expect.stringMatching(message) });
   });
 
-  it('never accepts a URL whose host is not one of A’s or the base URL’s', () => {
-    fc.assert(
-      fc.property(fc.webUrl({ withQueryParameters: true, withFragments: true }), (url) => {
-        const r = parseTrackTarget('marketplace_a', { url }, BASE_A);
-        if (r.ok) expect(['www.marketplace-a.example', 'marketplace-a.example', '127.0.0.1']).toContain(new URL(url).hostname);
-      }),
+  it('takes a valid event path exactly on A’s public origins and the base URL’s origin; any other host is refused for its host', () => {
+    // The origins A's event pages may come from: A's public hosts on their default ports, and
+    // the configured base URL's origin (scheme, host and port).
+    const allowed = new Set([
+      'https://www.marketplace-a.example',
+      'http://www.marketplace-a.example',
+      'https://marketplace-a.example',
+      'http://marketplace-a.example',
+      'http://127.0.0.1:8090',
+    ]);
+    const basePath = new URL(BASE_A).pathname;
+    const aHosts = fc.constantFrom('www.marketplace-a.example', 'marketplace-a.example', 'WWW.Marketplace-A.example');
+    const lookAlike = fc
+      .tuple(
+        fc.constantFrom('', 'x', 'evil.', 'www.', 'www-'),
+        fc.constantFrom('www.marketplace-a.example', 'marketplace-a.example', 'marketplace-b.example', 'marketplace-a.examples', 'marketplace-a'),
+        fc.constantFrom('', '.', '.evil.example', '-x', '.example'),
+      )
+      .map(([pre, host, post]) => pre + host + post);
+    const host = fc.oneof(aHosts, lookAlike, fc.domain(), fc.ipV4(), fc.constantFrom('127.0.0.1', 'localhost', '[::1]', '169.254.169.254'));
+    const port = fc.oneof(fc.constantFrom(80, 443, 8090, 8091), fc.integer({ min: 1, max: 65_535 }));
+    const authority = fc.oneof(
+      host,
+      fc.tuple(host, port).map(([h, p]) => `${h}:${p}`),
+      // The base URL's host on its own port and on others.
+      port.map((p) => `127.0.0.1:${p}`),
     );
+    let accepted = 0;
+    let refused = 0;
+    fc.assert(
+      fc.property(fc.constantFrom('http', 'https'), authority, (scheme, auth) => {
+        // The path is always a valid event path for that host: below the base path on the base
+        // URL's host, at the root elsewhere; only the scheme, host and port vary.
+        const path = auth.startsWith('127.0.0.1') ? `${basePath}/event/E-1` : '/event/E-1';
+        const url = `${scheme}://${auth}${path}`;
+        const parsed = new URL(url);
+        const r = parseTrackTarget('marketplace_a', { url }, BASE_A);
+        if (allowed.has(parsed.origin)) {
+          accepted++;
+          expect(r, url).toEqual({ ok: true, marketplace: 'marketplace_a', id: 'E-1' });
+        } else {
+          refused++;
+          const named = `${parsed.hostname}${parsed.port ? `:${parsed.port}` : ''}`;
+          expect(r, url).toEqual({ ok: false, message: `url host '${named}' is not marketplace_a's (expected www.marketplace-a.example or marketplace-a.example)` });
+        }
+      }),
+      { numRuns: 500 },
+    );
+    // Both sides of the property ran.
+    expect(accepted).toBeGreaterThan(0);
+    expect(refused).toBeGreaterThan(0);
   });
 });
 

@@ -3,13 +3,17 @@
 // unique monitors queue scrapes the simulator's marketplaces A and B, and the gateway's
 // POST /svc/data/events/add starts trackEvent workflows there. TRACK_INTERVAL_MS is short so a
 // tick comes every few hundred milliseconds.
+import type { TrackableMarketplace } from '../../src/market-data/tracking-ref.ts';
 import { TemporalEventTracker } from '../../src/market-data/tracking-service.ts';
 import type { Simulator } from '../../src/simulator/server.ts';
 import { call, newAccount, type Reply } from '../support/harness.ts';
 import { uniqueTaskQueue } from '../support/temporal.ts';
 import { useWorkerStack, type WorkerStack } from '../support/worker-stack.ts';
 
-export { eventually } from '../support/monitor-stack.ts';
+import { eventually } from '../support/harness.ts';
+import { putEvent } from '../support/simulator.ts';
+
+export { eventually };
 
 export interface TrackingStack extends WorkerStack {
   /** An API key of a fresh account (all APIs, generous rate limit). */
@@ -18,19 +22,17 @@ export interface TrackingStack extends WorkerStack {
   add(body: unknown): Promise<Reply>;
   /** Sets a marketplace event exactly through the simulator's control API. */
   put(marketplace: 'marketplace_a' | 'marketplace_b' | 'marketplace_c', id: string, body: unknown): Promise<void>;
+  /** The event's tracked_events row, if it has one. */
+  record(marketplace: TrackableMarketplace, id: string): Promise<TrackedRow | undefined>;
+  /** Waits until the tracking is active and has written at least `scrapes` ticks; returns its row. */
+  scraped(marketplace: TrackableMarketplace, id: string, scrapes?: number): Promise<TrackedRow>;
 }
+
+/** A tracked_events row as the database driver returns it (tests read its columns freely). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- raw row of a knex query
+export type TrackedRow = Record<string, any>;
 
 const marketplaceUrls = (sim: Simulator) => ({ marketplace_a: sim.marketplaceUrls.marketplace_a, marketplace_b: sim.marketplaceUrls.marketplace_b });
-
-/** A marketplace A id no other test (in this run's shared Temporal namespace) uses. */
-export function randomAId(): string {
-  return `E-${1 + Math.floor(Math.random() * 9e11)}`;
-}
-
-/** A marketplace B id no other test uses. */
-export function randomBId(): string {
-  return `T${Math.random().toString(36).slice(2, 12).toUpperCase()}${Date.now().toString(36).toUpperCase()}`.slice(0, 20);
-}
 
 export function useTrackingStack(opts: { intervalMs?: number; worker?: 'in-process' | 'child-process'; ticksPerRun?: number } = {}): TrackingStack {
   return useWorkerStack<TrackingStack>({
@@ -42,7 +44,8 @@ export function useTrackingStack(opts: { intervalMs?: number; worker?: 'in-proce
       BROWSER_PAGES: '1',
     },
     worker: opts.worker,
-    queues: (config) => [config.MONITOR_TASK_QUEUE],
+    // As in production: trackings on the monitors queue, their ticks on the scrapes queue.
+    queues: (config) => [config.MONITOR_TASK_QUEUE, config.SCRAPE_TASK_QUEUE],
     activities: ({ sim }) => ({ marketplaceBaseUrls: marketplaceUrls(sim) }),
     childEnv: ({ config, sim }) => ({
       TRACK_INTERVAL_MS: String(config.TRACK_INTERVAL_MS),
@@ -52,6 +55,7 @@ export function useTrackingStack(opts: { intervalMs?: number; worker?: 'in-proce
     services: ({ db, client, sim, config }) => ({
       tracking: new TemporalEventTracker(db, client, marketplaceUrls(sim), {
         taskQueue: config.MONITOR_TASK_QUEUE,
+        scrapeQueue: config.SCRAPE_TASK_QUEUE,
         intervalMs: config.TRACK_INTERVAL_MS,
         ticksPerRun: opts.ticksPerRun,
       }),
@@ -59,18 +63,19 @@ export function useTrackingStack(opts: { intervalMs?: number; worker?: 'in-proce
     build: async (stack) => {
       const { sim, gateway } = stack;
       const { key } = await newAccount(stack.db);
+      const record = (marketplace: TrackableMarketplace, id: string): Promise<TrackedRow | undefined> =>
+        stack.db('tracked_events').where({ marketplace, external_id: id }).first();
       return {
         ...stack,
         key,
         add: (body) => call(gateway.url, 'POST', '/svc/data/events/add', { key, body }),
-        put: async (marketplace, id, body) => {
-          const res = await fetch(`${sim.url}/_sim/${marketplace}/events/${encodeURIComponent(id)}`, {
-            method: 'PUT',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify(body),
-          });
-          if (res.status !== 200) throw new Error(`simulator PUT ${marketplace}/${id}: ${res.status} ${await res.text()}`);
-        },
+        put: (marketplace, id, body) => putEvent(sim, marketplace, id, body),
+        record,
+        scraped: (marketplace, id, scrapes = 1) =>
+          eventually(async () => {
+            const r = await record(marketplace, id);
+            return r && r.status === 'active' && r.scrape_count >= scrapes ? r : undefined;
+          }),
       };
     },
   });

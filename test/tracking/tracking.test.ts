@@ -6,25 +6,15 @@
 import { describe, expect, it } from 'vitest';
 import { trackedEventSchema } from '../../src/apis/market-data/events-add.ts';
 import { trackingWorkflowId } from '../../src/market-data/tracking-ref.ts';
+import { readTickState } from '../../src/market-data/tracking-store.ts';
 import { call } from '../support/harness.ts';
-import { eventually, randomAId, randomBId, useTrackingStack } from './tracking-stack.ts';
+import { randomAId, randomBId } from '../support/market-data-fixtures.ts';
+import { eventually, useTrackingStack } from './tracking-stack.ts';
 
 const stack = useTrackingStack({ intervalMs: 300 });
 
 const HOUR = 3_600_000;
 const iso = (ms: number) => new Date(ms).toISOString();
-
-async function record(marketplace: string, id: string) {
-  return stack.db('tracked_events').where({ marketplace, external_id: id }).first();
-}
-
-/** Waits until the tracking has written at least `scrapes` ticks; returns its record. */
-async function scraped(marketplace: string, id: string, scrapes = 1) {
-  return eventually(async () => {
-    const r = await record(marketplace, id);
-    return r && r.status === 'active' && r.scrape_count >= scrapes ? r : undefined;
-  });
-}
 
 async function latestSnapshot(eventId: number) {
   return stack.db('ma_stats_snapshots').where({ event_id: eventId }).orderBy('id', 'desc').first();
@@ -34,11 +24,9 @@ async function searchRow(eventId: number) {
   return stack.db('event_search').where({ event_id: eventId }).first();
 }
 
-/** A read endpoint through the gateway, when it is built (another module); null when it is not. */
+/** A Market Data read endpoint through the gateway, with the stack's key. */
 async function read(path: string, body?: unknown) {
-  const res = await call(stack.gateway.url, body === undefined ? 'GET' : 'POST', path, { key: stack.key, body });
-  if (res.status === 404 && res.body?.error?.code === 'not_found') return null;
-  return res;
+  return call(stack.gateway.url, body === undefined ? 'GET' : 'POST', path, { key: stack.key, body });
 }
 
 // Real workflows and a worker per file: minutes of slack under a full parallel run.
@@ -80,7 +68,7 @@ describe('tracking a marketplace A event', { timeout: 120_000 }, () => {
       last_error: null,
     });
 
-    const first = await scraped('marketplace_a', id);
+    const first = await stack.scraped('marketplace_a', id);
     expect(first.event_id).toBe(num);
     expect(first.workflow_id).toBe(trackingWorkflowId('marketplace_a', id));
     const event = await stack
@@ -148,8 +136,8 @@ describe('tracking a marketplace A event', { timeout: 120_000 }, () => {
     expect((await stack.db('ma_daily_stats').where({ event_id: num }).orderBy('stat_date', 'desc').first()).tickets_sold).toBe(6);
 
     // More ticks of the same page: nothing counted twice, one snapshot per written tick.
-    const before = await record('marketplace_a', id);
-    await scraped('marketplace_a', id, before.scrape_count + 3);
+    const before = (await stack.record('marketplace_a', id))!;
+    await stack.scraped('marketplace_a', id, before.scrape_count + 3);
     expect(await stack.db('ma_sales').where({ event_id: num }).count({ n: '*' }).first()).toEqual({ n: 3 });
     const { rows } = await stack.db.raw(
       'SELECT t.scrape_count, (SELECT count(*) FROM ma_stats_snapshots s WHERE s.event_id = t.event_id) AS snapshots FROM tracked_events t WHERE t.external_id = ?',
@@ -159,16 +147,12 @@ describe('tracking a marketplace A event', { timeout: 120_000 }, () => {
     expect((await latestSnapshot(num)).tickets_sold).toBe(6);
 
     const res = await read(`/svc/data/marketplace_a/${id}`);
-    if (res) {
-      expect(res.status).toBe(200);
-      expect(res.body.summary.tickets_sold).toBe(6);
-      expect(res.body.event.marketplace_a_event_id).toBe(num);
-    }
+    expect(res.status).toBe(200);
+    expect(res.body.summary.tickets_sold).toBe(6);
+    expect(res.body.event.marketplace_a_event_id).toBe(num);
     const found = await read('/svc/data/search', { query: 'Tracked Concert' });
-    if (found) {
-      expect(found.status).toBe(200);
-      expect(found.body.hits).toContainEqual(expect.objectContaining({ event_id: num, tickets_sold: 6, venue_country_code: 'GB' }));
-    }
+    expect(found.status).toBe(200);
+    expect(found.body.hits).toContainEqual(expect.objectContaining({ event_id: num, tickets_sold: 6, venue_country_code: 'GB' }));
   });
 });
 
@@ -196,7 +180,7 @@ describe('tracking a marketplace B event', { timeout: 120_000 }, () => {
     expect(added.status).toBe(201);
     expect(added.body).toMatchObject({ event_id: id, event_url: `https://www.marketplace-b.example/event/${id}`, status: 'pending' });
 
-    const first = await scraped('marketplace_b', id);
+    const first = await stack.scraped('marketplace_b', id);
     const eventId = Number(first.event_id);
     expect(eventId).toBeGreaterThanOrEqual(1_000_000_000_000);
     expect(await stack.db('events').where({ id: eventId }).first('name', 'marketplace_b_event_id', 'capacity')).toEqual({ name: 'Tracked Festival', marketplace_b_event_id: id, capacity: 1200 });
@@ -227,27 +211,25 @@ describe('tracking a marketplace B event', { timeout: 120_000 }, () => {
     expect(histories).toEqual(runs);
 
     const res = await read(`/svc/data/marketplace_b/${id}?limit=5`);
-    if (res) {
-      expect(res.status).toBe(200);
-      expect(res.body.latest_stats.tickets_sold).toBe(775);
-    }
+    expect(res.status).toBe(200);
+    expect(res.body.latest_stats.tickets_sold).toBe(775);
   });
 
   it('merges a B-only event into the A event that later links it', async () => {
     const bId = randomBId();
     await stack.put('marketplace_b', bId, { name: 'Linked Show', sections: [{ name: 'Hall', capacity: 300, available: 100, sold: 200 }] });
     expect((await stack.add({ marketplace: 'marketplace_b', event_id: bId })).status).toBe(201);
-    const local = Number((await scraped('marketplace_b', bId)).event_id);
+    const local = Number((await stack.scraped('marketplace_b', bId)).event_id);
 
     const aId = randomAId();
     const num = Number(aId.slice(2));
     await stack.put('marketplace_a', aId, { name: 'Linked Show', marketplace_b_event_id: bId, listings: [{ section: 'Hall', quantity: 2, price: 30 }] });
     expect((await stack.add({ marketplace: 'marketplace_a', event_id: aId })).status).toBe(201);
-    await scraped('marketplace_a', aId);
+    await stack.scraped('marketplace_a', aId);
 
     expect(await stack.db('events').where({ id: local }).first()).toBeUndefined();
     expect(await stack.db('events').where({ id: num }).first('marketplace_b_event_id', 'capacity')).toEqual({ marketplace_b_event_id: bId, capacity: 300 });
-    expect((await record('marketplace_b', bId)).event_id).toBe(num);
+    expect((await stack.record('marketplace_b', bId))!.event_id).toBe(num);
     // B's next ticks write to the merged event.
     const runs = async () => Number((await stack.db('mb_scrape_runs').where({ event_id: num }).count({ n: '*' }).first())!.n);
     const merged = await runs();
@@ -268,7 +250,7 @@ describe('adding is idempotent', { timeout: 120_000 }, () => {
     expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 201]);
     expect(new Set(answers.map((a) => a.body.id)).size).toBe(1);
     expect(await stack.db('tracked_events').where({ marketplace: 'marketplace_a', external_id: id }).count({ n: '*' }).first()).toEqual({ n: 1 });
-    await scraped('marketplace_a', id);
+    await stack.scraped('marketplace_a', id);
     const runs = [];
     for await (const w of stack.client.workflow.list({ query: `WorkflowId = '${trackingWorkflowId('marketplace_a', id)}'` })) runs.push(w);
     expect(runs).toHaveLength(1);
@@ -283,8 +265,8 @@ describe('failures', { timeout: 120_000 }, () => {
     const added = await stack.add({ marketplace: 'marketplace_a', event_id: id });
     expect(added.status).toBe(201);
     const failed = await eventually(async () => {
-      const r = await record('marketplace_a', id);
-      return r.status === 'failed' ? r : undefined;
+      const r = await stack.record('marketplace_a', id);
+      return r?.status === 'failed' ? r : undefined;
     });
     expect(failed.last_error).toMatch(/no such event/);
     expect(failed.last_error_at).not.toBeNull();
@@ -302,8 +284,36 @@ describe('failures', { timeout: 120_000 }, () => {
     const restarted = await stack.add({ marketplace: 'marketplace_a', event_id: id });
     expect(restarted.status).toBe(200);
     expect(restarted.body).toMatchObject({ id: added.body.id, status: 'pending' });
-    const active = await scraped('marketplace_a', id);
+    const active = await stack.scraped('marketplace_a', id);
     expect(active.last_error).toBeNull();
+  });
+
+  it('runs each tick on the scrapes queue, the tracking itself on the monitors queue', async () => {
+    const id = randomAId();
+    await stack.put('marketplace_a', id, { listings: [{ section: 'S', quantity: 1, price: 10 }] });
+    expect((await stack.add({ marketplace: 'marketplace_a', event_id: id })).status).toBe(201);
+    await stack.scraped('marketplace_a', id);
+    const handle = stack.client.workflow.getHandle(trackingWorkflowId('marketplace_a', id));
+    expect((await handle.describe()).taskQueue).toBe(stack.config.MONITOR_TASK_QUEUE);
+    const { events } = await handle.fetchHistory();
+    const scheduled = (events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'trackTick');
+    expect(scheduled.length).toBeGreaterThan(0);
+    for (const e of scheduled) expect(e.activityTaskScheduledEventAttributes!.taskQueue!.name).toBe(stack.config.SCRAPE_TASK_QUEUE);
+  });
+
+  it('a retried tick can tell, before scraping again, that its chain already applied it', async () => {
+    const id = randomAId();
+    await stack.put('marketplace_a', id, { listings: [{ section: 'S', quantity: 1, price: 10 }] });
+    expect((await stack.add({ marketplace: 'marketplace_a', event_id: id })).status).toBe(201);
+    await stack.scraped('marketplace_a', id);
+    const row = await stack.db('tracked_events').where({ marketplace: 'marketplace_a', external_id: id }).first('tick_epoch', 'last_tick', 'event_id');
+    const ref = { marketplace: 'marketplace_a' as const, externalId: id, epoch: row.tick_epoch as string };
+    const eventId = Number(row.event_id);
+    expect(await readTickState(stack.db, { ...ref, tick: row.last_tick })).toEqual({ applied: true, eventId });
+    expect(await readTickState(stack.db, { ...ref, tick: 1 })).toEqual({ applied: true, eventId });
+    expect(await readTickState(stack.db, { ...ref, tick: row.last_tick + 1000 })).toEqual({ applied: false, eventId });
+    expect(await readTickState(stack.db, { ...ref, epoch: 'another-chain', tick: 1 })).toEqual({ applied: false, eventId });
+    expect(await readTickState(stack.db, { ...ref, externalId: randomAId(), tick: 1 })).toEqual({ applied: false, eventId: null });
   });
 
   it('a failing marketplace is retried with back-off and the tracking recovers', async () => {
@@ -312,13 +322,13 @@ describe('failures', { timeout: 120_000 }, () => {
     await stack.put('marketplace_b', id, { ...body, behaviour: 'error' });
     expect((await stack.add({ marketplace: 'marketplace_b', event_id: id })).status).toBe(201);
     const failing = await eventually(async () => {
-      const r = await record('marketplace_b', id);
-      return r.status === 'failing' ? r : undefined;
+      const r = await stack.record('marketplace_b', id);
+      return r?.status === 'failing' ? r : undefined;
     });
     expect(failing.last_error).toMatch(/upstream: .*503/);
     expect(failing.scrape_count).toBe(0);
     await stack.put('marketplace_b', id, body);
-    const recovered = await scraped('marketplace_b', id);
+    const recovered = await stack.scraped('marketplace_b', id);
     expect(recovered.last_error).toBeNull();
   });
 });

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { trackingWorkflowId } from '../../src/market-data/tracking-ref.ts';
 import { trackStatusQuery } from '../../workflows/track-event-messages.ts';
-import { eventually, randomAId, randomBId, useTrackingStack } from './tracking-stack.ts';
+import { randomAId, randomBId } from '../support/market-data-fixtures.ts';
+import { eventually, useTrackingStack } from './tracking-stack.ts';
 
 const stack = useTrackingStack({ intervalMs: 300, worker: 'child-process', ticksPerRun: 4 });
 
@@ -18,17 +19,6 @@ const sale = (n: number, hoursAgo: number, quantity: number, price: number) => (
   quantity,
   price,
 });
-
-async function record(marketplace: string, id: string) {
-  return stack.db('tracked_events').where({ marketplace, external_id: id }).first();
-}
-
-async function scraped(marketplace: string, id: string, scrapes: number) {
-  return eventually(async () => {
-    const r = await record(marketplace, id);
-    return r && r.status === 'active' && r.scrape_count >= scrapes ? r : undefined;
-  });
-}
 
 /** Each tick number written once: as many snapshots as written ticks, numbered 1..n in one chain. */
 async function writtenOnce(marketplace: string, id: string, table: 'ma_stats_snapshots' | 'mb_statistics_history') {
@@ -55,8 +45,8 @@ describe('tracking across a killed worker', { timeout: 180_000 }, () => {
     await stack.put('marketplace_b', b, { sections: [{ name: 'Hall', capacity: 100, available: 40, sold: 60 }] });
     expect((await stack.add({ marketplace: 'marketplace_a', event_id: a })).status).toBe(201);
     expect((await stack.add({ marketplace: 'marketplace_b', event_id: b })).status).toBe(201);
-    await scraped('marketplace_a', a, 2);
-    await scraped('marketplace_b', b, 2);
+    await stack.scraped('marketplace_a', a, 2);
+    await stack.scraped('marketplace_b', b, 2);
 
     // SIGKILL: ticks and workflow tasks in flight are abandoned. Meanwhile tickets sell.
     await stack.restartWorker({
@@ -73,17 +63,18 @@ describe('tracking across a killed worker', { timeout: 180_000 }, () => {
     });
     expect(latest).toMatchObject({ available_tickets: 5, tickets_sold_24h: 6, total_volume: '445.00', currency: 'EUR' });
     expect(await stack.db('ma_sales').where({ event_id: num }).orderBy('sale_ref').pluck('sale_ref')).toEqual(['S-1', 'S-2', 'S-3', 'S-4']);
-    const bEvent = (await record('marketplace_b', b)).event_id;
+    const bEvent = (await stack.record('marketplace_b', b))!.event_id;
     await eventually(async () => {
       const h = await stack.db('mb_statistics_history').where({ event_id: bEvent }).orderBy('id', 'desc').first();
       return h?.tickets_sold === 70 ? h : undefined;
     });
 
     // Another kill, then past a few continue-as-new boundaries (4 ticks per run).
-    const before = (await record('marketplace_a', a)).scrape_count;
+    const before = (await stack.record('marketplace_a', a))!.scrape_count;
+    const beforeB = (await stack.record('marketplace_b', b))!.scrape_count;
     await stack.restartWorker();
-    await scraped('marketplace_a', a, before + 6);
-    await scraped('marketplace_b', b, before + 2);
+    await stack.scraped('marketplace_a', a, before + 6);
+    await stack.scraped('marketplace_b', b, beforeB + 2);
     await writtenOnce('marketplace_a', a, 'ma_stats_snapshots');
     await writtenOnce('marketplace_b', b, 'mb_statistics_history');
     expect(await stack.db('ma_sales').where({ event_id: num }).sum({ q: 'quantity' }).first()).toEqual({ q: 8 });
@@ -110,7 +101,7 @@ describe('tracking across a killed worker', { timeout: 180_000 }, () => {
     });
     expect(added!.status).toBe(201);
     expect(added!.body.status).toBe('pending');
-    await scraped('marketplace_a', a, 1);
+    await stack.scraped('marketplace_a', a, 1);
     await writtenOnce('marketplace_a', a, 'ma_stats_snapshots');
   });
 });

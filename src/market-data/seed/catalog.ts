@@ -1,6 +1,7 @@
 // The seed's catalog: venues, artists and events, each generated from its index alone (see
 // random.ts), so any slice of the catalog can be built without the rest. Shapes follow the
 // catalog tables of migration 005; ids are assigned by the writer.
+import { DAY_MS } from '../rollup.ts';
 import { MARKETPLACE_INFO } from '../tracking-ref.ts';
 import { Random, STREAM } from './random.ts';
 import {
@@ -26,7 +27,8 @@ export const MARKETPLACE_A_SITE = `https://${MARKETPLACE_INFO.marketplace_a.host
 /** Where seeded images and seat maps point (invented; nothing fetches them). */
 export const MARKETPLACE_A_IMAGES = 'https://img.marketplace-a.example';
 
-const DAY_MS = 86_400_000;
+/** The seed's hour (its day is rollup.ts's DAY_MS, the tracker's). */
+export const HOUR_MS = 3_600_000;
 
 /** One venue per 25 events and one artist per 4: venues and artists recur across events. */
 export function catalogSizes(events: number): { venues: number; artists: number } {

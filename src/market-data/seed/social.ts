@@ -1,12 +1,10 @@
 // The seed's artist audiences: current followers (and monthly listeners on streaming networks)
 // on 2 to 5 social networks, and with full detail 8 weekly snapshots growing to today's figures.
-import type { SeedArtist } from './catalog.ts';
+import { DAY_MS } from '../rollup.ts';
+import { HOUR_MS, type SeedArtist } from './catalog.ts';
 import { Random, STREAM } from './random.ts';
 import type { Detail } from './statistics.ts';
 import { SOCIAL_NETWORKS } from './vocabulary.ts';
-
-const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
 
 export interface SocialMetricRow {
   artist_id: number;

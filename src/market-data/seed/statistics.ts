@@ -2,7 +2,8 @@
 // marketplace A, the snapshots a tracker would have written (the newest is the summary), the
 // daily roll-ups and the price histogram, plus marketplace B scrape runs for events listed
 // there (marketplace-b.ts). Figures are derived the way the tracker derives them (stats-formulas.ts,
-// price-histogram.ts, migration 006), so the seeded data obeys the same rules as tracked data:
+// price-histogram.ts, rollup.ts's mbStatistics for marketplace B, migration 006), so the seeded
+// data obeys the same rules as tracked data:
 // - ma_sales holds the sales of the last `windowDays` days; a snapshot's X_24h flows are exactly
 //   the sales in the 24 h before it; tickets_sold and total_volume add the sales before the
 //   window (generated as one aggregate);
@@ -12,13 +13,12 @@
 //   sale have sold nothing yet (null sale averages, histogram min and max "0").
 import { money, percentChange } from '../stats-formulas.ts';
 import { priceHistogram, type PriceHistogram } from '../price-histogram.ts';
-import type { SeedArtist, SeedEvent, SeedVenue } from './catalog.ts';
+import { DAY_MS } from '../rollup.ts';
+import { HOUR_MS, type SeedArtist, type SeedEvent, type SeedVenue } from './catalog.ts';
 import { Random, STREAM } from './random.ts';
 import { marketplaceBRuns, type MarketplaceBRun } from './marketplace-b.ts';
 import { SECTIONS } from './vocabulary.ts';
 
-const HOUR_MS = 3_600_000;
-const DAY_MS = 24 * HOUR_MS;
 /** Most sales one event makes in a day; bounds the rows a blockbuster adds. */
 const MAX_SALES_PER_DAY = 40;
 

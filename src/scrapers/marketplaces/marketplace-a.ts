@@ -14,10 +14,12 @@ function optionalObject(value: unknown): JsonObject | null {
   return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JsonObject) : null;
 }
 
+/** A sale's time (required), in UTC. */
 function soldAt(value: unknown, what: string): string {
   const text = read.text(value, what);
-  if (!/^\d{4}-\d\d-\d\dT\d\d:\d\d/.test(text) || Number.isNaN(Date.parse(text))) throw read.malformed(`${what} is not a time (${text.slice(0, 40)})`);
-  return new Date(text).toISOString();
+  const time = read.optionalTime(text);
+  if (time === null) throw read.malformed(`${what} is not a time (${text.slice(0, 40)})`);
+  return new Date(time).toISOString();
 }
 
 /** A link to the same event on B or C, kept only when its id has that marketplace's form. */

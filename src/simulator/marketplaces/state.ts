@@ -5,7 +5,7 @@
 // drift: A sells tickets from its listings, B's sections sell out one ticket at a time.
 import { z } from 'zod';
 import { MARKETPLACE_INFO, type MarketplaceKey } from '../../market-data/tracking-ref.ts';
-import { BEHAVIOURS } from '../state.ts';
+import { behaviourFields } from '../state.ts';
 import { demoEvents } from './demo.ts';
 
 const TICKET_TYPES = ['standard', 'resale', 'platinum', 'general_admission'] as const;
@@ -13,17 +13,6 @@ const name = (max = 200) => z.string().trim().min(1).max(max);
 const money = z.number().min(0).max(1_000_000);
 const currency = z.string().regex(/^[A-Z]{3}$/);
 const imageUrl = z.url({ protocol: /^https?$/ }).max(500);
-
-/** How an event's pages answer, shared by the three marketplaces (as the platforms' behaviours). */
-const behaviourFields = {
-  behaviour: z.enum(BEHAVIOURS).default('ok'),
-  /** How long `slow` waits before answering. */
-  delay_ms: z.number().int().min(0).max(600_000).default(2_000),
-  /** The next N page requests answer 503 first (a transient failure), then `behaviour` applies. */
-  failures: z.number().int().min(0).max(1_000).default(0),
-  /** Let the background drift change this event (off once set exactly). */
-  drift: z.boolean().default(false),
-};
 
 const venueSchema = z.strictObject({
   name: name(),

@@ -13,6 +13,7 @@ import { TemporalEventTracker } from '../../../src/market-data/tracking-service.
 import { createRequestPool } from '../../../src/runtime/services.ts';
 import { connectTemporal, type TemporalClient } from '../../../temporal/client.ts';
 import { call, databaseUrl, newAccount, startTestGateway, testConfig, type TestGateway } from '../../support/harness.ts';
+import { randomAId } from '../../support/market-data-fixtures.ts';
 import { temporalAddress, TEST_NAMESPACE, uniqueTaskQueue } from '../../support/temporal.ts';
 
 const BASE_URLS = { marketplace_a: 'http://127.0.0.1:8090/marketplace_a', marketplace_b: 'http://127.0.0.1:8090/marketplace_b' };
@@ -33,7 +34,7 @@ beforeAll(async () => {
   const config = testConfig({ DATABASE_URL: scratch.url });
   const gatewayFor = (tracking?: TemporalEventTracker) =>
     startTestGateway({ db, pool: createRequestPool(config, scratch.url), env: { DATABASE_URL: scratch.url }, services: tracking ? { tracking } : {} });
-  const tracker = (client: Client) => new TemporalEventTracker(db, client, BASE_URLS, { taskQueue: uniqueTaskQueue('events-add'), intervalMs: 60_000 });
+  const tracker = (client: Client) => new TemporalEventTracker(db, client, BASE_URLS, { taskQueue: uniqueTaskQueue('events-add'), scrapeQueue: uniqueTaskQueue('events-add-ticks'), intervalMs: 60_000 });
   gateway = await gatewayFor(tracker(temporal.client));
   unreachable = await gatewayFor(tracker(new Client({ connection: unreachableConnection, namespace: TEST_NAMESPACE })));
   untracked = await gatewayFor();
@@ -50,11 +51,10 @@ afterAll(async () => {
 
 const add = (body: unknown, g = gateway) => call(g.url, 'POST', '/svc/data/events/add', { key, body });
 const rows = async () => Number((await db('tracked_events').count({ n: '*' }).first())!.n);
-const randomA = () => `E-${1 + Math.floor(Math.random() * 9e11)}`;
 
 describe('answers', () => {
   it('201 with a pending record when it starts tracking, 200 with the same record after', async () => {
-    const id = randomA();
+    const id = randomAId();
     const first = await add({ marketplace: 'marketplace_a', event_id: id });
     expect(first.status).toBe(201);
     const record = trackedEventSchema.parse(first.body);
@@ -68,7 +68,7 @@ describe('answers', () => {
   });
 
   it('takes a URL below the configured base URL, and a marketplace B id', async () => {
-    const a = randomA();
+    const a = randomAId();
     expect((await add({ marketplace: 'marketplace_a', url: `${BASE_URLS.marketplace_a}/event/${a}` })).body).toMatchObject({ event_id: a });
     const b = await add({ marketplace: 'marketplace_b', event_id: 'ZZ00TEST42' });
     expect([200, 201]).toContain(b.status);
@@ -155,7 +155,7 @@ describe('refusals', () => {
 
 describe('backend unavailable', () => {
   it('answers 503 EDGE_UNAVAILABLE when Temporal cannot be reached, and keeps no record', { timeout: 30_000 }, async () => {
-    const id = randomA();
+    const id = randomAId();
     const res = await add({ marketplace: 'marketplace_a', event_id: id }, unreachable);
     expect(res.status).toBe(503);
     expect(res.body).toEqual({ status: 'error', code: 'EDGE_UNAVAILABLE', message: expect.any(String) });
@@ -163,7 +163,7 @@ describe('backend unavailable', () => {
   });
 
   it('answers 503 without a tracking service, after checking the body', async () => {
-    expect((await add({ marketplace: 'marketplace_a', event_id: randomA() }, untracked)).body).toMatchObject({ code: 'EDGE_UNAVAILABLE' });
+    expect((await add({ marketplace: 'marketplace_a', event_id: randomAId() }, untracked)).body).toMatchObject({ code: 'EDGE_UNAVAILABLE' });
     expect((await add({ marketplace: 'marketplace_a', event_id: 'nope' }, untracked)).status).toBe(400);
   });
 });

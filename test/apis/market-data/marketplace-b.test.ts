@@ -298,4 +298,27 @@ describe('properties', () => {
     );
     expect(await storedDigest(t.gw.db, ids, [])).toBe(before);
   });
+
+  it('any limit from 1 to 1000 gives exactly the newest min(limit, available) runs, history rows and chart days', async () => {
+    // What the full fixture holds: one run and one history row per RUNS entry, one chart point
+    // per UTC day among them, and the newest run's two section and two offer rows.
+    const days = [...new Set(RUNS.map((r) => r.at.slice(0, 10)))].sort();
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 1000 }), async (limit) => {
+        const r = await t.get(path(fx.full, `?limit=${limit}`));
+        expect(r.status, r.text).toBe(200);
+        const body = expectExactShape(marketplaceBResponseSchema, r.body);
+        const runs = NEWEST_FIRST.slice(0, Math.min(limit, RUNS.length)).map((x) => x.at);
+        expect(body.marketplace_b_event.scrapeRuns).toHaveLength(Math.min(limit, RUNS.length));
+        expect(body.marketplace_b_event.scrapeRuns.map((x) => x.created_date_time)).toEqual(runs);
+        expect(body.marketplace_b_event.statisticsHistory).toHaveLength(Math.min(limit, RUNS.length));
+        expect(body.marketplace_b_event.statisticsHistory.map((x) => x.created_date_time)).toEqual(runs);
+        expect(body.dashboard_v2.charts.timestamps).toEqual(days.slice(-Math.min(limit, days.length)));
+        for (const series of Object.values(body.dashboard_v2.charts)) expect(series).toHaveLength(Math.min(limit, days.length));
+        expect(body.marketplace_b_event.sectionStats).toHaveLength(2);
+        expect(body.marketplace_b_event.offerStats).toHaveLength(2);
+      }),
+      { numRuns: 60 },
+    );
+  });
 });

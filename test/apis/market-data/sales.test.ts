@@ -27,21 +27,22 @@ const path = (id: string, query = '') => `/svc/data/sales/marketplace_a/${id}${q
 const fx = {} as { many: number; few: number; none: number };
 const SAME_MOMENT = hoursFromNow(-1);
 
+// 230 sales, one per minute, in EUR but for the most tickets, inserted oldest first.
+const MANY: SaleFixture[] = Array.from({ length: 230 }, (_, i) => ({
+  sale_ref: `M-${String(i).padStart(3, '0')}`,
+  sold_at: new Date(hoursFromNow(-10).getTime() + i * 60_000),
+  quantity: i === 0 ? 500 : 1,
+  price: `${(10 + i).toFixed(2)}`,
+  currency: i === 0 ? 'SEK' : 'EUR',
+  section: i % 2 ? `S${i}` : null,
+  row: i % 3 ? String(i) : null,
+  ticket_type: i % 2 ? 'resale' : null,
+}));
+
 beforeAll(async () => {
   const db = t.gw.db;
   fx.many = await insertEvent(db);
-  // 230 sales, one per minute, in EUR but for the most tickets, inserted oldest first.
-  const many: SaleFixture[] = Array.from({ length: 230 }, (_, i) => ({
-    sale_ref: `M-${String(i).padStart(3, '0')}`,
-    sold_at: new Date(hoursFromNow(-10).getTime() + i * 60_000),
-    quantity: i === 0 ? 500 : 1,
-    price: `${(10 + i).toFixed(2)}`,
-    currency: i === 0 ? 'SEK' : 'EUR',
-    section: i % 2 ? `S${i}` : null,
-    row: i % 3 ? String(i) : null,
-    ticket_type: i % 2 ? 'resale' : null,
-  }));
-  await insertSales(db, fx.many, many);
+  await insertSales(db, fx.many, MANY);
 
   fx.few = await insertEvent(db);
   // Two sales at the same moment: the one recorded later comes first.
@@ -166,5 +167,20 @@ describe('properties', () => {
       { numRuns: 120 },
     );
     expect(await storedDigest(t.gw.db, ids, [])).toBe(before);
+  });
+
+  it('any sales_limit from 1 to 200 gives exactly the newest min(sales_limit, total) sales of the many-sales event', async () => {
+    // Every sale of the fixture, newest first (no two share a moment).
+    const newestFirst = [...MANY].sort((a, b) => b.sold_at.getTime() - a.sold_at.getTime()).map((s) => s.sale_ref);
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 200 }), async (limit) => {
+        const r = await t.get(path(`E-${fx.many}`, `?sales_limit=${limit}`));
+        expect(r.status, r.text).toBe(200);
+        const body = expectExactShape(salesResponseSchema, r.body);
+        expect(body.sales).toHaveLength(Math.min(limit, MANY.length));
+        expect(body.sales.map((s) => s.sale_id)).toEqual(newestFirst.slice(0, Math.min(limit, MANY.length)));
+      }),
+      { numRuns: 60 },
+    );
   });
 });

@@ -12,7 +12,8 @@ import { refreshSearchRows } from '../../../src/market-data/search-index.ts';
 import { searchEvents, SORT_BY, type SortBy } from '../../../src/market-data/search-query.ts';
 import { SearchVocabulary } from '../../../src/market-data/search-vocabulary.ts';
 import { ledgerRows, usedCredits } from '../../support/gateway-helpers.ts';
-import { newAccount, type Reply } from '../../support/harness.ts';
+import { eventually, newAccount, type Reply } from '../../support/harness.ts';
+import { expectMarketDataError } from '../../support/market-data-fixtures.ts';
 import { EVENTS, expectedHit, useSearchGateway, type FixtureEvent } from './search-catalog.ts';
 
 const t = useSearchGateway();
@@ -37,15 +38,6 @@ function ok(r: Reply) {
 }
 
 const ids = (r: Reply) => ok(r).hits.map((h) => h.event_id);
-
-function invalid(r: Reply): string {
-  expect(r.status, r.text).toBe(400);
-  expect(Object.keys(r.body).sort()).toEqual(['code', 'message', 'status']);
-  expect(r.body.status).toBe('error');
-  expect(r.body.code).toBe('INVALID_REQUEST');
-  expect(typeof r.body.message).toBe('string');
-  return r.body.message;
-}
 
 async function all(body: Record<string, unknown>): Promise<number[]> {
   return ids(await t.search({ hitsPerPage: 100, ...body }));
@@ -193,6 +185,12 @@ describe('matching', () => {
     expect(await all({ query: 'metalica world' })).toEqual([1]);
     // Typing "tour": a replaced letter ("toul…") could match, but the words as typed do.
     expect(await all({ query: 'tour' })).toEqual([6, 1]);
+    // A filter that empties the result does not make the words as typed count as unmatched:
+    // "para" matches event 5, the filter excludes it, and Paris (event 2) is not read as a typo.
+    expect(await all({ query: 'para', filterExpression: 'event_id != 5' })).toEqual([]);
+    // Words that match nothing as typed are still read with typos under a filter.
+    expect(await all({ query: 'parj', filterExpression: 'event_id != 5' })).toEqual([2]);
+    expect(await all({ query: 'parj', filterExpression: 'event_id = 5' })).toEqual([5]);
   });
 
   it('requires every word, folds case and accents the way the catalog was folded', async () => {
@@ -237,9 +235,9 @@ describe('INVALID_REQUEST', () => {
   const raw = async (text: string) => t.api('POST', '/svc/data/search', { key: t.acct.key, raw: text, headers: { 'content-type': 'application/json' } });
 
   it('refuses a body that is not a JSON object', async () => {
-    expect(invalid(await raw('{"query": '))).toMatch(/^body is not valid JSON/);
-    expect(invalid(await raw(''))).toMatch(/JSON object/);
-    for (const text of ['[]', '"london"', 'null', '42']) expect(invalid(await raw(text))).toBe('body must be a JSON object (send {} for the defaults)');
+    expect(expectMarketDataError(await raw('{"query": '), 400, 'INVALID_REQUEST')).toMatch(/^body is not valid JSON/);
+    expect(expectMarketDataError(await raw(''), 400, 'INVALID_REQUEST')).toMatch(/JSON object/);
+    for (const text of ['[]', '"london"', 'null', '42']) expect(expectMarketDataError(await raw(text), 400, 'INVALID_REQUEST')).toBe('body must be a JSON object (send {} for the defaults)');
   });
 
   it.each([
@@ -259,7 +257,7 @@ describe('INVALID_REQUEST', () => {
     [{ filterExpression: 'x'.repeat(6001) }, /^filterExpression must be at most 6000 characters/],
     [{ hitsperpage: 10 }, /^unknown field "hitsperpage"; accepted: query, page, hitsPerPage, sortBy, filterExpression/],
   ])('%j', async (body, message) => {
-    expect(invalid(await t.search(body))).toMatch(message);
+    expect(expectMarketDataError(await t.search(body), 400, 'INVALID_REQUEST')).toMatch(message);
   });
 
   it.each([
@@ -272,7 +270,7 @@ describe('INVALID_REQUEST', () => {
     ['tickets_sold:1.5', 'position 13'],
     ['event_name:"open', 'position 11'],
   ])('filterExpression %j names the position', async (filterExpression, where) => {
-    const message = invalid(await t.search({ filterExpression }));
+    const message = expectMarketDataError(await t.search({ filterExpression }), 400, 'INVALID_REQUEST');
     expect(message.startsWith('filterExpression: ')).toBe(true);
     expect(message).toContain(where);
   });
@@ -353,13 +351,10 @@ describe('a newly tracked event', () => {
         return (r.body.hits as { event_id: number }[]).map((h) => h.event_id);
       };
       expect(await found99('quixotica')).toEqual([99]);
-      const deadline = Date.now() + 15_000;
-      let found: number[] = [];
-      while (Date.now() < deadline) {
-        found = await found99('quixoitca orchestra');
-        if (found.length) break;
-        await new Promise((r) => setTimeout(r, 250));
-      }
+      const found = await eventually(async () => {
+        const hits = await found99('quixoitca orchestra');
+        return hits.length ? hits : undefined;
+      }, 15_000, 250);
       expect(found).toEqual([99]);
     } finally {
       await db('events').where({ id: 99 }).delete();
