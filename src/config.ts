@@ -2,6 +2,7 @@
 // A bad value stops the process with a message naming the variable (see ConfigError).
 import path from 'node:path';
 import { z } from 'zod';
+import { PLATFORM_KEYS } from './platform/registry.ts';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -138,21 +139,33 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 /**
- * Base URL of every live-availability platform: `PF_NN_BASE_URL` when set, else the simulator's
- * mount for that platform. Scrapers only ever fetch below these URLs (never a client's host).
+ * Each key's base URL: its environment variable when set (an http(s) URL), else the simulator's
+ * mount for the key. What every scraper and tracker fetches must lie below one of these.
  */
-export function platformBaseUrls(config: Pick<Config, 'SIM_PORT'>, env: Record<string, string | undefined> = process.env): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (let n = 1; n <= 11; n++) {
-    const key = `pf_${String(n).padStart(2, '0')}`;
-    const given = env[`PF_${String(n).padStart(2, '0')}_BASE_URL`];
-    if (given) {
-      const parsed = z.string().url().safeParse(given);
-      if (!parsed.success) throw new ConfigError(`invalid configuration:\n  PF_${String(n).padStart(2, '0')}_BASE_URL: must be a URL`);
+function baseUrls<K extends string>(
+  keys: readonly K[],
+  variable: (key: K) => string,
+  config: Pick<Config, 'SIM_PORT'>,
+  env: Record<string, string | undefined>,
+): Record<K, string> {
+  const out = {} as Record<K, string>;
+  for (const key of keys) {
+    const name = variable(key);
+    const given = env[name];
+    if (given && !z.url({ protocol: /^https?$/ }).safeParse(given).success) {
+      throw new ConfigError(`invalid configuration:\n  ${name}: must be an http(s) URL`);
     }
     out[key] = (given || `http://127.0.0.1:${config.SIM_PORT}/${key}`).replace(/\/+$/, '');
   }
   return out;
+}
+
+/**
+ * Base URL of every live-availability platform: `PF_NN_BASE_URL` when set, else the simulator's
+ * mount for that platform. Scrapers only ever fetch below these URLs (never a client's host).
+ */
+export function platformBaseUrls(config: Pick<Config, 'SIM_PORT'>, env: Record<string, string | undefined> = process.env): Record<string, string> {
+  return baseUrls(PLATFORM_KEYS, (key) => `${key.toUpperCase()}_BASE_URL`, config, env);
 }
 
 /**
@@ -165,15 +178,5 @@ export function marketplaceBaseUrls(
   config: Pick<Config, 'SIM_PORT'>,
   env: Record<string, string | undefined> = process.env,
 ): Record<'marketplace_a' | 'marketplace_b', string> {
-  const out = {} as Record<'marketplace_a' | 'marketplace_b', string>;
-  for (const key of ['marketplace_a', 'marketplace_b'] as const) {
-    const variable = `${key.toUpperCase()}_BASE_URL`;
-    const given = env[variable];
-    if (given) {
-      const parsed = z.url({ protocol: /^https?$/ }).safeParse(given);
-      if (!parsed.success) throw new ConfigError(`invalid configuration:\n  ${variable}: must be an http(s) URL`);
-    }
-    out[key] = (given || `http://127.0.0.1:${config.SIM_PORT}/${key}`).replace(/\/+$/, '');
-  }
-  return out;
+  return baseUrls(['marketplace_a', 'marketplace_b'] as const, (key) => `${key.toUpperCase()}_BASE_URL`, config, env);
 }
