@@ -2,8 +2,10 @@
 // its key's window. A paid request is admitted in one step (BillingProvider.admit): counted,
 // and only when within the limit, its credits reserved. When the API answers, the reservation
 // is captured (2xx-4xx: served, or the API's own 4xx, billed once) or released (5xx: never
-// billed). Neither is awaited: the response does not wait on bookkeeping, and a capture lost
-// to a crash is released by the sweeper (under-billing, never double-billing).
+// billed). A capture is not awaited: the response does not wait on bookkeeping, and a capture
+// lost to a crash is released by the sweeper (under-billing, never double-billing). A release is
+// awaited, so a 5xx's credits are back before its response and an immediate retry at the hard
+// cap is not refused.
 import type { Middleware } from 'koa';
 import { BillingUnavailableError } from '../billing/provider.ts';
 import { ApiError } from './api-error.ts';
@@ -80,10 +82,18 @@ export function admit(op: Operation): Middleware<RequestState> {
       status = err instanceof ApiError ? err.status : 500;
       throw err;
     } finally {
-      const settled =
-        status >= 500 ? billing.release(requestId, status) : billing.capture(requestId, status).then(() => metrics.credits.inc({ api: op.api }, credits));
-      if (status >= 500) ctx.state.credits = 0;
-      settled.catch((err) => log.error({ err }, 'could not settle reservation; the sweeper will release it'));
+      const unsettled = (err: unknown) => log.error({ err }, 'could not settle reservation; the sweeper will release it');
+      if (status >= 500) {
+        ctx.state.credits = 0;
+        // Awaited: the credits are back before the client hears of the failure, so a retry at
+        // the hard cap fits. Rare, and one short statement.
+        await billing.release(requestId, status).catch(unsettled);
+      } else {
+        void billing
+          .capture(requestId, status)
+          .then(() => metrics.credits.inc({ api: op.api }, credits))
+          .catch(unsettled);
+      }
     }
   };
 }
