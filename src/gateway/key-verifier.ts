@@ -1,6 +1,7 @@
 // Verifies API keys against the key store with an in-process cache. A cached answer is
-// trusted for at most KEY_CACHE_TTL_MS, which bounds how long a revoked key keeps working;
-// expiry is checked on every request against the cached expires_at.
+// trusted for at most KEY_CACHE_TTL_MS from when its lookup was sent, which bounds how long a
+// revoked key keeps working; expiry is checked on every request against the cached expires_at.
+// Keys in use are refreshed ahead of their expiry, and lookups go to the store in batches.
 import type { Db } from '../../db/connection.ts';
 import type { ApiName } from './catalog.ts';
 import { hashApiKey, looksLikeApiKey } from './keys.ts';
@@ -17,14 +18,25 @@ export interface Principal {
 
 interface CacheEntry {
   principal: Principal | null;
+  /** When the lookup that produced this entry was sent: the entry is no fresher than that. */
   fetchedAt: number;
 }
 
+interface PendingLookup {
+  promise: Promise<Principal | null>;
+  resolve(p: Principal | null): void;
+  reject(err: unknown): void;
+}
+
 const MAX_ENTRIES = 50_000;
+const MAX_BATCH = 500;
 
 export class KeyVerifier {
   private readonly cache = new Map<string, CacheEntry>();
-  private readonly inflight = new Map<string, Promise<Principal | null>>();
+  /** Hashes queued or in flight, each with the answer its callers wait for. */
+  private readonly pending = new Map<string, PendingLookup>();
+  private queue: string[] = [];
+  private draining = false;
 
   constructor(
     private readonly db: Db,
@@ -37,44 +49,101 @@ export class KeyVerifier {
     if (!looksLikeApiKey(key)) return null;
     const hash = hashApiKey(key).toString('hex');
     const hit = this.cache.get(hash);
-    const principal = hit && this.now() - hit.fetchedAt < this.ttlMs ? hit.principal : await this.load(hash);
+    const age = hit ? this.now() - hit.fetchedAt : Infinity;
+    let principal: Principal | null;
+    if (hit && age < this.ttlMs) {
+      principal = hit.principal;
+      // Refresh ahead: a key in use is looked up again in the background after half its TTL, so
+      // its entry never expires under traffic and requests never wait on the key store. Before,
+      // every key cached in the same second expired in the same second, and one lookup per key
+      // queued ahead of that second's requests (bench:gateway, paid p99 at 2,000/s: 563 ms
+      // then, 21-30 ms now). A failed refresh is dropped: the entry is still within its TTL,
+      // and once past it requests wait for a lookup, and fail closed if the store is down.
+      if (age >= this.ttlMs / 2) this.lookup(hash).catch(() => {});
+    } else {
+      principal = await this.lookup(hash);
+    }
     if (principal?.expiresAt && principal.expiresAt.getTime() <= this.now()) return null;
     return principal;
   }
 
-  private load(hash: string): Promise<Principal | null> {
-    // Concurrent first requests with one key share a single lookup.
-    let pending = this.inflight.get(hash);
-    if (!pending) {
-      pending = this.fetch(hash).finally(() => this.inflight.delete(hash));
-      this.inflight.set(hash, pending);
-    }
-    return pending;
+  /** Queues a lookup; concurrent lookups of one key share it, and queued keys go in one query. */
+  private lookup(hash: string): Promise<Principal | null> {
+    const existing = this.pending.get(hash);
+    if (existing) return existing.promise;
+    let resolve!: PendingLookup['resolve'];
+    let reject!: PendingLookup['reject'];
+    const promise = new Promise<Principal | null>((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    this.pending.set(hash, { promise, resolve, reject });
+    this.queue.push(hash);
+    if (!this.draining) void this.drain();
+    return promise;
   }
 
-  private async fetch(hash: string): Promise<Principal | null> {
-    const row = await this.db('api_keys as k')
-      .join('accounts as a', 'a.id', 'k.account_id')
-      .where('k.hash', Buffer.from(hash, 'hex'))
-      .whereNull('k.revoked_at')
-      .first('k.id', 'k.account_id', 'k.apis', 'k.rate_limit_per_minute', 'k.expires_at', 'a.customer_id');
-    const principal: Principal | null = row
-      ? {
-          keyId: row.id,
-          accountId: Number(row.account_id),
-          apis: row.apis as ApiName[],
-          rateLimitPerMinute: row.rate_limit_per_minute,
-          hasBillingAccount: row.customer_id !== null,
-          expiresAt: row.expires_at,
+  /** One query in flight at a time; keys queued meanwhile form the next one. */
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length) {
+        const batch = this.queue.splice(0, MAX_BATCH);
+        const sentAt = this.now();
+        let found: Map<string, Principal>;
+        try {
+          found = await this.fetch(batch);
+        } catch (err) {
+          for (const hash of batch) this.settle(hash)?.reject(err);
+          continue;
         }
-      : null;
+        for (const hash of batch) {
+          const principal = found.get(hash) ?? null;
+          this.store(hash, principal, sentAt);
+          this.settle(hash)?.resolve(principal);
+        }
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private settle(hash: string): PendingLookup | undefined {
+    const p = this.pending.get(hash);
+    this.pending.delete(hash);
+    return p;
+  }
+
+  private async fetch(hashes: string[]): Promise<Map<string, Principal>> {
+    const rows = await this.db('api_keys as k')
+      .join('accounts as a', 'a.id', 'k.account_id')
+      .whereIn(
+        'k.hash',
+        hashes.map((h) => Buffer.from(h, 'hex')),
+      )
+      .whereNull('k.revoked_at')
+      .select('k.hash', 'k.id', 'k.account_id', 'k.apis', 'k.rate_limit_per_minute', 'k.expires_at', 'a.customer_id');
+    const found = new Map<string, Principal>();
+    for (const row of rows) {
+      found.set((row.hash as Buffer).toString('hex'), {
+        keyId: row.id,
+        accountId: Number(row.account_id),
+        apis: row.apis as ApiName[],
+        rateLimitPerMinute: row.rate_limit_per_minute,
+        hasBillingAccount: row.customer_id !== null,
+        expiresAt: row.expires_at,
+      });
+    }
+    return found;
+  }
+
+  private store(hash: string, principal: Principal | null, fetchedAt: number): void {
+    this.cache.delete(hash);
     if (this.cache.size >= MAX_ENTRIES) {
-      // Maps iterate in insertion order: drop the oldest entry.
+      // Maps iterate in insertion order, and a refreshed entry is re-inserted: drop the oldest.
       const oldest = this.cache.keys().next().value;
       if (oldest !== undefined) this.cache.delete(oldest);
     }
-    this.cache.delete(hash);
-    this.cache.set(hash, { principal, fetchedAt: this.now() });
-    return principal;
+    this.cache.set(hash, { principal, fetchedAt });
   }
 }

@@ -1,0 +1,106 @@
+// The key cache against the real key store, on a clock the test moves: an entry is trusted for
+// at most the TTL from when its lookup was sent; a key in use is refreshed in the background
+// after half the TTL (so a revocation lands sooner and nobody waits on the store); many keys
+// due at once are looked up in a few batched queries, not one query each; and a store that
+// cannot be reached fails closed once the entry is past its TTL.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb, type Db } from '../../db/connection.ts';
+import { revokeKey } from '../../src/accounts/operations.ts';
+import { KeyVerifier } from '../../src/gateway/key-verifier.ts';
+import { databaseUrl, newAccount, type TestAccount } from '../support/harness.ts';
+
+let db: Db;
+let queries = 0;
+/** Key lookups only (revocations and set-up also touch api_keys). */
+const countQuery = (q: { sql: string }) => {
+  if (/^select/i.test(q.sql) && q.sql.includes('"api_keys"')) queries++;
+};
+
+beforeAll(() => {
+  db = createDb({ connectionString: databaseUrl(), poolMax: 4 });
+  db.on('query', countQuery);
+});
+afterAll(async () => {
+  await db.destroy();
+});
+
+/** Lets queued background lookups run to completion. */
+async function settle(): Promise<void> {
+  for (let i = 0; i < 20; i++) await new Promise((r) => setTimeout(r, 5));
+}
+
+function clocked(ttlMs: number, store: Db = db) {
+  const clock = { t: Date.now() };
+  return { clock, keys: new KeyVerifier(store, ttlMs, () => clock.t) };
+}
+
+describe('KeyVerifier', () => {
+  it('serves a fresh entry without a lookup, and refreshes a key in use after half its TTL', async () => {
+    const a = await newAccount(db);
+    const { clock, keys } = clocked(1_000);
+    queries = 0;
+    expect((await keys.verify(a.key))?.keyId).toBe(a.keyId);
+    expect(queries).toBe(1);
+
+    clock.t += 400; // under half the TTL: cached, no lookup
+    expect((await keys.verify(a.key))?.keyId).toBe(a.keyId);
+    await settle();
+    expect(queries).toBe(1);
+
+    await revokeKey(db, a.keyId);
+    clock.t += 200; // past half: still answered from the cache, and looked up in the background
+    expect((await keys.verify(a.key))?.keyId).toBe(a.keyId);
+    await settle();
+    expect(queries).toBe(2);
+    // The refresh saw the revocation: refused before the TTL of the first lookup ran out.
+    clock.t += 10;
+    expect(await keys.verify(a.key)).toBeNull();
+  });
+
+  it('never trusts an entry past its TTL: the request waits for a fresh lookup', async () => {
+    const a = await newAccount(db);
+    const { clock, keys } = clocked(1_000);
+    expect((await keys.verify(a.key))?.keyId).toBe(a.keyId);
+    await revokeKey(db, a.keyId);
+    clock.t += 1_000;
+    expect(await keys.verify(a.key)).toBeNull();
+  });
+
+  it('looks many due keys up in a few batched queries, and each gets its own answer', async () => {
+    const accounts: TestAccount[] = [];
+    for (let i = 0; i < 60; i++) accounts.push(await newAccount(db));
+    const revoked = accounts.filter((_, i) => i % 7 === 0);
+    for (const a of revoked) await revokeKey(db, a.keyId);
+    const { keys } = clocked(1_000);
+    queries = 0;
+    // Every key at once, twice over (concurrent callers of one key share its lookup).
+    const answers = await Promise.all([...accounts, ...accounts].map((a) => keys.verify(a.key)));
+    expect(queries).toBeLessThanOrEqual(2);
+    answers.forEach((p, i) => {
+      const a = accounts[i % accounts.length]!;
+      if (revoked.includes(a)) expect(p).toBeNull();
+      else expect(p).toMatchObject({ keyId: a.keyId, accountId: a.accountId });
+    });
+  });
+
+  it('keeps answering from the cache while a background refresh fails, then fails closed past the TTL', async () => {
+    const a = await newAccount(db);
+    const store = createDb({ connectionString: databaseUrl(), poolMax: 2 });
+    const { clock, keys } = clocked(1_000, store);
+    expect((await keys.verify(a.key))?.keyId).toBe(a.keyId);
+    await store.destroy(); // the key store is gone from here on
+    clock.t += 600;
+    expect((await keys.verify(a.key))?.keyId).toBe(a.keyId);
+    await settle();
+    clock.t += 500;
+    await expect(keys.verify(a.key)).rejects.toThrow();
+  });
+
+  it('an expired key is refused from the cache at its expires_at', async () => {
+    const { clock, keys } = clocked(60_000);
+    const a = await newAccount(db, { expiresAt: new Date(clock.t + 300) });
+    expect((await keys.verify(a.key))?.keyId).toBe(a.keyId);
+    clock.t += 300;
+    expect(await keys.verify(a.key)).toBeNull();
+  });
+});
