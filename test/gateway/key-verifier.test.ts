@@ -1,7 +1,8 @@
 // The key cache against the real key store, on a clock the test moves: an entry is trusted for
 // at most the TTL from when its lookup was sent; a key in use is refreshed in the background
 // after half the TTL (so a revocation lands sooner and nobody waits on the store); many keys
-// due at once are looked up in a few batched queries, not one query each; and a store that
+// due at once are looked up in a few batched queries, not one query each, and refreshes due
+// about together are gathered into one; and a store that
 // cannot be reached fails closed once the entry is past its TTL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../db/connection.ts';
@@ -81,6 +82,20 @@ describe('KeyVerifier', () => {
       if (revoked.includes(a)) expect(p).toBeNull();
       else expect(p).toMatchObject({ keyId: a.keyId, accountId: a.accountId });
     });
+  });
+
+  it('gathers keys due for a refresh about together into one query', async () => {
+    const accounts: TestAccount[] = [];
+    for (let i = 0; i < 30; i++) accounts.push(await newAccount(db));
+    const { clock, keys } = clocked(1_000);
+    await Promise.all(accounts.map((a) => keys.verify(a.key)));
+    clock.t += 600;
+    queries = 0;
+    // One after another, as requests arrive: each answered from the cache at once.
+    for (const a of accounts) expect((await keys.verify(a.key))?.keyId).toBe(a.keyId);
+    expect(queries).toBe(0);
+    await settle();
+    expect(queries).toBe(1);
   });
 
   it('keeps answering from the cache while a background refresh fails, then fails closed past the TTL', async () => {
