@@ -39,7 +39,8 @@ async function main(): Promise<void> {
 
   // What to undo on the way out, newest first. Signal handlers are in place from the start: a
   // Ctrl-C during start-up (an embedded server initialising) lets the step under way finish,
-  // starts nothing more, and undoes what was started.
+  // starts nothing more, and undoes what was started (the workers' start, which waits on
+  // Temporal, is not waited out: see below).
   const cleanups: { name: string; run: () => Promise<void> }[] = [];
   let stopping = false;
   let startup: Promise<unknown> = Promise.resolve();
@@ -159,11 +160,18 @@ async function main(): Promise<void> {
     // not need them to answer: workflows started meanwhile wait on their task queue. Stopped
     // first, while the server and the database their activities use are still up.
     if (config.RUN_WORKER) {
-      const workers = await startLocalWorkers(config, log, temporal.address, {
+      const starting = startLocalWorkers(config, log, temporal.address, {
         connectionString: database.connectionString,
         // Ctrl-C should be quick: whatever a poll or evaluation in flight leaves undone is
         // retried from Temporal's history at the next start (production's worker keeps 5 s).
         shutdownGraceMs: 1_500,
+      });
+      // Not waited out on a stop: a terminal's Ctrl-C stops the Temporal dev server at the same
+      // moment (one process group), and the worker would retry it for ~10 s before failing.
+      // Workers that come up after all are stopped at once.
+      const workers = await Promise.race([starting, whenAborted(aborted.signal)]).catch((err: unknown) => {
+        if (aborted.signal.aborted) void starting.then((w) => w.stop()).catch(() => {});
+        throw err;
       });
       // The gateway then hands new scrapes straight to this process's worker (eager start).
       services.scrapes.startOnLocalWorkers(workers.client);
@@ -181,10 +189,19 @@ async function main(): Promise<void> {
     (err: unknown) => err ?? new Error('start-up failed'),
   );
   const failure = await startup;
-  if (failure) {
+  // A step cut short by a stop already under way is not a start-up failure.
+  if (failure && !stopping) {
     console.error('failed to start:', failure instanceof Error ? failure.message : failure);
     await stop('start-up failed', 1);
   }
+}
+
+/** Rejects with the signal's reason once it is aborted; never settles otherwise. */
+function whenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    if (signal.aborted) reject(signal.reason);
+    else signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
 }
 
 /** Stops accepting, lets requests in flight finish (up to DRAIN_MS), then closes what is left. */

@@ -343,6 +343,19 @@ describe('npm start on embedded defaults', () => {
     await expectAllStopped();
   }, 90_000);
 
+  it('Ctrl-C while the workers are still starting: stops at once, exit 0, no start-up failure reported', async () => {
+    const svc = start();
+    await svc.waitFor(READY, 60_000);
+    expect(svc.stdout).not.toMatch(WORKERS_READY); // bundling the workflow code takes seconds
+    const t0 = Date.now();
+    svc.interrupt();
+    expect(await exitWithin(svc, 10_000), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
+    // Before, the worker retried the stopped Temporal server for ~10 s and then reported it.
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(svc.stderr + svc.stdout).not.toMatch(/failed to start/);
+    await expectAllStopped();
+  }, 90_000);
+
   it('SIGTERM stops it cleanly too', async () => {
     const svc = start();
     await svc.waitFor(READY, 60_000);
