@@ -28,6 +28,11 @@ interface PendingLookup {
   reject(err: unknown): void;
 }
 
+interface LookupQueue {
+  queue: string[];
+  draining: boolean;
+}
+
 const MAX_ENTRIES = 50_000;
 const MAX_BATCH = 500;
 const REFRESH_GATHER_MS = 50;
@@ -36,8 +41,8 @@ export class KeyVerifier {
   private readonly cache = new Map<string, CacheEntry>();
   /** Hashes queued or in flight, each with the answer its callers wait for. */
   private readonly pending = new Map<string, PendingLookup>();
-  private queue: string[] = [];
-  private draining = false;
+  private readonly requests: LookupQueue = { queue: [], draining: false };
+  private readonly refreshes: LookupQueue = { queue: [], draining: false };
   private refreshTimer: NodeJS.Timeout | null = null;
 
   constructor(
@@ -70,14 +75,21 @@ export class KeyVerifier {
   }
 
   /**
-   * Queues a lookup; concurrent lookups of one key share it, and queued keys go in one query. A
-   * request waiting on it sends the queue at once; a refresh ahead waits up to REFRESH_GATHER_MS
-   * for company, so keys due about together cost one query rather than one each.
+   * Queues a lookup; concurrent lookups of one key share it, and queued keys go in one query.
+   * Requests and refreshes queue apart, so a request never waits behind a refresh: a request's
+   * queue is sent at once, while a refresh waits up to REFRESH_GATHER_MS for company, so keys due
+   * about together cost one query rather than one each.
    */
   private lookup(hash: string, waited = true): Promise<Principal | null> {
     const existing = this.pending.get(hash);
     if (existing) {
-      if (waited && !this.draining) void this.drain();
+      // The entry expired while its refresh was still gathering: send it with the requests.
+      const i = waited ? this.refreshes.queue.indexOf(hash) : -1;
+      if (i >= 0) {
+        this.refreshes.queue.splice(i, 1);
+        this.requests.queue.push(hash);
+        void this.drain(this.requests);
+      }
       return existing.promise;
     }
     let resolve!: PendingLookup['resolve'];
@@ -87,22 +99,27 @@ export class KeyVerifier {
       reject = rej;
     });
     this.pending.set(hash, { promise, resolve, reject });
-    this.queue.push(hash);
-    if (this.draining) return promise;
-    if (waited) void this.drain();
-    else this.refreshTimer ??= setTimeout(() => void this.drain(), REFRESH_GATHER_MS).unref();
+    if (waited) {
+      this.requests.queue.push(hash);
+      void this.drain(this.requests);
+    } else {
+      this.refreshes.queue.push(hash);
+      if (!this.refreshes.draining) this.refreshTimer ??= setTimeout(() => void this.drain(this.refreshes), REFRESH_GATHER_MS).unref();
+    }
     return promise;
   }
 
-  /** One query in flight at a time; keys queued meanwhile form the next one. */
-  private async drain(): Promise<void> {
-    if (this.draining) return;
-    if (this.refreshTimer) clearTimeout(this.refreshTimer);
-    this.refreshTimer = null;
-    this.draining = true;
+  /** One query in flight per queue; keys queued meanwhile form its next one. */
+  private async drain(q: LookupQueue): Promise<void> {
+    if (q.draining) return;
+    if (q === this.refreshes && this.refreshTimer) {
+      clearTimeout(this.refreshTimer);
+      this.refreshTimer = null;
+    }
+    q.draining = true;
     try {
-      while (this.queue.length) {
-        const batch = this.queue.splice(0, MAX_BATCH);
+      while (q.queue.length) {
+        const batch = q.queue.splice(0, MAX_BATCH);
         const sentAt = this.now();
         let found: Map<string, Principal>;
         try {
@@ -118,7 +135,7 @@ export class KeyVerifier {
         }
       }
     } finally {
-      this.draining = false;
+      q.draining = false;
     }
   }
 

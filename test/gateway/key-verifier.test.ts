@@ -2,8 +2,8 @@
 // at most the TTL from when its lookup was sent; a key in use is refreshed in the background
 // after half the TTL (so a revocation lands sooner and nobody waits on the store); many keys
 // due at once are looked up in a few batched queries, not one query each, and refreshes due
-// about together are gathered into one; and a store that
-// cannot be reached fails closed once the entry is past its TTL.
+// about together are gathered into one; a request is never held behind a refresh; and a store
+// that cannot be reached fails closed once the entry is past its TTL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../db/connection.ts';
 import { revokeKey } from '../../src/accounts/operations.ts';
@@ -96,6 +96,41 @@ describe('KeyVerifier', () => {
     expect(queries).toBe(0);
     await settle();
     expect(queries).toBe(1);
+  });
+
+  it('a request for a key not cached is sent at once, not held behind a refresh in flight', async () => {
+    const accounts: TestAccount[] = [];
+    for (let i = 0; i < 30; i++) accounts.push(await newAccount(db));
+    const cold = await newAccount(db);
+    // Idle connections ready, so sending a query does not wait on a new connection.
+    await Promise.all([1, 2, 3].map(() => db.raw('SELECT 1')));
+    const { clock, keys } = clocked(1_000);
+    await Promise.all(accounts.map((a) => keys.verify(a.key)));
+    clock.t += 600;
+
+    const order: string[] = [];
+    let refreshUid: string | undefined;
+    let coldAnswer: Promise<unknown> | undefined;
+    const onQuery = (q: { sql: string; __knexQueryUid: string }) => {
+      if (!/^select/i.test(q.sql) || !q.sql.includes('"api_keys"')) return;
+      if (!refreshUid) {
+        refreshUid = q.__knexQueryUid;
+        order.push('refresh sent');
+        coldAnswer = keys.verify(cold.key); // arrives while the refresh is in flight
+      } else order.push('request sent');
+    };
+    const onResponse = (_r: unknown, q: { __knexQueryUid: string }) => {
+      if (q.__knexQueryUid === refreshUid) order.push('refresh answered');
+    };
+    db.on('query', onQuery).on('query-response', onResponse);
+    try {
+      for (const a of accounts) await keys.verify(a.key); // each due for a refresh
+      await settle();
+      expect(await coldAnswer).toMatchObject({ keyId: cold.keyId });
+    } finally {
+      db.off('query', onQuery).off('query-response', onResponse);
+    }
+    expect(order).toEqual(['refresh sent', 'request sent', 'refresh answered']);
   });
 
   it('keeps answering from the cache while a background refresh fails, then fails closed past the TTL', async () => {
