@@ -37,7 +37,6 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   const scrapers = createScrapers({
     http,
     baseUrls: deps.baseUrls ?? platformBaseUrls(config),
-    concurrency: config.SCRAPE_CONCURRENCY,
     browserPages: config.BROWSER_PAGES,
     chromiumPath: config.CHROMIUM_PATH,
     attemptTimeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS),

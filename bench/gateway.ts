@@ -15,7 +15,7 @@ import { createDb } from '../db/connection.ts';
 import { createScratchDatabase } from '../db/scratch.ts';
 import { runLoad, type LoadResult } from './support/load.ts';
 import { runPaced, type PacedResult } from './support/paced-load.ts';
-import { freePort, startServer } from './support/processes.ts';
+import { freePort, startServer, type ServerProcess } from './support/processes.ts';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -98,22 +98,29 @@ async function main() {
     const barePort = await freePort();
     const gatewayPort = await freePort();
     const floorPort = await freePort();
-    const bare = await startServer('bench/servers/bare-koa.ts', barePort, {});
-    const floor = await startServer('bench/servers/koa-with-admission.ts', floorPort, { DATABASE_URL: scratch.url });
-    const gateway = await startServer('src/main.ts', gatewayPort, {
-      DATABASE_URL: scratch.url,
-      DEMO_ACCOUNT: 'false',
-      LOG_LEVEL: 'warn',
-      METRICS_PORT: String(await freePort()),
-      // The gateway alone, as in production: no workers, browser or simulator in its process.
-      // Temporal is only connected to (a dev server on free ports, its state in a temp dir).
-      RUN_WORKER: 'false',
-      RUN_SIMULATOR: 'false',
-      TEMPORAL_PORT: String(await freePort()),
-      TEMPORAL_UI_PORT: String(await freePort()),
-      DATA_DIR: await fs.mkdtemp(path.join(os.tmpdir(), 'tm-bench-gateway-')),
-    });
+    // Each server is stopped at the end, including when a later one fails to start.
+    const started: ServerProcess[] = [];
+    const launch = async (...args: Parameters<typeof startServer>) => {
+      const server = await startServer(...args);
+      started.push(server);
+      return server;
+    };
     try {
+      const bare = await launch('bench/servers/bare-koa.ts', barePort, {});
+      await launch('bench/servers/koa-with-admission.ts', floorPort, { DATABASE_URL: scratch.url });
+      const gateway = await launch('src/main.ts', gatewayPort, {
+        DATABASE_URL: scratch.url,
+        DEMO_ACCOUNT: 'false',
+        LOG_LEVEL: 'warn',
+        METRICS_PORT: String(await freePort()),
+        // The gateway alone, as in production: no workers, browser or simulator in its process.
+        // Temporal is only connected to (a dev server on free ports, its state in a temp dir).
+        RUN_WORKER: 'false',
+        RUN_SIMULATOR: 'false',
+        TEMPORAL_PORT: String(await freePort()),
+        TEMPORAL_UI_PORT: String(await freePort()),
+        DATA_DIR: await fs.mkdtemp(path.join(os.tmpdir(), 'tm-bench-gateway-')),
+      });
       // Warm-up: JIT, pool connections, and every key into the verification cache.
       console.error('warming up...');
       await runLoad({ name: 'warm', url: `http://127.0.0.1:${barePort}`, path: '/', connections, durationSec: 2 });
@@ -154,7 +161,7 @@ async function main() {
       console.log(`target: paid request >= 0.4x bare Koa throughput (${ratio.toFixed(2)}x: ${ratio >= 0.4 ? 'met' : 'NOT met'})`);
       console.log(`target: paid request p99 < 10 ms below saturation (${paidP99}: ${p99Met ? 'met' : 'NOT met'}); at saturation the p99 is ${paid.p99ms} ms, which ${connections} closed-loop connections set by queueing (Little's law: ${(1000 * connections / paid.requestsPerSec).toFixed(1)} ms mean)`);
     } finally {
-      await Promise.all([bare.stop(), gateway.stop(), floor.stop()]);
+      await Promise.all(started.map((server) => server.stop()));
     }
   } finally {
     await scratch.drop();

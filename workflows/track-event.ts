@@ -5,7 +5,7 @@
 // catalog row, the statistics and the search row in one transaction, at most once per tick
 // (tick numbers are carried across continue-as-new). A transient failure is retried by the
 // activity's policy, then recorded (`failing`) and the next tick waits longer (up to
-// MAX_BACKOFF_FACTOR × the interval; every wait has the pollers' jitter). An event the
+// MAX_BACKOFF_FACTOR × the interval; every wait is jittered ±10%). An event the
 // marketplace does not know ends the tracking: the record says `failed` and the workflow fails
 // with type `not_found`. A killed worker loses nothing: the workflow resumes from its history on
 // the next worker, and a tick it had applied but not reported is recognised and not written

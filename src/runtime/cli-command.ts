@@ -25,7 +25,8 @@ export async function runOnDatabase(
   // Loaded only now: knex and the embedded server are most of a CLI's start-up time, and a
   // usage error is reported before any of it.
   const { openDatabase } = await import('./database.ts');
-  // Set once the database is open; an interrupt before that has nothing to close.
+  // Set once the database is open. An interrupt while an embedded server is still starting does
+  // not stop it from here: a terminal's Ctrl-C reaches that server too (one process group).
   let close: () => Promise<void> = async () => {};
   const interrupted = (code: number) => {
     say(opts.interrupted);

@@ -7,22 +7,22 @@ import { createHttpPages, type HttpPages } from './http-pages.ts';
 import { ADAPTER_FACTORIES } from './platforms/index.ts';
 import type { PlatformAdapter, ScrapeData, ScrapeOptions } from './types.ts';
 
-export interface ScrapersOptions {
+interface ScraperSettings {
   /** Base URL per platform key (config.platformBaseUrls or a test simulator's baseUrls). */
   baseUrls: Record<string, string>;
-  /** HTTP requests in flight at once. */
-  concurrency: number;
   /** Browser pages open at once. */
   browserPages: number;
   chromiumPath: string;
   /** Upper bound of one fetch or page visit. */
   attemptTimeoutMs: number;
-  /**
-   * A crawlee fetcher shared with other scrapers of the process (the event tracker's), so they
-   * share one concurrency bound; its owner closes it. Default: the scrapers' own.
-   */
-  http?: HttpPages;
 }
+
+/**
+ * Either a crawlee fetcher shared with other scrapers of the process (the event tracker's), so
+ * they share one concurrency bound, its owner closing it; or the HTTP requests in flight at once
+ * for a fetcher of the scrapers' own.
+ */
+export type ScrapersOptions = ScraperSettings & ({ http: HttpPages } | { concurrency: number });
 
 export interface Scrapers {
   scrape(ref: EventRef, options?: ScrapeOptions): Promise<ScrapeData>;
@@ -32,8 +32,8 @@ export interface Scrapers {
 }
 
 export function createScrapers(options: ScrapersOptions): Scrapers {
-  const ownHttp = options.http === undefined;
-  const http = options.http ?? createHttpPages({ concurrency: options.concurrency, timeoutMs: options.attemptTimeoutMs });
+  const ownHttp = !('http' in options);
+  const http = 'http' in options ? options.http : createHttpPages({ concurrency: options.concurrency, timeoutMs: options.attemptTimeoutMs });
   const browser = createBrowserPages({ pages: options.browserPages, chromiumPath: options.chromiumPath, timeoutMs: options.attemptTimeoutMs });
   const adapters = new Map<PlatformKey, PlatformAdapter>();
   for (const [platform, create] of Object.entries(ADAPTER_FACTORIES) as [PlatformKey, (typeof ADAPTER_FACTORIES)[PlatformKey]][]) {

@@ -2,6 +2,7 @@
 // with its section and offer rows and one statistics-history row (spec 2.3, migration 006),
 // derived by the tracker's own formulas (rollup.ts mbStatistics).
 import { DAY_MS, MB_OFFER_TYPE_CODES, mbStatistics, type MbOffer, type MbSection, type MbStatisticsFigures } from '../rollup.ts';
+import { roundPrice } from '../../scrapers/sections.ts';
 import { money } from '../stats-formulas.ts';
 import { HOUR_MS, type SeedVenue } from './catalog.ts';
 import type { Random } from './random.ts';
@@ -25,7 +26,6 @@ const OFFERS: { name: string; type: MbOffer['type']; factor: number; stockShare:
 ];
 
 /** Whole cents, as a scraped page's prices are. */
-const toCents = (v: number) => Math.round(v * 100) / 100;
 
 /**
  * Three scrape runs, 8 h apart, each with its section, offer and statistics rows. The
@@ -59,7 +59,7 @@ export function marketplaceBRuns(
     const stock = sections.reduce((n, s) => n + s.available, 0);
     const offers: MbOffer[] = OFFERS.map((o) => {
       const noFees = fairPrice * o.factor * (0.95 + 0.1 * r.next());
-      return { name: o.name, stock: Math.round(stock * o.stockShare), price: toCents(noFees * 1.17), face_price: toCents(noFees), type: o.type, currency };
+      return { name: o.name, stock: Math.round(stock * o.stockShare), price: roundPrice(noFees * 1.17), face_price: roundPrice(noFees), type: o.type, currency };
     });
     const recent = sales.filter((s) => s.at > at - DAY_MS && s.at <= at);
     const recentTickets = recent.reduce((n, s) => n + s.quantity, 0);
