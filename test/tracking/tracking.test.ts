@@ -7,7 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { trackedEventSchema } from '../../src/apis/market-data/events-add.ts';
 import { trackingWorkflowId } from '../../src/market-data/tracking-ref.ts';
 import { readTickState } from '../../src/market-data/tracking-store.ts';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createTrackingActivities } from '../../activities/tracking.ts';
+import { createLogger } from '../../src/logger.ts';
+import { createHttpPages } from '../../src/scrapers/http-pages.ts';
 import { call } from '../support/harness.ts';
+import { hits } from '../support/simulator.ts';
 import { randomAId, randomBId } from '../support/market-data-fixtures.ts';
 import { eventually, useTrackingStack } from './tracking-stack.ts';
 
@@ -301,7 +306,7 @@ describe('failures', { timeout: 120_000 }, () => {
     for (const e of scheduled) expect(e.activityTaskScheduledEventAttributes!.taskQueue!.name).toBe(stack.config.SCRAPE_TASK_QUEUE);
   });
 
-  it('a retried tick can tell, before scraping again, that its chain already applied it', async () => {
+  it('a retried tick can tell, before scraping again, that its chain already applied it, and does not scrape', async () => {
     const id = randomAId();
     await stack.put('marketplace_a', id, { listings: [{ section: 'S', quantity: 1, price: 10 }] });
     expect((await stack.add({ marketplace: 'marketplace_a', event_id: id })).status).toBe(201);
@@ -314,6 +319,29 @@ describe('failures', { timeout: 120_000 }, () => {
     expect(await readTickState(stack.db, { ...ref, tick: row.last_tick + 1000 })).toEqual({ applied: false, eventId });
     expect(await readTickState(stack.db, { ...ref, epoch: 'another-chain', tick: 1 })).toEqual({ applied: false, eventId });
     expect(await readTickState(stack.db, { ...ref, externalId: randomAId(), tick: 1 })).toEqual({ applied: false, eventId: null });
+
+    // The activity itself, retried for that applied tick: it answers without fetching the page.
+    // The tracking is ended first so that its own ticks do not fetch meanwhile.
+    await stack.client.workflow.getHandle(trackingWorkflowId('marketplace_a', id)).terminate('test: ticks stop here');
+    const http = createHttpPages({ concurrency: 1, timeoutMs: 5_000 });
+    try {
+      const { trackTick } = createTrackingActivities({
+        db: stack.db,
+        log: createLogger('silent'),
+        baseUrls: { marketplace_a: stack.sim.marketplaceUrls.marketplace_a, marketplace_b: stack.sim.marketplaceUrls.marketplace_b },
+        intervalMs: 300,
+        http,
+      });
+      const fetched = await hits(stack.sim, 'marketplace_a', id);
+      const result = await new MockActivityEnvironment().run(trackTick, { ...ref, tick: row.last_tick });
+      expect(result).toMatchObject({ applied: false, eventId, newSales: 0 });
+      expect(await hits(stack.sim, 'marketplace_a', id)).toBe(fetched);
+      // A tick not applied yet does fetch: the check above is not passing for want of a fetch.
+      expect(await new MockActivityEnvironment().run(trackTick, { ...ref, tick: row.last_tick + 1 })).toMatchObject({ applied: true, eventId });
+      expect(await hits(stack.sim, 'marketplace_a', id)).toBe(fetched + 1);
+    } finally {
+      await http.close();
+    }
   });
 
   it('a failing marketplace is retried with back-off and the tracking recovers', async () => {
