@@ -128,6 +128,14 @@ export class PageReader {
   }
 }
 
+/**
+ * An id or number off a page, for a message. Never throws, whatever the page sent: `String()` of
+ * a parsed object whose `toString` is not a function does (fast-check found `{"toString":[]}`).
+ */
+export function label(value: unknown): string {
+  return typeof value === 'string' || typeof value === 'number' ? String(value) : describe(value);
+}
+
 function describe(value: unknown): string {
   if (value === undefined) return 'missing';
   const text = typeof value === 'string' ? JSON.stringify(value) : String(JSON.stringify(value) ?? value);

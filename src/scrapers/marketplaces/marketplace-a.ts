@@ -2,7 +2,7 @@
 // details, listings and newest sales. A 404 is an unknown event (tracking ends); a 5xx or a
 // network failure is transient; a body that is not the API's shape is `malformed`.
 import { MARKETPLACE_INFO, publicEventUrl } from '../../market-data/tracking-ref.ts';
-import type { JsonObject } from '../page-reader.ts';
+import { label, type JsonObject } from '../page-reader.ts';
 import type { FetchInit, PageFetcher, TicketType } from '../types.ts';
 import { marketplaceReader, optionalCountryCode, optionalHttpUrl, type MarketplaceAEventPage, type MaListing, type MaSale } from './types.ts';
 
@@ -33,7 +33,7 @@ export function parseMarketplaceA(id: string, data: unknown): MarketplaceAEventP
   if (data === undefined) throw read.malformed('the event API did not answer JSON');
   const body = read.object(data, 'the event API answer');
   const event = read.object(body.event, 'event');
-  if (read.optionalText(event.id) !== id) throw read.malformed(`the answer is about event ${String(event.id)}, not ${id}`);
+  if (read.optionalText(event.id) !== id) throw read.malformed(`the answer is about event ${label(event.id)}, not ${id}`);
   const currency = read.optionalCurrency(event.currency);
   if (!currency) throw read.malformed('event.currency is missing or not an ISO 4217 code');
   const venue = optionalObject(event.venue);
@@ -48,7 +48,7 @@ export function parseMarketplaceA(id: string, data: unknown): MarketplaceAEventP
 
   const listings: MaListing[] = read.array(body.listings, 'listings').map((raw, i) => {
     const l = read.object(raw, `listing ${i + 1}`);
-    const where = `listing ${String(l.listingId ?? i + 1)}`;
+    const where = `listing ${label(l.listingId ?? i + 1)}`;
     const price = read.object(l.pricePerTicket, `pricePerTicket of ${where}`);
     return {
       id: read.text(l.listingId, `listingId of listing ${i + 1}`),

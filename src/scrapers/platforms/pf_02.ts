@@ -3,7 +3,7 @@
 // price, category and tags; only seats with status "available" are on sale.
 import type { EventRef } from '../../platform/event-ref.ts';
 import { eventInfo, publicUrl } from '../event-info.ts';
-import { PageReader, type JsonObject } from '../page-reader.ts';
+import { label, PageReader, type JsonObject } from '../page-reader.ts';
 import { SeatMapSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData, TicketType } from '../types.ts';
 
@@ -36,7 +36,7 @@ export function parsePf02(ref: EventRef, stateText: string | null, url: string):
       const rowLabel = read.text(row.label, `a row label in section "${name}"`);
       for (const rawSeat of read.array(row.seats, `seats of row ${rowLabel} in "${name}"`)) {
         const seat = read.object(rawSeat, `a seat in row ${rowLabel} of "${name}"`);
-        const where = `seat ${String(seat.n)} in row ${rowLabel} of "${name}"`;
+        const where = `seat ${label(seat.n)} in row ${rowLabel} of "${name}"`;
         if (read.text(seat.status, `status of ${where}`) !== 'available') continue;
         const tags = read.array(seat.tags, `tags of ${where}`);
         sections.seat(name, {

@@ -3,7 +3,7 @@
 // dedicated UK monitor feed (stands, prices in pence); all others from its listings API.
 import { isPf07UkEvent, type EventRef } from '../../platform/event-ref.ts';
 import { eventInfo, publicUrl } from '../event-info.ts';
-import { PageReader } from '../page-reader.ts';
+import { label, PageReader } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData } from '../types.ts';
 
@@ -19,7 +19,7 @@ export function parsePf07Listings(ref: EventRef, data: unknown, url: string): Sc
   for (const [i, name] of read.array(body.sections, 'sections').entries()) sections.section(read.text(name, `section ${i + 1}`));
   for (const [i, raw] of read.array(body.listings, 'listings').entries()) {
     const listing = read.object(raw, `listing ${i + 1}`);
-    const where = `listing ${String(listing.listing_id ?? i + 1)}`;
+    const where = `listing ${label(listing.listing_id ?? i + 1)}`;
     const features = read.array(listing.features, `features of ${where}`);
     sections.offer(read.text(listing.section, `section of ${where}`), {
       id: read.text(listing.listing_id, `listing_id of ${where}`),
@@ -57,7 +57,7 @@ export function parsePf07UkMonitor(ref: EventRef, data: unknown, url: string): S
     sections.section(name);
     for (const rawOffer of read.array(stand.available, `available of stand "${name}"`)) {
       const offer = read.object(rawOffer, `an offer in stand "${name}"`);
-      const where = `offer ${String(offer.ref)} in stand "${name}"`;
+      const where = `offer ${label(offer.ref)} in stand "${name}"`;
       sections.offer(name, {
         id: read.text(offer.ref, `ref of an offer in stand "${name}"`),
         price: read.priceInMinorUnits(offer.pence, `pence of ${where}`),

@@ -3,7 +3,7 @@
 // GraphQL `errors` without data mean the query itself failed upstream.
 import type { EventRef } from '../../platform/event-ref.ts';
 import { eventInfo, publicUrl } from '../event-info.ts';
-import { PageReader, type JsonObject } from '../page-reader.ts';
+import { label, PageReader, type JsonObject } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import { ScrapeFailure, type AdapterDeps, type PlatformAdapter, type ScrapeData, type TicketType } from '../types.ts';
 
@@ -23,7 +23,7 @@ function eventOf(data: unknown): JsonObject {
   if (data === undefined) throw read.malformed('the GraphQL API did not answer JSON');
   const body = read.object(data, 'the GraphQL answer');
   if (body.data === null || body.data === undefined) {
-    const errors = Array.isArray(body.errors) ? body.errors.map((e) => String((e as JsonObject)?.message ?? e)).join('; ') : 'no data';
+    const errors = Array.isArray(body.errors) ? body.errors.map((e) => label((e as JsonObject)?.message ?? e)).join('; ') : 'no data';
     throw new ScrapeFailure('upstream', `pf_10: the GraphQL query failed: ${errors}`);
   }
   const event = read.object(body.data, 'data').event;
@@ -42,7 +42,7 @@ export function parsePf10(ref: EventRef, data: unknown, url: string): ScrapeData
     sections.section(name);
     for (const rawOffer of read.array(sector.offers, `offers of sector "${name}"`)) {
       const offer = read.object(rawOffer, `an offer of sector "${name}"`);
-      const where = `offer ${String(offer.id)} of sector "${name}"`;
+      const where = `offer ${label(offer.id)} of sector "${name}"`;
       const price = read.object(offer.price, `price of ${where}`);
       sections.offer(name, {
         id: read.text(offer.id, `id of an offer of sector "${name}"`),
