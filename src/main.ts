@@ -39,8 +39,8 @@ async function main(): Promise<void> {
 
   // What to undo on the way out, newest first. Signal handlers are in place from the start: a
   // Ctrl-C during start-up (an embedded server initialising) lets the step under way finish,
-  // starts nothing more, and undoes what was started (the workers' start, which waits on
-  // Temporal, is not waited out: see below).
+  // starts nothing more, and undoes what was started (in-process steps that wait on those
+  // servers are not waited out: unlessStopped).
   const cleanups: { name: string; run: () => Promise<void> }[] = [];
   let stopping = false;
   let startup: Promise<unknown> = Promise.resolve();
@@ -69,6 +69,18 @@ async function main(): Promise<void> {
     log.info('stopped');
     process.exit(code);
   };
+  /**
+   * An in-process start-up step that a stop does not wait out: a terminal's Ctrl-C stops the
+   * embedded PostgreSQL and Temporal servers at the same moment (one process group), and the
+   * stream's LISTEN connection or the worker would retry them for seconds, or for ever. What the
+   * step brings up after all is undone at once; the process exits anyway. Steps that start
+   * servers of their own (PostgreSQL, Temporal) are waited for, so none is left behind.
+   */
+  const unlessStopped = <T>(step: Promise<T>, undo: (started: T) => Promise<unknown>): Promise<T> =>
+    Promise.race([step, whenAborted(aborted.signal)]).catch((err: unknown) => {
+      if (aborted.signal.aborted) void step.then(undo).catch(() => {});
+      throw err;
+    });
   process.on('SIGINT', () => void stop('SIGINT', 0));
   process.on('SIGTERM', () => void stop('SIGTERM', 0));
 
@@ -135,15 +147,18 @@ async function main(): Promise<void> {
     // The real-time stream (uWebSockets.js) on STREAM_PORT, and on the gateway's port through
     // the upgrade forwarder. Stopped before the gateway: its connections close with 1001 first.
     if (config.RUN_STREAM) {
-      const stream = await startStreamNode({
-        config,
-        db: database.db,
-        connectionString: database.connectionString,
-        log,
-        registry: services.metrics.registry,
-        keys: services.keys,
-        limiter: services.limiter,
-      });
+      const stream = await unlessStopped(
+        startStreamNode({
+          config,
+          db: database.db,
+          connectionString: database.connectionString,
+          log,
+          registry: services.metrics.registry,
+          keys: services.keys,
+          limiter: services.limiter,
+        }),
+        (s) => s.close(),
+      );
       const forwarder = forwardStreamUpgrades(server, { port: stream.server.port, trustProxy: config.TRUST_PROXY, log });
       cleanups.push({
         name: 'stream',
@@ -160,19 +175,15 @@ async function main(): Promise<void> {
     // not need them to answer: workflows started meanwhile wait on their task queue. Stopped
     // first, while the server and the database their activities use are still up.
     if (config.RUN_WORKER) {
-      const starting = startLocalWorkers(config, log, temporal.address, {
-        connectionString: database.connectionString,
-        // Ctrl-C should be quick: whatever a poll or evaluation in flight leaves undone is
-        // retried from Temporal's history at the next start (production's worker keeps 5 s).
-        shutdownGraceMs: 1_500,
-      });
-      // Not waited out on a stop: a terminal's Ctrl-C stops the Temporal dev server at the same
-      // moment (one process group), and the worker would retry it for ~10 s before failing.
-      // Workers that come up after all are stopped at once.
-      const workers = await Promise.race([starting, whenAborted(aborted.signal)]).catch((err: unknown) => {
-        if (aborted.signal.aborted) void starting.then((w) => w.stop()).catch(() => {});
-        throw err;
-      });
+      const workers = await unlessStopped(
+        startLocalWorkers(config, log, temporal.address, {
+          connectionString: database.connectionString,
+          // Ctrl-C should be quick: whatever a poll or evaluation in flight leaves undone is
+          // retried from Temporal's history at the next start (production's worker keeps 5 s).
+          shutdownGraceMs: 1_500,
+        }),
+        (w) => w.stop(),
+      );
       // The gateway then hands new scrapes straight to this process's worker (eager start).
       services.scrapes.startOnLocalWorkers(workers.client);
       cleanups.push({
