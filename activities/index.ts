@@ -1,13 +1,17 @@
 // Every activity the worker runs, built once per worker process with the resources they share
-// (the scrapers' HTTP fetcher and warm browser). close() releases them at shutdown.
-import { marketplaceBaseUrls, platformBaseUrls, type Config } from '../src/config.ts';
+// (the scrapers' HTTP fetchers and warm browser). close() releases them at shutdown.
+import type { Registry } from 'prom-client';
+import { marketplaceBaseUrls, platformBaseUrls, scrapeRpsPerPlatform, type Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
+import { createFetchPages } from '../src/scrapers/fetch-pages.ts';
 import { createHttpPages } from '../src/scrapers/http-pages.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
 import { attemptTimeoutMs } from '../workflows/scrape-timing.ts';
-import type { Client } from '@temporalio/client';
 import type { Db } from '../db/connection.ts';
+import { MemberWatch } from '../src/monitors/member-watch.ts';
+import { PollMetrics } from '../src/monitors/poll-metrics.ts';
 import { createMonitorActivities } from './monitors.ts';
+import { createPollActivities } from './poll-shard.ts';
 import { createScrapeActivities } from './scrape.ts';
 import { createTrackingActivities } from './tracking.ts';
 
@@ -21,13 +25,13 @@ export interface ActivityDeps {
   log: Logger;
   /** The monitors' activities read and write snapshots and notifications here. */
   db: Db;
-  /** The monitors' activities start and signal target pollers through it. */
-  client: Client;
+  /** The shard pollers LISTEN for membership changes over their own connection. */
+  connectionString: string;
+  /** Where the pollers' metrics go (the process's /metrics). */
+  registry: Registry;
   baseUrls?: Record<string, string>;
   /** Where the event tracker scrapes marketplaces A and B (default: marketplaceBaseUrls(config)). */
   marketplaceBaseUrls?: Record<'marketplace_a' | 'marketplace_b', string>;
-  /** Pollers' polls per run before continue-as-new (tests shorten it). */
-  pollsPerRun?: number;
 }
 
 export async function createActivities(deps: ActivityDeps): Promise<Activities> {
@@ -45,16 +49,29 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   // crawlers' start (~0.4 s), and the worker need not wait for them either.
   void scrapers.warm().catch((err: unknown) => log.warn({ err }, 'could not warm the scrapers; the first scrape will'));
   const alog = log.child({ component: 'activities' });
-  const monitors = createMonitorActivities({
+  // The pollers' own scrapers: the same adapters and the same warm browser, over the lean fetcher
+  // (fetch-pages.ts says why a poll does not go through crawlee's).
+  const pollScrapers = createScrapers({
+    http: createFetchPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS) }),
+    browser: scrapers.browser,
+    baseUrls: deps.baseUrls ?? platformBaseUrls(config),
+    browserPages: config.BROWSER_PAGES,
+    chromiumPath: config.CHROMIUM_PATH,
+    attemptTimeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS),
+  });
+  const members = new MemberWatch({ connectionString: deps.connectionString, log: alog });
+  const rps = scrapeRpsPerPlatform(config);
+  const polls = createPollActivities({
     db: deps.db,
-    client: deps.client,
-    scrapers,
+    scrapers: pollScrapers,
+    members,
+    metrics: new PollMetrics(deps.registry),
     log: alog,
-    monitorQueue: config.MONITOR_TASK_QUEUE,
-    scrapeQueue: config.SCRAPE_TASK_QUEUE,
     intervalMs: config.MONITOR_INTERVAL_MS,
     jitterRatio: config.MONITOR_JITTER_RATIO,
-    pollsPerRun: deps.pollsPerRun,
+    rpsFor: (platform) => rps[platform as keyof typeof rps],
+    shardsPerPlatform: config.MONITOR_SHARDS_PER_PLATFORM,
+    runMs: config.MONITOR_POLL_RUN_MS,
   });
   const tracking = createTrackingActivities({
     db: deps.db,
@@ -64,9 +81,9 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     http,
   });
   return {
-    activities: { ...createScrapeActivities(scrapers, alog), ...monitors, ...tracking },
+    activities: { ...createScrapeActivities(scrapers, alog), ...polls, ...createMonitorActivities({ db: deps.db }), ...tracking },
     close: async () => {
-      await Promise.all([scrapers.close(), http.close()]);
+      await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close()]);
     },
   };
 }

@@ -22,6 +22,7 @@ import { closeServices, createRequestPool, createServices } from '../src/runtime
 import { createScrapers } from '../src/scrapers/index.ts';
 import { startSimulator } from '../src/simulator/server.ts';
 import { simEventInputSchema } from '../src/simulator/state.ts';
+import { Registry } from 'prom-client';
 import { createActivities } from '../activities/index.ts';
 import { createDb } from '../db/connection.ts';
 import { createScratchDatabase } from '../db/scratch.ts';
@@ -97,7 +98,7 @@ async function main() {
     cleanups.push(() => temporal.close());
     const db = createDb({ connectionString: scratch.url, poolMax: 10 });
     cleanups.push(() => db.destroy());
-    const { activities, close } = await createActivities({ config, log, db, client: temporal.client, baseUrls: sim.baseUrls });
+    const { activities, close } = await createActivities({ config, log, db, connectionString: scratch.url, registry: new Registry(), baseUrls: sim.baseUrls });
     cleanups.push(close);
     const taskQueue = 'bench-scrapes';
     console.error('bundling workflows and starting the worker...');

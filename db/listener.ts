@@ -13,7 +13,8 @@ export interface Listener {
 export function listen(opts: {
   connectionString: string;
   channels: readonly string[];
-  onWake: () => void;
+  /** A notification's payload, or undefined after a (re)connect: re-read everything then. */
+  onWake: (payload?: string) => void;
   log: Logger;
   applicationName?: string;
   /** Longest wait between reconnect attempts. */
@@ -48,7 +49,7 @@ export function listen(opts: {
     };
     c.on('error', fail);
     c.on('end', () => fail(new Error('connection ended')));
-    c.on('notification', () => opts.onWake());
+    c.on('notification', (msg) => opts.onWake(msg.payload));
     try {
       await c.connect();
       for (const ch of opts.channels) await c.query(`LISTEN ${pg.escapeIdentifier(ch)}`);
@@ -65,7 +66,7 @@ export function listen(opts: {
     client = c;
     attempt = 0;
     markReady();
-    opts.onWake();
+    opts.onWake(undefined);
   };
   void connect();
 

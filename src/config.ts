@@ -2,7 +2,7 @@
 // A bad value stops the process with a message naming the variable (see ConfigError).
 import path from 'node:path';
 import { z } from 'zod';
-import { PLATFORM_KEYS } from './platform/registry.ts';
+import { isPlatformKey, PLATFORM_KEYS, type PlatformKey } from './platform/registry.ts';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -11,6 +11,50 @@ const flag = (fallback: 'true' | 'false') =>
     .enum(['true', 'false'])
     .default(fallback)
     .transform((v) => v === 'true');
+
+/** Requests per second each platform gets when SCRAPE_RPS_PER_PLATFORM does not name it. */
+export const DEFAULT_SCRAPE_RPS = 20;
+
+/** A positive decimal: `50`, `0.5`. No exponents or hex, which Number() would also take. */
+const RATE = /^(?:\d+(?:\.\d*)?|\.\d+)$/;
+
+function rate(text: string): number | null {
+  const n = RATE.test(text) ? Number(text) : NaN;
+  return Number.isFinite(n) && n > 0 ? n : null;
+}
+
+/**
+ * SCRAPE_RPS_PER_PLATFORM: one rate for every platform (`50`), or a list (`pf_03=200,pf_01=5`)
+ * whose unlisted platforms get DEFAULT_SCRAPE_RPS. A platform that does not exist is refused
+ * rather than ignored: a misspelt key would otherwise leave its platform at the default unseen.
+ */
+const scrapeRpsSchema = z
+  .string()
+  .default(String(DEFAULT_SCRAPE_RPS))
+  .transform((text, ctx): Readonly<Record<PlatformKey, number>> => {
+    const problem = (message: string) => {
+      ctx.addIssue({ code: 'custom', message });
+      return z.NEVER;
+    };
+    const trimmed = text.trim();
+    const single = rate(trimmed);
+    if (single !== null) return Object.fromEntries(PLATFORM_KEYS.map((k) => [k, single])) as Record<PlatformKey, number>;
+    if (!trimmed.includes('=')) return problem(`must be a positive number of requests per second, or a list such as pf_03=200,pf_01=5 (got '${trimmed.slice(0, 40)}')`);
+    const out = Object.fromEntries(PLATFORM_KEYS.map((k) => [k, DEFAULT_SCRAPE_RPS])) as Record<PlatformKey, number>;
+    const seen = new Set<string>();
+    for (const entry of trimmed.split(',')) {
+      const match = /^\s*([^=\s]+)\s*=\s*(\S*)\s*$/.exec(entry);
+      if (!match) return problem(`'${entry.trim().slice(0, 40)}' is not platform=rate (e.g. pf_03=200)`);
+      const key = match[1]!.toLowerCase();
+      if (!isPlatformKey(key)) return problem(`unknown platform '${match[1]!.slice(0, 40)}' (expected ${PLATFORM_KEYS[0]} … ${PLATFORM_KEYS.at(-1)})`);
+      if (seen.has(key)) return problem(`${key} is listed twice`);
+      seen.add(key);
+      const value = rate(match[2]!);
+      if (value === null) return problem(`${key}: '${match[2]!.slice(0, 40)}' is not a positive number of requests per second`);
+      out[key] = value;
+    }
+    return out;
+  });
 
 const schema = z.object({
   /** PostgreSQL connection string; when unset, an embedded PostgreSQL is started under DATA_DIR. */
@@ -66,8 +110,12 @@ const schema = z.object({
   // --- Watchlist monitors (src/monitors/, workflows/) ---
   /** How often each watched target (platform, event, region) is scraped, shared by all its items. */
   MONITOR_INTERVAL_MS: z.coerce.number().int().min(200).default(5_000),
-  /** Each wait is MONITOR_INTERVAL_MS × (1 ± this), so pollers started together spread out. */
+  /** Each wait is MONITOR_INTERVAL_MS × (1 ± this), so targets polled together spread out. */
   MONITOR_JITTER_RATIO: z.coerce.number().min(0).max(0.9).default(0.2),
+  /** Shard pollers per platform: each is one workflow and one long-running poll activity (src/monitors/shards.ts). */
+  MONITOR_SHARDS_PER_PLATFORM: z.coerce.number().int().min(1).max(256).default(4),
+  /** How long one poll activity runs before it hands its schedule back and the workflow continues as new. */
+  MONITOR_POLL_RUN_MS: z.coerce.number().int().min(1_000).max(30 * 60_000).default(10 * 60_000),
 
   // --- Market Data event tracking (workflows/track-event.ts) ---
   /** How often each tracked marketplace event is scraped (the worker's setting, read every tick). */
@@ -88,6 +136,12 @@ const schema = z.object({
   BROWSER_PAGES: positiveInt.default(4),
   /** Chromium for the client-rendered platforms. */
   CHROMIUM_PATH: z.string().min(1).default('/usr/bin/chromium'),
+  /**
+   * Requests per second each platform may receive from the monitors of the whole deployment:
+   * one number for all, or `pf_03=200,pf_01=5` (the rest get DEFAULT_SCRAPE_RPS). Parsed into a
+   * rate per platform.
+   */
+  SCRAPE_RPS_PER_PLATFORM: scrapeRpsSchema,
 
   // --- Real-time stream (src/stream/) ---
   /** Port of the uWebSockets.js stream node (bound to HOST); `npm start` also forwards the path from PORT. */
@@ -166,6 +220,15 @@ function baseUrls<K extends string>(
  */
 export function platformBaseUrls(config: Pick<Config, 'SIM_PORT'>, env: Record<string, string | undefined> = process.env): Record<string, string> {
   return baseUrls(PLATFORM_KEYS, (key) => `${key.toUpperCase()}_BASE_URL`, config, env);
+}
+
+/**
+ * Requests per second each platform may receive from this deployment (SCRAPE_RPS_PER_PLATFORM,
+ * checked at start-up like every variable): a poller running one of N shards of a platform
+ * takes 1/N of it.
+ */
+export function scrapeRpsPerPlatform(config: Pick<Config, 'SCRAPE_RPS_PER_PLATFORM'>): Readonly<Record<PlatformKey, number>> {
+  return config.SCRAPE_RPS_PER_PLATFORM;
 }
 
 /**

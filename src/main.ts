@@ -178,8 +178,9 @@ async function main(): Promise<void> {
       const workers = await unlessStopped(
         startLocalWorkers(config, log, temporal.address, {
           connectionString: database.connectionString,
-          // Ctrl-C should be quick: whatever a poll or evaluation in flight leaves undone is
-          // retried from Temporal's history at the next start (production's worker keeps 5 s).
+          registry: services.metrics.registry,
+          // Ctrl-C should be quick: a poll in flight is simply done again at the next start
+          // (production's worker keeps 5 s).
           shutdownGraceMs: 1_500,
         }),
         (w) => w.stop(),

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { commandLine, isRunning } from './processes.ts';
+import { searchAttributeArgs } from './search-attributes.ts';
 import { installSdkLogging, type Log } from './sdk-logging.ts';
 
 export interface DevServerOptions {
@@ -44,22 +45,16 @@ export function devServerFiles(dataDir: string) {
   return { dir, db: path.join(dir, 'dev-server.sqlite'), pidFile: path.join(dir, 'dev-server.pid') };
 }
 
-export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
-  const files = devServerFiles(opts.dataDir);
-  await fs.mkdir(files.dir, { recursive: true });
-  // A previous run killed with SIGKILL cannot have stopped its server: stop it now, or it would
-  // hold the ports and the SQLite file.
-  await stopOrphan(files, opts.log, opts.stopGraceMs ?? 5_000);
-  await assertPortFree(opts.port, 'TEMPORAL_PORT');
-  await assertPortFree(opts.uiPort, 'TEMPORAL_UI_PORT');
-  if (opts.binary === null) return startWithSdk(opts, files.db);
+/** Dev data: losing the last writes on a power cut is fine, waiting on fsync is not. */
+const SQLITE_PRAGMAS = ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'];
 
-  const started = performance.now();
-  const args = [
+/** The CLI's arguments. The search attributes are registered at every start (a no-op once there). */
+export function devServerArgs(opts: Pick<DevServerOptions, 'port' | 'uiPort' | 'namespace'>, dbFilename: string): string[] {
+  return [
     'server',
     'start-dev',
     '--db-filename',
-    files.db,
+    dbFilename,
     '--ip',
     IP,
     '--port',
@@ -72,12 +67,23 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     'warn',
     '--log-format',
     'json',
-    // Dev data: losing the last writes on a power cut is fine, waiting on fsync is not.
-    '--sqlite-pragma',
-    'journal_mode=WAL',
-    '--sqlite-pragma',
-    'synchronous=OFF',
+    ...SQLITE_PRAGMAS,
+    ...searchAttributeArgs(),
   ];
+}
+
+export async function startDevServer(opts: DevServerOptions): Promise<DevServer> {
+  const files = devServerFiles(opts.dataDir);
+  await fs.mkdir(files.dir, { recursive: true });
+  // A previous run killed with SIGKILL cannot have stopped its server: stop it now, or it would
+  // hold the ports and the SQLite file.
+  await stopOrphan(files, opts.log, opts.stopGraceMs ?? 5_000);
+  await assertPortFree(opts.port, 'TEMPORAL_PORT');
+  await assertPortFree(opts.uiPort, 'TEMPORAL_UI_PORT');
+  if (opts.binary === null) return startWithSdk(opts, files.db);
+
+  const started = performance.now();
+  const args = devServerArgs(opts, files.db);
   // Same process group as ours (not detached): a Ctrl-C in the terminal reaches it too.
   const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
   let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
@@ -203,7 +209,7 @@ async function startWithSdk(opts: DevServerOptions, dbFilename: string): Promise
         uiPort: opts.uiPort,
         namespace: opts.namespace,
         log: { format: 'json', level: 'warn' },
-        extraArgs: ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'],
+        extraArgs: [...SQLITE_PRAGMAS, ...searchAttributeArgs()],
       },
     });
   } catch (err) {

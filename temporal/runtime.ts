@@ -3,16 +3,22 @@
 // the workers for both task queues and the monitor relay in the same process. Kept here so src/main.ts stays short.
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
+import type { Registry } from 'prom-client';
 import type { Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
 import { resolveTemporalCli } from './binary.ts';
 import { connectTemporal } from './client.ts';
 import { startDevServer } from './dev-server.ts';
+import { ensureSearchAttributes } from './search-attributes.ts';
 import { installSdkLogging } from './sdk-logging.ts';
 import { taskQueues } from './task-queues.ts';
 import { clientOnWorkers, startWorkers } from './worker.ts';
 import { createDb } from '../db/connection.ts';
+import { startMembershipRelay } from '../src/monitors/membership.ts';
 import { startMonitorRelay } from '../src/monitors/relay.ts';
+
+/** Activity slots on the monitors queue: every shard poller's activity holds one for its whole run. */
+const MONITOR_ACTIVITY_SLOTS = 1_000;
 
 export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -68,8 +74,9 @@ export async function startTemporal(config: Config, log: Logger, opts: { signal?
 
 /**
  * What a worker process runs: both task queues' workers with the activities' shared resources
- * (scrapers, a database pool, a Temporal client for the pollers' signal-with-start), and the
- * monitor relay that applies watchlist changes to the monitors (src/monitors/relay.ts).
+ * (scrapers, a database pool, the pollers' membership LISTEN and metrics), the membership relay
+ * that turns watchlist changes into shard poller members (src/monitors/membership.ts), and the
+ * monitor relay that keeps the per-item monitors in step (src/monitors/relay.ts).
  * `client` runs over the workers' own connection: a gateway in the same process starts scrapes
  * with it eagerly (TemporalScrapeRunner.startOnLocalWorkers).
  */
@@ -77,7 +84,7 @@ export async function startLocalWorkers(
   config: Config,
   log: Logger,
   address: string,
-  opts: { connectionString: string; shutdownGraceMs?: number },
+  opts: { connectionString: string; registry: Registry; shutdownGraceMs?: number },
 ): Promise<{ stop(): Promise<void>; client: Client }> {
   const wlog = log.child({ component: 'worker' });
   // Loaded only by processes that run workers: the scrapers pull in crawlee and playwright.
@@ -90,7 +97,9 @@ export async function startLocalWorkers(
   try {
     const temporal = await connectTemporal({ address, namespace: config.TEMPORAL_NAMESPACE });
     undo.push(() => temporal.close());
-    const { activities, close } = await createActivities({ config, log: wlog, db, client: temporal.client });
+    // A TEMPORAL_ADDRESS server (docker-compose's) gets the search attributes from the first worker.
+    await ensureSearchAttributes(temporal.connection, config.TEMPORAL_NAMESPACE, wlog);
+    const { activities, close } = await createActivities({ config, log: wlog, db, connectionString: opts.connectionString, registry: opts.registry });
     undo.push(close);
     const queues = taskQueues(config);
     const workers = await startWorkers({
@@ -98,13 +107,24 @@ export async function startLocalWorkers(
       namespace: config.TEMPORAL_NAMESPACE,
       queues: [
         { taskQueue: queues.scrapes, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: config.SCRAPE_CONCURRENCY },
-        { taskQueue: queues.monitors, workflowsPath: WORKFLOWS_PATH, activities },
+        // Every shard poll is a long-running activity on this queue: room for all of them.
+        { taskQueue: queues.monitors, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: MONITOR_ACTIVITY_SLOTS },
       ],
       log: wlog,
       shutdownGraceMs: opts.shutdownGraceMs,
     });
     undo.push(() => workers.stop());
-    const relay = startMonitorRelay({ db, connectionString: opts.connectionString, client: temporal.client, taskQueue: queues.monitors, log: wlog });
+    const relays = {
+      connectionString: opts.connectionString,
+      db,
+      client: temporal.client,
+      taskQueue: queues.monitors,
+      shardsPerPlatform: config.MONITOR_SHARDS_PER_PLATFORM,
+      log: wlog,
+    };
+    const membership = startMembershipRelay(relays);
+    undo.push(() => membership.stop());
+    const relay = startMonitorRelay(relays);
     undo.push(() => relay.stop());
     return { stop: unwind, client: clientOnWorkers(workers, config.TEMPORAL_NAMESPACE) };
   } catch (err) {

@@ -1,8 +1,10 @@
 // `npm run worker`: the production worker process (docker-compose's `worker` service), apart
 // from the gateway. Connects to TEMPORAL_ADDRESS, runs both task queues' workers and the monitor
-// relay until SIGINT or SIGTERM, then lets activities in flight finish (bounded) and releases
-// their resources.
+// and membership relays until SIGINT or SIGTERM, then lets activities in flight finish (bounded)
+// and releases their resources. The shard pollers' metrics are on METRICS_PORT at /metrics.
+import type http from 'node:http';
 import { loadConfigOrExit } from '../src/config.ts';
+import { Metrics } from '../src/gateway/metrics.ts';
 import { createLogger } from '../src/logger.ts';
 import { startLocalWorkers } from './runtime.ts';
 import { installSdkLogging } from './sdk-logging.ts';
@@ -15,10 +17,13 @@ installSdkLogging(log);
 // Without TEMPORAL_ADDRESS, join the dev server a local `npm start` (RUN_WORKER=false) runs.
 const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
 
+const metrics = new Metrics();
 let workers: { stop(): Promise<void> };
+let metricsServer: http.Server;
 try {
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required: the monitors read and write the service database');
-  workers = await startLocalWorkers(config, log, address, { connectionString: config.DATABASE_URL });
+  workers = await startLocalWorkers(config, log, address, { connectionString: config.DATABASE_URL, registry: metrics.registry });
+  metricsServer = await metrics.listen(config.METRICS_PORT, config.HOST);
 } catch (err) {
   console.error('worker failed to start:', err instanceof Error ? err.message : err);
   process.exit(1);
@@ -35,6 +40,7 @@ const stop = async (signal: string) => {
   }, STOP_DEADLINE_MS).unref();
   try {
     await workers.stop();
+    await new Promise((r) => metricsServer.close(r));
     log.info('stopped');
     process.exit(0);
   } catch (err) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, marketplaceBaseUrls, platformBaseUrls } from '../src/config.ts';
+import { ConfigError, DEFAULT_SCRAPE_RPS, loadConfig, marketplaceBaseUrls, platformBaseUrls, scrapeRpsPerPlatform } from '../src/config.ts';
+import { PLATFORM_KEYS } from '../src/platform/registry.ts';
 
 describe('configuration', () => {
   it('applies documented defaults', () => {
@@ -33,5 +34,45 @@ describe('configuration', () => {
       expect(() => platformBaseUrls(config, { PF_07_BASE_URL: bad })).toThrow(/PF_07_BASE_URL: must be an http\(s\) URL/);
       expect(() => marketplaceBaseUrls(config, { MARKETPLACE_A_BASE_URL: bad })).toThrow(/MARKETPLACE_A_BASE_URL: must be an http\(s\) URL/);
     }
+  });
+
+  describe('SCRAPE_RPS_PER_PLATFORM', () => {
+    const rps = (value?: string) => scrapeRpsPerPlatform(loadConfig(value === undefined ? {} : { SCRAPE_RPS_PER_PLATFORM: value }));
+    const every = (n: number) => Object.fromEntries(PLATFORM_KEYS.map((k) => [k, n]));
+
+    it('defaults to 20 requests per second for every platform (also when empty)', () => {
+      expect(DEFAULT_SCRAPE_RPS).toBe(20);
+      expect(rps()).toEqual(every(20));
+      expect(rps('')).toEqual(every(20));
+    });
+
+    it('takes one number for every platform, decimals included', () => {
+      expect(rps('50')).toEqual(every(50));
+      expect(rps(' 0.5 ')).toEqual(every(0.5));
+      expect(rps('.25')).toEqual(every(0.25));
+    });
+
+    it('takes a list; unlisted platforms get the default', () => {
+      expect(rps('pf_03=200,pf_01=5')).toEqual({ ...every(20), pf_03: 200, pf_01: 5 });
+      expect(rps(' PF_11 = 2.5 , pf_02=1 ')).toEqual({ ...every(20), pf_11: 2.5, pf_02: 1 });
+    });
+
+    it.each([
+      ['zero', '0', /positive number/],
+      ['a negative rate', '-5', /positive number/],
+      ['words', 'fast', /positive number/],
+      ['an exponent', '1e3', /positive number/],
+      ['an unknown platform', 'pf_03=200,pf_99=5', /unknown platform 'pf_99'/],
+      ['a platform listed twice', 'pf_03=1,pf_03=2', /pf_03 is listed twice/],
+      ['a rate that is not a positive number', 'pf_03=0', /pf_03: '0' is not a positive number/],
+      ['a missing rate', 'pf_03=', /pf_03: '' is not a positive number/],
+      ['an entry without a rate', 'pf_03=5,pf_01', /'pf_01' is not platform=rate/],
+      ['an empty entry', 'pf_03=5,,pf_01=2', /'' is not platform=rate/],
+      ['a bare number in a list', '50,pf_01=5', /'50' is not platform=rate/],
+    ])('stops start-up on %s, naming the variable', (_label, value, message) => {
+      expect(() => loadConfig({ SCRAPE_RPS_PER_PLATFORM: value })).toThrow(ConfigError);
+      expect(() => loadConfig({ SCRAPE_RPS_PER_PLATFORM: value })).toThrow(/SCRAPE_RPS_PER_PLATFORM: /);
+      expect(() => loadConfig({ SCRAPE_RPS_PER_PLATFORM: value })).toThrow(message);
+    });
   });
 });

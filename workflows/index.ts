@@ -1,5 +1,5 @@
 // Every workflow the worker registers (bundled by Temporal from this file).
 export { scrapeEvent } from './scrape-event.ts';
-export { targetPoller } from './target-poller.ts';
+export { shardPoller } from './shard-poller.ts';
 export { trackEvent } from './track-event.ts';
 export { watchlistMonitor } from './watchlist-monitor.ts';

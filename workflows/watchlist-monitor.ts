@@ -1,106 +1,86 @@
-// watchlistMonitor: one long-running workflow per watchlist item. It holds the item's monitor
-// config and its baseline (the last target snapshot it has seen), joins the target's shared
-// poller while the item is active, and on each new snapshot has the evaluateChange activity diff
-// baseline → snapshot with the item's rules (src/monitors/changes.ts) and append the resulting
-// notifications to the durable log. Config arrives from the monitor relay as `configure`
-// signals versioned by watchlist change id, so a replayed or out-of-order signal cannot roll
-// a newer config back. Pausing leaves the poller and forgets the baseline: a resumed item
-// starts from what is on sale then, not from what it saw before the pause.
-import { condition, continueAsNew, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+// watchlistMonitor: one long-running workflow per watchlist item, for its lifecycle and for
+// operators to inspect it in the Temporal UI (search attributes AccountId, ItemId, Platform,
+// EventKey). It holds the item's config, versioned by watchlist change id (from the monitor
+// relay's `configure` signals, so a replayed or out-of-order signal cannot roll a newer config
+// back), and ends when the item is deleted.
+//
+// It is deliberately off the hot path: changes are found, filtered and notified by the shard
+// pollers' activity (activities/poll-shard.ts), which evaluates every item on a changed target
+// in one transaction. Waking a workflow per item per change cost a workflow task each (~45 ms
+// of CPU per notification, measured). So its `status` query reports the last notification and
+// baseline as of the last `inspect` signal, which reads them from the database on demand
+// (`npm run ops -- monitors:show <item>` sends it, then queries).
+import { condition, continueAsNew, log, proxyLocalActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { MonitorActivities } from '../activities/monitors.ts';
 import type { MonitorConfig } from '../src/monitors/changes.ts';
-import type { EventRef } from '../src/platform/event-ref.ts';
-import { configureSignal, monitorStatusQuery, snapshotSignal } from './monitor-messages.ts';
+import { configureSignal, inspectSignal, monitorStatusQuery, type Inspection, type MonitorStatus } from './monitor-messages.ts';
 
 export interface MonitorState {
   itemId: number;
   accountId: number;
-  /** The item's website, event and region as the client wrote them (echoed in notifications). */
-  item: { website: string; event: string; region: string };
-  target: EventRef;
+  /** The target key (platform:region:event) and the shard poller's workflow id. */
+  target: string;
+  poller: string;
   config: MonitorConfig;
   version: number;
   deleted: boolean;
-  /** Snapshot id the next change is measured from; null until the poller sends one. */
-  baseline: number | null;
-  joined: boolean;
-  /** Evaluations per run before continuing as new (default EVALUATIONS_PER_RUN; tests make it small). */
-  evaluationsPerRun?: number;
+  inspection: Inspection | null;
 }
 
-/** Evaluations per run before continuing as new (each is a few history events). */
-const EVALUATIONS_PER_RUN = 300;
+/** Config changes per run before continuing as new (each is a signal and a workflow task). */
+const SIGNALS_PER_RUN = 500;
 
 export function monitorWorkflowId(itemId: number): string {
-  return `watchlist-item:${itemId}`;
+  return `watchlist-monitor:${itemId}`;
+}
+
+function stateOf(s: MonitorState): MonitorStatus['state'] {
+  if (s.deleted) return 'deleted';
+  if (!s.config.task_active) return 'paused';
+  if (s.config.muted_until !== null && Date.parse(s.config.muted_until) > Date.now()) return 'muted';
+  return 'active';
 }
 
 export async function watchlistMonitor(state: MonitorState): Promise<void> {
-  const pending: number[] = [];
-  let evaluations = 0;
+  let inspect = false;
+  let signals = 0;
   setHandler(configureSignal, (u) => {
+    signals++;
     if (u.version <= state.version) return;
     state.version = u.version;
     state.config = u.config;
     if (u.deleted) state.deleted = true;
   });
-  setHandler(snapshotSignal, ({ snapshotId }) => {
-    pending.push(snapshotId);
+  setHandler(inspectSignal, () => {
+    inspect = true;
   });
   setHandler(monitorStatusQuery, () => ({
     version: state.version,
-    active: state.config.task_active,
-    joined: state.joined,
-    baseline: state.baseline,
-    evaluations,
+    state: stateOf(state),
+    target: state.target,
+    poller: state.poller,
+    inspection: state.inspection,
   }));
 
-  const { evaluateChange, joinTarget, leaveTarget } = proxyActivities<MonitorActivities>({
-    // Short statements and Temporal calls; the bound is also how long an activity lost with a
-    // killed worker waits before it is retried.
+  const { inspectMonitor } = proxyLocalActivities<MonitorActivities>({
     startToCloseTimeout: '10 seconds',
-    // Database and Temporal blips: retried without limit (with a capped backoff), because a
-    // monitor that gave up would silently stop notifying.
-    retry: { initialInterval: 1_000, backoffCoefficient: 2, maximumInterval: 30_000 },
+    retry: { initialInterval: 500, maximumAttempts: 3 },
   });
-  const self = workflowInfo().workflowId;
 
   for (;;) {
-    if (state.deleted) {
-      if (state.joined) await leaveTarget({ target: state.target, itemId: state.itemId });
-      return;
-    }
-    const active = state.config.task_active;
-    if (active && !state.joined) {
-      await joinTarget({ target: state.target, itemId: state.itemId, workflowId: self });
-      state.joined = true;
-    } else if (!active && state.joined) {
-      await leaveTarget({ target: state.target, itemId: state.itemId });
-      state.joined = false;
-      state.baseline = null;
-    }
-    if (!active) pending.length = 0;
-
-    // Snapshot ids from one poller only grow; each one is diffed against the one before.
-    const next = [...new Set(pending.splice(0))].sort((a, b) => a - b);
-    for (const snapshotId of next) {
-      if (state.baseline !== null && snapshotId > state.baseline) {
-        await evaluateChange({
-          itemId: state.itemId,
-          accountId: state.accountId,
-          item: state.item,
-          config: state.config,
-          fromSnapshotId: state.baseline,
-          toSnapshotId: snapshotId,
-        });
-        evaluations++;
+    await condition(() => state.deleted || inspect || signals >= SIGNALS_PER_RUN || workflowInfo().continueAsNewSuggested);
+    if (state.deleted) return;
+    if (inspect) {
+      inspect = false;
+      try {
+        state.inspection = await inspectMonitor({ itemId: state.itemId, accountId: state.accountId });
+      } catch (err) {
+        // An inspection is a convenience: a database blip must not fail the monitor.
+        log.warn('inspection failed', { itemId: state.itemId, error: String(err) });
       }
-      if (state.baseline === null || snapshotId > state.baseline) state.baseline = snapshotId;
     }
-
-    if (pending.length === 0 && (evaluations >= (state.evaluationsPerRun ?? EVALUATIONS_PER_RUN) || workflowInfo().continueAsNewSuggested)) {
+    if (signals >= SIGNALS_PER_RUN || workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof watchlistMonitor>(state);
     }
-    await condition(() => state.deleted || pending.length > 0 || state.config.task_active !== state.joined);
   }
 }

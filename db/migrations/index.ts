@@ -8,6 +8,7 @@ import * as m004 from './004_monitors_notifications.ts';
 import * as m005 from './005_market_data_catalog.ts';
 import * as m006 from './006_market_data_stats.ts';
 import * as m007 from './007_event_tracking.ts';
+import * as m008 from './008_monitor_members.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '005_market_data_catalog': m005,
   '006_market_data_stats': m006,
   '007_event_tracking': m007,
+  '008_monitor_members': m008,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,29 +1,43 @@
-// `npm run ops -- <command>`: operations on the service's Temporal runs. JSON on stdout; on
-// error a message on stderr and a non-zero exit. Talks to TEMPORAL_ADDRESS, or to the dev
-// server `npm start` runs (127.0.0.1:TEMPORAL_PORT).
+// `npm run ops -- <command>`: operations on the service's Temporal runs and monitors. JSON on
+// stdout; on error a message on stderr and a non-zero exit. Talks to TEMPORAL_ADDRESS, or to the
+// dev server `npm start` runs (127.0.0.1:TEMPORAL_PORT); monitors:blocked reads DATABASE_URL.
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfigOrExit } from '../config.ts';
 import { temporalDataConverter } from '../../temporal/payload-codec.ts';
 import { listFailedScrapes, parseSince, retryScrape } from './failed-scrapes.ts';
+import { listPollers, showMonitor, troubledTargets } from './monitors.ts';
 
 const USAGE = `usage: npm run ops -- <command> [options]
 
   scrapes:failed [--since 1h]                       failed or timed-out scrape runs (newest run per id)
   scrapes:retry <workflow id>                       run a failed scrape again and wait for it
-  scrapes:retry --all-failed [--since 1h]           the same for every failed scrape run`;
+  scrapes:retry --all-failed [--since 1h]           the same for every failed scrape run
+  monitors:blocked [--platform pf_03]               watched targets a platform refuses (429/403) or that keep failing
+  monitors:show <item id>                           an item's monitor: config version, state, baseline, last notification
+  monitors:pollers [--platform pf_03]               the running shard pollers and their last run`;
 
 class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { since: { type: 'string' }, 'all-failed': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    options: { since: { type: 'string' }, 'all-failed': { type: 'boolean' }, platform: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
     allowPositionals: true,
   });
   const [command, ...rest] = positionals;
   if (values.help || !command) throw new UsageError('');
   const config = loadConfigOrExit();
+  if (command === 'monitors:blocked') {
+    if (rest.length) throw new UsageError(`unexpected argument ${rest[0]}`);
+    const { openDatabase } = await import('../runtime/database.ts');
+    const database = await openDatabase(config, (msg) => console.error(msg), { applicationName: 'ops', poolMax: 2 });
+    try {
+      return await troubledTargets(database.db, { platform: values.platform });
+    } finally {
+      await database.close();
+    }
+  }
   const address = config.TEMPORAL_ADDRESS ?? `127.0.0.1:${config.TEMPORAL_PORT}`;
   let connection: Connection;
   try {
@@ -48,6 +62,15 @@ async function main(argv: string[]): Promise<unknown> {
       }
       if (rest.length !== 1) throw new UsageError('scrapes:retry needs one workflow id (see scrapes:failed) or --all-failed');
       return await retryScrape(client, rest[0]!);
+    }
+    if (command === 'monitors:show') {
+      const id = Number(rest[0]);
+      if (rest.length !== 1 || !Number.isSafeInteger(id) || id <= 0) throw new UsageError('monitors:show needs one watchlist item id');
+      return await showMonitor(client, id);
+    }
+    if (command === 'monitors:pollers') {
+      if (rest.length) throw new UsageError(`unexpected argument ${rest[0]}`);
+      return await listPollers(client, { platform: values.platform });
     }
     throw new UsageError(`unknown command ${command}`);
   } finally {

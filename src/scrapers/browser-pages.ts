@@ -4,7 +4,8 @@
 // more than the visit itself on these machines; every failure comes out as a ScrapeFailure.
 import { BrowserPool, PlaywrightPlugin } from '@crawlee/browser-pool';
 import { chromium, errors, type Browser, type Page } from 'playwright-core';
-import { ScrapeFailure, type BrowserSession } from './types.ts';
+import { parseRetryAfter } from './retry-after.ts';
+import { blockedFailure, isBlockedStatus, ScrapeFailure, type BrowserSession } from './types.ts';
 
 export interface BrowserPagesOptions {
   /** Pages open at once. */
@@ -344,6 +345,12 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       if (response && response.status() >= 500) {
         healthy = true;
         throw new ScrapeFailure('upstream', `${url} answered ${response.status()}`);
+      }
+      if (response && isBlockedStatus(response.status())) {
+        // Read here, where the response and its headers are: `use` only sees the page.
+        const retryAfterMs = parseRetryAfter(await response.headerValue('retry-after'), Date.now());
+        healthy = true;
+        throw blockedFailure(url, response.status(), retryAfterMs);
       }
       const value = await use(page);
       healthy = true;

@@ -9,6 +9,7 @@ import { Configuration, EventManager, Log, LogLevel, Request, type RequestProvid
 import { HttpCrawler, type BasicCrawler } from '@crawlee/http';
 import { load, type CheerioAPI } from 'cheerio';
 import { RequestHandoff } from './request-handoff.ts';
+import { failureForStatus } from './answer-status.ts';
 import { ScrapeFailure, type FetchedPage, type FetchInit, type PageFetcher } from './types.ts';
 
 export interface HttpPagesOptions {
@@ -113,8 +114,8 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
     keepAlive: true,
     maxRequestRetries: 0,
     maxSessionRotations: 0,
-    // No session pool: it would retire "blocked" sessions on 401/403/429 and retry; those
-    // statuses are the adapter's to read, and retries are Temporal's.
+    // No session pool: it would retire "blocked" sessions on 401/403/429 and retry; 403 and 429
+    // are settled as `blocked` here and 401 is the adapter's to read, and retries are the caller's.
     useSessionPool: false,
     minConcurrency: options.concurrency,
     maxConcurrency: options.concurrency,
@@ -154,14 +155,17 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
     },
   };
 
-  const answer = (request: Request, status: number, url: string, body: string, $?: CheerioAPI) => {
+  const answer = (request: Request, response: { statusCode?: number; url?: string; headers: Record<string, string | string[] | undefined> }, body: string, $?: CheerioAPI) => {
     const call = pending.get(request.uniqueKey);
     if (!call) return;
-    if (status >= 500) {
-      call.settle({ ok: false, failure: new ScrapeFailure('upstream', `${request.url} answered ${status}`) });
-    } else {
-      call.settle({ ok: true, answer: { status, url, body, $ } });
-    }
+    const status = response.statusCode ?? 0;
+    const url = response.url ?? request.url;
+    // Settled here, like a 5xx, so every adapter reads a refusal the same way and the wait it
+    // asks for reaches the caller (a page carries no headers).
+    const retryAfter = response.headers['retry-after'];
+    const failure = failureForStatus(request.url, status, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, Date.now());
+    if (failure) call.settle({ ok: false, failure });
+    else call.settle({ ok: true, answer: { status, url, body, $ } });
   };
 
   const pool = (handoff: RequestHandoff, onAsked: () => void) => ({
@@ -181,7 +185,7 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
           requestQueue: asRequestQueue(handoff),
           requestHandler: ({ request, response, body, $ }) => {
             // `$` exists only for HTML and XML answers; an error page in JSON still has a body.
-            answer(request, response.statusCode ?? 0, response.url ?? request.url, String(body), $ as CheerioAPI | undefined);
+            answer(request, response, String(body), $ as CheerioAPI | undefined);
           },
         },
         config,
@@ -193,7 +197,7 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
           autoscaledPoolOptions: pool(handoff, onAsked),
           requestQueue: asRequestQueue(handoff),
           requestHandler: ({ request, response, body }) => {
-            answer(request, response.statusCode ?? 0, response.url ?? request.url, String(body));
+            answer(request, response, String(body));
           },
         },
         config,

@@ -2,10 +2,10 @@
 // warm browser. Activities (activities/scrape.ts) and the scrape benchmark call scrape().
 import type { EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
-import { createBrowserPages } from './browser-pages.ts';
+import { createBrowserPages, type BrowserPages } from './browser-pages.ts';
 import { createHttpPages, type HttpPages } from './http-pages.ts';
 import { ADAPTER_FACTORIES } from './platforms/index.ts';
-import type { PlatformAdapter, ScrapeData, ScrapeOptions } from './types.ts';
+import type { PageFetcher, PlatformAdapter, ScrapeData, ScrapeOptions } from './types.ts';
 
 interface ScraperSettings {
   /** Base URL per platform key (config.platformBaseUrls or a test simulator's baseUrls). */
@@ -18,23 +18,27 @@ interface ScraperSettings {
 }
 
 /**
- * Either a crawlee fetcher shared with other scrapers of the process (the event tracker's), so
- * they share one concurrency bound, its owner closing it; or the HTTP requests in flight at once
- * for a fetcher of the scrapers' own.
+ * Either a fetcher shared with other scrapers of the process (the event tracker's crawlee
+ * fetcher, or the pollers' lean one), its owner closing it; or the HTTP requests in flight at
+ * once for a crawlee fetcher of the scrapers' own. `browser`, when given, is a warm browser
+ * shared with other scrapers (its owner closes it): one Chromium per process.
  */
-export type ScrapersOptions = ScraperSettings & ({ http: HttpPages } | { concurrency: number });
+export type ScrapersOptions = ScraperSettings & ({ http: PageFetcher & Partial<Pick<HttpPages, 'warm'>> } | { concurrency: number }) & { browser?: BrowserPages };
 
 export interface Scrapers {
   scrape(ref: EventRef, options?: ScrapeOptions): Promise<ScrapeData>;
   /** Starts the HTTP crawlers and launches the browser ahead of the first scrape. */
   warm(): Promise<void>;
+  /** The warm browser, for other scrapers of the process to share. */
+  readonly browser: BrowserPages;
   close(): Promise<void>;
 }
 
 export function createScrapers(options: ScrapersOptions): Scrapers {
-  const ownHttp = !('http' in options);
-  const http = 'http' in options ? options.http : createHttpPages({ concurrency: options.concurrency, timeoutMs: options.attemptTimeoutMs });
-  const browser = createBrowserPages({ pages: options.browserPages, chromiumPath: options.chromiumPath, timeoutMs: options.attemptTimeoutMs });
+  const own = 'http' in options ? null : createHttpPages({ concurrency: options.concurrency, timeoutMs: options.attemptTimeoutMs });
+  const http = 'http' in options ? options.http : own!;
+  const ownBrowser = options.browser ? null : createBrowserPages({ pages: options.browserPages, chromiumPath: options.chromiumPath, timeoutMs: options.attemptTimeoutMs });
+  const browser = options.browser ?? ownBrowser!;
   const adapters = new Map<PlatformKey, PlatformAdapter>();
   for (const [platform, create] of Object.entries(ADAPTER_FACTORIES) as [PlatformKey, (typeof ADAPTER_FACTORIES)[PlatformKey]][]) {
     const baseUrl = options.baseUrls[platform];
@@ -44,10 +48,11 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
   return {
     scrape: (ref, scrapeOptions) => adapters.get(ref.platform)!.scrape(ref, scrapeOptions),
     warm: async () => {
-      await Promise.all([http.warm(), browser.warm()]);
+      await Promise.all([http.warm?.(), browser.warm()]);
     },
     close: async () => {
-      await Promise.all([ownHttp ? http.close() : undefined, browser.close()]);
+      await Promise.all([own?.close(), ownBrowser?.close()]);
     },
+    browser,
   };
 }

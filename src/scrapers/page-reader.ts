@@ -4,7 +4,7 @@
 // page is reported as such and never surfaces as a TypeError deep inside an adapter.
 import type { PlatformKey } from '../platform/registry.ts';
 import { roundPrice } from './sections.ts';
-import { ScrapeFailure, type FetchedPage } from './types.ts';
+import { blockedFailure, isBlockedStatus, ScrapeFailure, type FetchedPage } from './types.ts';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -32,12 +32,15 @@ export class PageReader {
 
   /**
    * The page's HTTP status, read the way every platform means it: 404 and 410 say the event
-   * does not exist (or not in this region); other non-2xx answers are the platform's trouble.
+   * does not exist (or not in this region); 429 and 403 that the platform is refusing us
+   * (`blocked`; the HTTP fetcher settles those itself, with their Retry-After, so only another
+   * fetcher's page gets here); other non-2xx answers are the platform's trouble.
    */
   expectFound(page: FetchedPage, what: string): void {
     if (page.status === 404 || page.status === 410) {
       throw new ScrapeFailure('not_found', `${this.platform}: no such event (${what} answered ${page.status})`);
     }
+    if (isBlockedStatus(page.status)) throw blockedFailure(`${this.platform}: ${what}`, page.status, null);
     if (page.status < 200 || page.status >= 300) {
       throw new ScrapeFailure('upstream', `${this.platform}: ${what} answered ${page.status}`);
     }

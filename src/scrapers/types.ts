@@ -33,24 +33,44 @@ export type ScrapeData =
 /**
  * Why a scrape failed. `retryable` kinds are transient (network, 5xx, a crashed browser, one
  * attempt running out of time); the others are answered at once: the event does not exist,
- * the input cannot be scraped, or the page cannot be understood.
+ * the input cannot be scraped, or the page cannot be understood. `blocked` (the platform
+ * answered 429 or 403) is not retryable either: the platform asked us to back off, and an
+ * immediate retry would only hammer it; whoever polls it waits out `retryAfterMs`.
  */
-export type ScrapeFailureKind = 'not_found' | 'unsupported' | 'malformed' | 'upstream' | 'attempt_timeout';
+export type ScrapeFailureKind = 'not_found' | 'unsupported' | 'malformed' | 'upstream' | 'attempt_timeout' | 'blocked';
 
 export const RETRYABLE_KINDS: ReadonlySet<ScrapeFailureKind> = new Set(['upstream', 'attempt_timeout']);
 
 export class ScrapeFailure extends Error {
+  /**
+   * For `blocked`: how long the platform asked us to wait, in ms from the answer (its
+   * Retry-After, see retry-after.ts), or null when it did not say. Null for every other kind.
+   */
+  readonly retryAfterMs: number | null;
+
   constructor(
     readonly kind: ScrapeFailureKind,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; retryAfterMs?: number | null },
   ) {
     super(message, options);
     this.name = 'ScrapeFailure';
+    this.retryAfterMs = options?.retryAfterMs ?? null;
   }
   get retryable(): boolean {
     return RETRYABLE_KINDS.has(this.kind);
   }
+}
+
+/** Answers by which a platform tells us to back off: rate limited (429) or refused (403). */
+export function isBlockedStatus(status: number): boolean {
+  return status === 429 || status === 403;
+}
+
+/** The `blocked` failure for `where` (a URL, or "pf_NN: the event page") answering `status`. */
+export function blockedFailure(where: string, status: number, retryAfterMs: number | null): ScrapeFailure {
+  const wait = retryAfterMs === null ? 'without a Retry-After' : `asking us to wait ${Math.ceil(retryAfterMs / 1000)} s`;
+  return new ScrapeFailure('blocked', `${where} answered ${status}, ${wait}`, { retryAfterMs });
 }
 
 export interface ScrapeOptions {
@@ -64,7 +84,7 @@ export interface PlatformAdapter {
   scrape(ref: EventRef, options?: ScrapeOptions): Promise<ScrapeData>;
 }
 
-/** A page or API answer below 500 (a 404 is the adapter's to interpret). */
+/** A page or API answer below 500, other than 429 and 403 (a 404 is the adapter's to interpret). */
 export interface FetchedPage {
   status: number;
   url: string;
@@ -80,7 +100,8 @@ export interface FetchInit {
 
 /**
  * HTTP fetching through crawlee (http-pages.ts). A network error, a 5xx or a time-out throws a
- * ScrapeFailure (`upstream` or `attempt_timeout`); anything else comes back as a page.
+ * ScrapeFailure (`upstream` or `attempt_timeout`), a 429 or 403 one of kind `blocked` (with the
+ * answer's Retry-After); anything else comes back as a page.
  */
 export interface PageFetcher {
   /** An HTML page, parsed by crawlee's Cheerio crawling. */

@@ -1,9 +1,9 @@
 // How a simulated event's page request plays out once the event is found: its transient
-// `failures` first, then its `behaviour` (a 404, a 503, a hang, a slow answer, a malformed or a
-// normal page). The platforms (serve.ts) and the marketplaces (marketplaces/serve.ts) both go
-// through here so a scraper's retries and time-outs meet one simulation whichever site it scrapes;
-// each caller says only how its route answers with a page and with a failure (answerPage with
-// its page, or with failurePage's for the route's type).
+// `failures` first, then its `behaviour` (a 404, a 503, a 429 or 403 with a Retry-After, a hang,
+// a slow answer, a malformed or a normal page). The platforms (serve.ts) and the marketplaces
+// (marketplaces/serve.ts) both go through here so a scraper's retries, time-outs and back-offs
+// meet one simulation whichever site it scrapes; each caller says only how its route answers with
+// a page and with a failure (answerPage with its page, or with failurePage's for the route's type).
 import type { Context } from 'koa';
 import type { Behaviour } from './state.ts';
 
@@ -13,7 +13,20 @@ export interface Behaving {
   delay_ms: number;
   /** The next N page requests answer 503 first; counted down here. */
   failures: number;
+  blocked_status: 429 | 403;
+  /** Seconds `blocked` asks the client to wait; null sends no Retry-After. */
+  retry_after_s: number | null;
 }
+
+/** The statuses a behaviour answers with instead of the page. */
+export type FailureStatus = 404 | 503 | 429 | 403;
+
+const FAILURE_TEXT: Record<FailureStatus, string> = {
+  404: 'Event not found',
+  503: 'Service temporarily unavailable',
+  429: 'Too many requests',
+  403: 'Access denied',
+};
 
 /** A page as a route answers it: HTML or JSON, 200 unless `status` says otherwise. */
 export interface PageContent {
@@ -33,9 +46,9 @@ export function answerPage(ctx: Context, content: PageContent): void {
   }
 }
 
-/** A 404 or 503 as a route of `type` shows it. */
-export function failurePage(type: 'html' | 'json', status: 404 | 503): PageContent {
-  const text = status === 404 ? 'Event not found' : 'Service temporarily unavailable';
+/** A failure status as a route of `type` shows it. */
+export function failurePage(type: 'html' | 'json', status: FailureStatus): PageContent {
+  const text = FAILURE_TEXT[status];
   return type === 'json'
     ? { type, status, body: { error: text } }
     : { type, status, body: `<!doctype html><html><head><title>${status}</title></head><body><h1>${text}</h1></body></html>` };
@@ -43,7 +56,7 @@ export function failurePage(type: 'html' | 'json', status: 404 | 503): PageConte
 
 export interface Answers {
   page(variant: { malformed: boolean }): void;
-  failure(status: 404 | 503): void;
+  failure(status: FailureStatus): void;
 }
 
 /** Resolves when the client goes away (or never, while it waits). */
@@ -68,6 +81,9 @@ export async function serveBehaviour(ctx: Context, event: Behaving, answers: Ans
       return answers.failure(404);
     case 'error':
       return answers.failure(503);
+    case 'blocked':
+      if (event.retry_after_s !== null) ctx.set('Retry-After', String(event.retry_after_s));
+      return answers.failure(event.blocked_status);
     case 'hang':
       // Never answers; the socket is released when the client gives up or the server closes.
       await clientGone(ctx);

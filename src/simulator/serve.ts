@@ -1,6 +1,6 @@
 // How every simulated platform answers a request for one event: unknown event or wrong region
-// is a 404, then the event's behaviour decides (a transient 503, a 404, a hang, a slow answer,
-// a malformed page, or the platform's normal page). Platform modules only render.
+// is a 404, then the event's behaviour decides (a transient 503, a 404, a 429 or 403, a hang, a
+// slow answer, a malformed page, or the platform's normal page). Platform modules only render.
 import type { Context } from 'koa';
 import type { PlatformKey } from '../platform/registry.ts';
 import { answerPage, failurePage, serveBehaviour, type PageContent } from './behaviour.ts';
@@ -13,7 +13,7 @@ export interface ServeTarget {
   region: string | null;
   /** pf_01's data arms fail on their own, per the event's `arms`. */
   arm?: 'v1' | 'v2';
-  /** How a 404 or 503 looks on this route. */
+  /** How a failure status (404, 503, 429, 403) looks on this route. */
   type: 'html' | 'json';
 }
 

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { parseEventKey, parseEventRef } from '../platform/event-ref.ts';
 import { PLATFORMS, PLATFORM_KEYS, type PlatformKey } from '../platform/registry.ts';
 
-export const BEHAVIOURS = ['ok', 'slow', 'error', 'hang', 'not_found', 'malformed'] as const;
+export const BEHAVIOURS = ['ok', 'slow', 'error', 'hang', 'not_found', 'malformed', 'blocked'] as const;
 export type Behaviour = (typeof BEHAVIOURS)[number];
 export type ArmState = 'ok' | 'error';
 
@@ -17,6 +17,10 @@ export const behaviourFields = {
   delay_ms: z.number().int().min(0).max(600_000).default(2_000),
   /** The next N page requests answer 503 first (a transient failure), then `behaviour` applies. */
   failures: z.number().int().min(0).max(1_000).default(0),
+  /** What `blocked` answers: 429 (rate limited) or 403 (refused). */
+  blocked_status: z.union([z.literal(429), z.literal(403)]).default(429),
+  /** The Retry-After, in seconds, that `blocked` sends; null sends none. */
+  retry_after_s: z.number().int().min(0).max(86_400).nullable().default(30),
   /** Let the background drift change this event (off once set exactly). */
   drift: z.boolean().default(false),
 };

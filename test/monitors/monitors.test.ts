@@ -1,15 +1,15 @@
-// Watchlist monitors end to end on real parts: items created through the Watchlist API, the relay
-// starting their monitors on the run's Temporal server, shared target pollers scraping the
-// simulator, and notifications landing in the durable log. The stream's delivery of those rows
-// to WebSocket clients is covered in test/stream; here the log is read directly.
+// Watchlist monitors end to end on real parts: items created through the Watchlist API, the
+// relays turning them into shard poller members and per-item monitors on the run's Temporal
+// server, the shard pollers' activity scraping the simulator, and notifications landing in the
+// durable log. The stream's delivery of those rows to WebSocket clients is covered in
+// test/stream; here the log is read directly.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { monitorStatusQuery, pollerStatusQuery } from '../../workflows/monitor-messages.ts';
+import { inspectSignal, monitorStatusQuery } from '../../workflows/monitor-messages.ts';
 import { monitorWorkflowId } from '../../workflows/watchlist-monitor.ts';
-import { pollerWorkflowId } from '../../activities/monitors.ts';
-import { parseEventRef } from '../../src/platform/event-ref.ts';
+import { parseEventRef, targetKey } from '../../src/platform/event-ref.ts';
 import { call } from '../support/harness.ts';
-import { eventually, notificationsOf, useMonitorStack, type MonitorStack } from '../support/monitor-stack.ts';
+import { baselined, eventually, notificationsOf, notPolled, useMonitorStack, type MonitorStack } from '../support/monitor-stack.ts';
 import { hits, putEvent, section } from '../support/scrape-stack.ts';
 
 const stack: MonitorStack = useMonitorStack({ intervalMs: 300 });
@@ -26,7 +26,7 @@ async function createItem(key: string, body: Record<string, unknown>): Promise<{
   const res = await call(stack.gateway.url, 'POST', '/watchlist', { key, body: { website: 'pf_03', region: 'fr', ...body } });
   expect(res.status).toBe(201);
   const id = res.body.id as number;
-  await monitorReady(id);
+  await baselined(stack, id);
   return { id, ms: performance.now() - started };
 }
 
@@ -39,22 +39,30 @@ function status(id: number) {
   return stack.client.workflow.getHandle(monitorWorkflowId(id)).query(monitorStatusQuery);
 }
 
-/** Until the item's monitor runs, is subscribed and holds a baseline snapshot. */
-async function monitorReady(id: number): Promise<void> {
+/** Until the pollers' member row carries the item's newest watchlist change (its config version). */
+async function configApplied(id: number): Promise<void> {
+  const row = await stack.db('watchlist_changes').where({ item_id: id }).max('id as max').first();
+  const max = Number(row?.max);
   await eventually(async () => {
-    const s = await status(id).catch(() => null);
-    return s && s.joined && s.baseline !== null ? s : undefined;
+    const m = await stack.db('monitor_members').where({ item_id: id }).first('version');
+    return m && Number(m.version) >= max ? true : undefined;
   });
 }
 
-/** Until the monitor has applied the item's newest watchlist change (its config version). */
-async function configApplied(id: number): Promise<void> {
+/** Until the item's monitor workflow shows the item's newest watchlist change. */
+async function monitorApplied(id: number): Promise<void> {
   const row = await stack.db('watchlist_changes').where({ item_id: id }).max('id as max').first();
   const max = Number(row?.max);
   await eventually(async () => {
     const s = await status(id).catch(() => null);
     return s && s.version >= max ? s : undefined;
   });
+}
+
+function targetOf(event: string): string {
+  const ref = parseEventRef('pf_03', event, 'fr');
+  if (!ref.ok) throw new Error(ref.message);
+  return targetKey(ref.ref);
 }
 
 /** Until the item has `n` notifications; then a little longer, to catch any extra. */
@@ -143,18 +151,17 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     const acct = await stack.account();
     const event = await newEvent([section('Stalls', 80, 1)]);
     const { id } = await createItem(acct.key, { event });
-    const ref = parseEventRef('pf_03', event, 'fr');
-    if (!ref.ok) throw new Error(ref.message);
-    const poller = stack.client.workflow.getHandle(pollerWorkflowId(ref.ref));
-    expect((await poller.query(pollerStatusQuery)).subscribers).toEqual([id]);
+    expect((await stack.db('monitor_members').where({ target: targetOf(event) }).pluck('item_id')).map(Number)).toEqual([id]);
 
     await patch(acct.key, id, { task_active: false });
-    await eventually(async () => ((await status(id)).joined ? undefined : true));
+    await notPolled(stack, id);
+    await monitorApplied(id);
+    expect((await status(id)).state).toBe('paused');
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 5)] });
     await noNotifications(acct.accountId, id);
 
     await patch(acct.key, id, { task_active: true });
-    await monitorReady(id);
+    await baselined(stack, id);
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 7)] });
     expect((await notificationsFor(acct.accountId, id, 1))[0]).toMatchObject({ before: { stock: 5 }, after: { stock: 7 } });
   });
@@ -170,30 +177,28 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     expect(rows.map((r) => r.change_type)).toEqual(['price_decrease']);
   });
 
-  it('delete stops the monitor and its delivery; the poller ends once nobody watches', async () => {
+  it('delete ends the monitor workflow and the item leaves the pollers', async () => {
     const acct = await stack.account();
     const event = await newEvent([section('Stalls', 80, 1)]);
     const { id } = await createItem(acct.key, { event });
     expect((await call(stack.gateway.url, 'DELETE', `/watchlist/${id}`, { key: acct.key })).status).toBe(204);
     const handle = stack.client.workflow.getHandle(monitorWorkflowId(id));
     await eventually(async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined));
+    await notPolled(stack, id);
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 9)] });
     await noNotifications(acct.accountId, id);
-    const ref = parseEventRef('pf_03', event, 'fr');
-    if (!ref.ok) throw new Error(ref.message);
-    const poller = stack.client.workflow.getHandle(pollerWorkflowId(ref.ref));
-    await eventually(async () => ((await poller.describe()).status.name === 'COMPLETED' ? true : undefined));
   });
 
-  it('items on one target share one poller: scrapes follow the interval, not the number of items', async () => {
+  it('items on one target share its polls: scrapes follow the interval, not the number of items', async () => {
     const acct = await stack.account();
     const other = await stack.account();
     const event = await newEvent([section('Stalls', 80, 1)]);
     const ids: number[] = [];
     for (let i = 0; i < 6; i++) ids.push((await createItem(i % 2 ? other.key : acct.key, { event })).id);
-    const ref = parseEventRef('pf_03', event, 'fr');
-    if (!ref.ok) throw new Error(ref.message);
-    expect((await stack.client.workflow.getHandle(pollerWorkflowId(ref.ref)).query(pollerStatusQuery)).subscribers.sort()).toEqual(ids.sort());
+    const members = await stack.db('monitor_members').where({ target: targetOf(event) }).select('item_id', 'baseline_snapshot_id');
+    expect(members.map((m) => Number(m.item_id)).sort()).toEqual([...ids].sort());
+    // One baseline for all: the same snapshot row.
+    expect(new Set(members.map((m) => m.baseline_snapshot_id)).size).toBe(1);
     const before = await hits(stack.sim, 'pf_03', event);
     await new Promise((r) => setTimeout(r, 3_000));
     const scrapes = (await hits(stack.sim, 'pf_03', event)) - before;
@@ -222,5 +227,42 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     // The contract is 60 s and the aim 2 s; `npm run bench:monitors` reports the figures.
     expect(created.ms).toBeLessThan(10_000);
     expect(updateMs).toBeLessThan(2_000);
+  });
+  it('a change that notifies ten items costs none of their monitors a workflow task', async () => {
+    const acct = await stack.account();
+    const event = await newEvent([section('Stalls', 80, 1)]);
+    const ids: number[] = [];
+    for (let i = 0; i < 10; i++) ids.push((await createItem(acct.key, { event })).id);
+    for (const id of ids) await monitorApplied(id);
+    const historyLength = async (id: number) => (await stack.client.workflow.getHandle(monitorWorkflowId(id)).fetchHistory()).events?.length ?? 0;
+    const before = await Promise.all(ids.map(historyLength));
+    await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 4)] });
+    for (const id of ids) expect(await notificationsFor(acct.accountId, id, 1)).toHaveLength(1);
+    expect(await Promise.all(ids.map(historyLength))).toEqual(before);
+  });
+
+  it('an inspect signal makes the status query show the last notification, baseline and state', async () => {
+    const acct = await stack.account();
+    const event = await newEvent([section('Stalls', 80, 1)]);
+    const { id } = await createItem(acct.key, { event, muted_until: null });
+    await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 3)] });
+    const [n] = await notificationsFor(acct.accountId, id, 1);
+    const baseline = await baselined(stack, id);
+    await monitorApplied(id);
+    const handle = stack.client.workflow.getHandle(monitorWorkflowId(id));
+    expect((await handle.query(monitorStatusQuery)).inspection).toBeNull();
+    await handle.signal(inspectSignal);
+    const s = await eventually(async () => {
+      const q = await handle.query(monitorStatusQuery);
+      return q.inspection ? q : undefined;
+    });
+    const [row] = (await notificationsOf(stack, acct.accountId)).filter((r) => r.itemId === id);
+    expect(s).toMatchObject({
+      state: 'active',
+      target: targetOf(event),
+      inspection: { baselineSnapshotId: baseline, lastNotification: { id: row!.id, change_type: 'stock_increase', section: 'Stalls' } },
+    });
+    expect(n!.snapshot_id).toBe(baseline);
+    expect(s.poller).toMatch(/^poller:.+:pf_03:\d+$/);
   });
 });

@@ -1,5 +1,5 @@
 // The whole product path with real WebSocket clients: an item created through the Watchlist API,
-// its monitor and the target's poller on Temporal, the simulator's inventory changed through its
+// the shard poller polling its target, the simulator's inventory changed through its
 // control API, and the notification delivered by a real stream node to the account's `ws`
 // clients, with watchlist changes, PATCH without reconnecting, delete, and account isolation.
 import { randomUUID } from 'node:crypto';
@@ -8,7 +8,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
 import { STREAM_PATH } from '../../src/stream/protocol.ts';
 import { startStreamNode, type StreamNode } from '../../src/stream/start.ts';
-import { monitorStatusQuery } from '../../workflows/monitor-messages.ts';
 import { monitorWorkflowId } from '../../workflows/watchlist-monitor.ts';
 import { call, testConfig } from '../support/harness.ts';
 import { eventually, useMonitorStack } from '../support/monitor-stack.ts';
@@ -34,13 +33,17 @@ async function newEvent(stock: number, price = 80): Promise<string> {
   return event;
 }
 
-/** Until the monitor has applied config version `minVersion` and, when active, holds a baseline. */
+/** Until the pollers hold config version `minVersion` of the item and, when active, a baseline. */
 async function ready(id: number, minVersion = 0): Promise<void> {
   await eventually(async () => {
-    const s = await stack.client.workflow.getHandle(monitorWorkflowId(id)).query(monitorStatusQuery).catch(() => null);
-    if (!s || s.version < minVersion) return undefined;
-    if (!s.active) return s.joined ? undefined : s;
-    return s.joined && s.baseline !== null ? s : undefined;
+    const m = await stack.db('monitor_members').where({ item_id: id }).first('version', 'baseline_snapshot_id');
+    if (!m) {
+      // Paused: no member row; wait until the pause itself has been applied.
+      const item = await stack.db('watchlist_items').where({ id }).first('task_active');
+      const cursor = await stack.db('relay_cursors').where({ name: 'monitor-members' }).first('last_id');
+      return item && !item.task_active && Number(cursor?.last_id ?? 0) >= minVersion ? true : undefined;
+    }
+    return Number(m.version) >= minVersion && m.baseline_snapshot_id !== null ? true : undefined;
   });
 }
 

@@ -1,24 +1,18 @@
 // Fault tests for the monitors with the production worker entry point (`npm run worker`, which
-// also runs the relay) in a child process: SIGKILLed mid-run and started again, the monitors
-// resume from Temporal's history, nothing is lost and nothing is written twice.
+// also runs the relays) in a child process: SIGKILLed mid-run and started again, the shard
+// pollers' activities are taken over after their heartbeat timeout and resume from the
+// baselines in the database: nothing is lost and nothing is written twice.
 import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { monitorStatusQuery } from '../../workflows/monitor-messages.ts';
-import { monitorWorkflowId } from '../../workflows/watchlist-monitor.ts';
 import { call } from '../support/harness.ts';
-import { eventually, notificationsOf, useMonitorStack } from '../support/monitor-stack.ts';
+import { baselined, eventually, notificationsOf, useMonitorStack } from '../support/monitor-stack.ts';
 import { putEvent, section } from '../support/scrape-stack.ts';
 
 const stack = useMonitorStack({ intervalMs: 300, worker: 'child-process' });
 
 const stalls = (stock: number) => ({ region: 'fr', sections: [section('Stalls', 80, stock)] });
 
-async function ready(id: number): Promise<void> {
-  await eventually(async () => {
-    const s = await stack.client.workflow.getHandle(monitorWorkflowId(id)).query(monitorStatusQuery).catch(() => null);
-    return s && s.joined && s.baseline !== null ? s : undefined;
-  }, 30_000);
-}
+const ready = (id: number) => baselined(stack, id, 30_000);
 
 async function changes(accountId: number, n: number) {
   const rows = await eventually(async () => {

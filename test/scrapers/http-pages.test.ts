@@ -1,6 +1,7 @@
 // The crawlee fetcher against a local server: statuses come back as pages (4xx) or as the right
-// failure (5xx, network, time-out, abort), POST bodies travel, redirects stay on their origin,
-// concurrency holds, close() settles everything, and crawlee writes nothing to disk or stdout.
+// failure (5xx, 429 and 403 with their Retry-After, network, time-out, abort), POST bodies
+// travel, redirects stay on their origin, concurrency holds, close() settles everything, and
+// crawlee writes nothing to disk or stdout.
 import childProcess from 'node:child_process';
 import { existsSync } from 'node:fs';
 import http from 'node:http';
@@ -38,12 +39,14 @@ async function startTestServer(elsewhere: string): Promise<TestServer> {
     inFlight.now++;
     inFlight.max = Math.max(inFlight.max, inFlight.now);
     res.on('close', () => inFlight.now--);
-    const send = (status: number, type: string, body: string) => {
-      res.writeHead(status, { 'content-type': type });
+    const send = (status: number, type: string, body: string, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': type, ...headers });
       res.end(body);
     };
     const status = /^\/status\/(\d{3})$/.exec(path);
-    if (status) return send(Number(status[1]), 'text/html', `<h1>status ${status[1]}</h1>`);
+    // ?retry-after=… is sent back as the Retry-After header.
+    const retryAfter = new URL(req.url ?? '/', 'http://x').searchParams.get('retry-after');
+    if (status) return send(Number(status[1]), 'text/html', `<h1>status ${status[1]}</h1>`, retryAfter === null ? {} : { 'retry-after': retryAfter });
     switch (path) {
       case '/html':
         return send(200, 'text/html; charset=utf-8', '<html><body><p class="x">Zürich &amp; <b>Wien</b></p></body></html>');
@@ -139,7 +142,7 @@ describe('answers', () => {
     expect(page.$.root().text()).toBe('{"ok":true,"n":[1,2]}');
   });
 
-  it.each([401, 403, 404, 429])('returns a %i as a page, asked once, not retried', async (status) => {
+  it.each([401, 404])('returns a %i as a page, asked once, not retried', async (status) => {
     const before = server.seen.length;
     const page = await pages.html(`${server.url}/status/${status}`);
     expect(page.status).toBe(status);
@@ -168,6 +171,23 @@ describe('failures', () => {
     const failure = await expectFailure(pages.html(`${server.url}/status/${status}`), 'upstream');
     expect(failure.message).toContain(String(status));
     expect(server.seen.length - before).toBe(1);
+  });
+
+  it.each([429, 403])('fails a %i as blocked, asked once, with the wait its Retry-After asks for; the next request goes through', async (status) => {
+    const before = server.seen.length;
+    const seconds = await expectFailure(pages.html(`${server.url}/status/${status}?retry-after=120`), 'blocked');
+    expect(seconds).toMatchObject({ retryAfterMs: 120_000, retryable: false });
+    expect(seconds.message).toBe(`${server.url}/status/${status}?retry-after=120 answered ${status}, asking us to wait 120 s`);
+    expect(server.seen.length - before).toBe(1);
+    const inFuture = new Date(Date.now() + 60_000).toUTCString();
+    const dated = await expectFailure(pages.json(`${server.url}/status/${status}?retry-after=${encodeURIComponent(inFuture)}`), 'blocked');
+    // toUTCString drops the milliseconds, and the answer takes a moment.
+    expect(dated.retryAfterMs).toBeGreaterThan(55_000);
+    expect(dated.retryAfterMs).toBeLessThanOrEqual(60_000);
+    expect((await expectFailure(pages.html(`${server.url}/status/${status}`), 'blocked')).retryAfterMs).toBeNull();
+    expect((await expectFailure(pages.html(`${server.url}/status/${status}?retry-after=soon`), 'blocked')).retryAfterMs).toBeNull();
+    // No session was retired: the next request goes through.
+    expect((await pages.json(`${server.url}/json`)).status).toBe(200);
   });
 
   it('fails a 5xx whose JSON body is broken as upstream too', async () => {

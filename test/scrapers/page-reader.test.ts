@@ -75,11 +75,16 @@ describe('PageReader', () => {
     expect(refused(() => read.oneOf('toString', { GA: 'general_admission' }, 'kind')).kind).toBe('malformed');
   });
 
-  it('reads a page status: 404 and 410 are not_found, other non-2xx upstream', () => {
+  it('reads a page status: 404 and 410 are not_found, 403 and 429 blocked, other non-2xx upstream', () => {
     const page = (status: number) => ({ status, url: 'u', body: '' });
     expect(() => read.expectFound(page(200), 'p')).not.toThrow();
     expect(refused(() => read.expectFound(page(404), 'the event page')).kind).toBe('not_found');
     expect(refused(() => read.expectFound(page(410), 'p')).kind).toBe('not_found');
-    for (const status of [301, 400, 401, 403, 429]) expect(refused(() => read.expectFound(page(status), 'p')).kind).toBe('upstream');
+    for (const status of [403, 429]) {
+      const failure = refused(() => read.expectFound(page(status), 'the event page'));
+      expect(failure).toMatchObject({ kind: 'blocked', retryable: false, retryAfterMs: null });
+      expect(failure.message).toBe(`pf_03: the event page answered ${status}, without a Retry-After`);
+    }
+    for (const status of [301, 400, 401]) expect(refused(() => read.expectFound(page(status), 'p')).kind).toBe('upstream');
   });
 });

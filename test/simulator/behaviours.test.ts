@@ -1,6 +1,7 @@
 // How a simulated page answers, whatever the platform: an unknown event or another region is a
-// 404, then the event's behaviour (a transient 503 per `failures`, not_found, error, slow, hang,
-// malformed) decides; every request served is counted. Checked on an HTML and a JSON platform.
+// 404, then the event's behaviour (a transient 503 per `failures`, not_found, error, blocked,
+// slow, hang, malformed) decides; every request served is counted. Checked on an HTML and a JSON
+// platform, and blocked on a marketplace too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 
@@ -63,6 +64,39 @@ describe.each(Object.entries(PAGES))('%s pages', (_kind, p) => {
     expect(res.headers.get('content-type')).toContain(p.type);
   });
 
+  it('answer a blocked event 429 with a Retry-After of retry_after_s (30 by default), in the platform’s own type', async () => {
+    const k = key();
+    await put(p.platform, k, { region: p.region, sections, behaviour: 'blocked' });
+    const res = await fetch(p.url(k));
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('30');
+    expect(res.headers.get('content-type')).toContain(p.type);
+    expect(await get(p.platform, k)).toMatchObject({ behaviour: 'blocked', blocked_status: 429, retry_after_s: 30, hits: 1 });
+  });
+
+  it('answer blocked_status 403 and the Retry-After asked for, or none when retry_after_s is null', async () => {
+    const k = key();
+    await put(p.platform, k, { region: p.region, sections, behaviour: 'blocked', blocked_status: 403, retry_after_s: 5 });
+    const refused = await fetch(p.url(k));
+    expect(refused.status).toBe(403);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    await put(p.platform, k, { region: p.region, sections, behaviour: 'blocked', retry_after_s: null });
+    const bare = await fetch(p.url(k));
+    expect(bare.status).toBe(429);
+    expect(bare.headers.has('retry-after')).toBe(false);
+  });
+
+  it('count down `failures` before blocking, and serve the page once the event is ok again', async () => {
+    const k = key();
+    await put(p.platform, k, { region: p.region, sections, behaviour: 'blocked', failures: 1 });
+    expect((await fetch(p.url(k))).status).toBe(503);
+    expect((await fetch(p.url(k))).status).toBe(429);
+    await put(p.platform, k, { region: p.region, sections });
+    const ok = await fetch(p.url(k));
+    expect(ok.status).toBe(200);
+    expect(ok.headers.has('retry-after')).toBe(false);
+  });
+
   it('answer a slow event after its delay', async () => {
     const k = key();
     await put(p.platform, k, { region: p.region, sections, behaviour: 'slow', delay_ms: 300 });
@@ -90,6 +124,43 @@ describe.each(Object.entries(PAGES))('%s pages', (_kind, p) => {
     expect(bad.status).toBe(200);
     expect(await bad.text()).not.toBe(good);
   });
+});
+
+const putBlocked = (fields: Record<string, unknown>) =>
+  fetch(`${sim.url}/_sim/pf_03/events/show-blocked`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ region: 'us', behaviour: 'blocked', ...fields }),
+  });
+
+it('takes a Retry-After of 0 seconds', async () => {
+  expect((await putBlocked({ blocked_status: 403, retry_after_s: 0 })).status).toBe(200);
+  const page = await fetch(`${sim.baseUrls.pf_03}/e/show-blocked?region=us`);
+  expect(page.status).toBe(403);
+  expect(page.headers.get('retry-after')).toBe('0');
+});
+
+it.each([
+  ['a blocked_status other than 429 or 403', { blocked_status: 400 }, /blocked_status/],
+  ['a negative retry_after_s', { retry_after_s: -1 }, /retry_after_s/],
+  ['a fractional retry_after_s', { retry_after_s: 1.5 }, /retry_after_s/],
+  ['a retry_after_s over a day', { retry_after_s: 86_401 }, /retry_after_s/],
+])('the control API refuses %s with a 400', async (_label, fields, message) => {
+  const res = await putBlocked(fields);
+  expect(res.status).toBe(400);
+  expect((await res.json()).error).toMatch(message);
+});
+
+it('blocks a marketplace event the same way', async () => {
+  const res = await fetch(`${sim.url}/_sim/marketplace_b/events/0B005F2A9B1E4D2C`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ behaviour: 'blocked', retry_after_s: 12 }),
+  });
+  expect(res.status).toBe(200);
+  const page = await fetch(`${sim.marketplaceUrls.marketplace_b}/event/0B005F2A9B1E4D2C`);
+  expect(page.status).toBe(429);
+  expect(page.headers.get('retry-after')).toBe('12');
 });
 
 it('closes with a hanging request still open', async () => {

@@ -5,6 +5,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { TestProject } from 'vitest/node';
 import { createScratchDatabase } from '../../db/scratch.ts';
 import { resolveTemporalCli } from '../../temporal/binary.ts';
+import { searchAttributeArgs } from '../../temporal/search-attributes.ts';
 import { freePort } from '../../src/runtime/ports.ts';
 
 declare module 'vitest' {
@@ -35,8 +36,9 @@ async function startTemporal(): Promise<{ address: string; error: string; teardo
         port: await freePort(),
         ui: false,
         log: { format: 'json', level: 'error' },
-        // No start-up banner on the test run's stdout.
-        extraArgs: ['--output', 'none'],
+        // No start-up banner on the test run's stdout; the service's search attributes, as
+        // `npm start`'s dev server has them.
+        extraArgs: ['--output', 'none', ...searchAttributeArgs()],
         // In memory (no dbFilename): nothing to keep after the run.
       },
     });

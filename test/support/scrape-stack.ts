@@ -7,6 +7,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { TemporalScrapeRunner } from '../../src/apis/live-availability/scrape-runs.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
+import { Registry } from 'prom-client';
 import { createActivities } from '../../activities/index.ts';
 import { createDb } from '../../db/connection.ts';
 import { connectTemporal } from '../../temporal/client.ts';
@@ -43,7 +44,7 @@ export function useScrapeStack(opts: { timeoutMs?: number } = {}): ScrapeStack {
     cleanups.push(() => temporal.close());
     const db = createDb({ connectionString: config.DATABASE_URL!, poolMax: 5 });
     cleanups.push(() => db.destroy());
-    const { activities, close } = await createActivities({ config, log, db, client: temporal.client, baseUrls: sim.baseUrls });
+    const { activities, close } = await createActivities({ config, log, db, connectionString: config.DATABASE_URL!, registry: new Registry(), baseUrls: sim.baseUrls });
     cleanups.push(close);
     const taskQueue = uniqueTaskQueue('scrapes');
     const workers = await startWorkers({

@@ -8,6 +8,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll } from 'vitest';
+import { Registry } from 'prom-client';
 import { createActivities, type ActivityDeps } from '../../activities/index.ts';
 import { createDb, type Db } from '../../db/connection.ts';
 import { createScratchDatabase } from '../../db/scratch.ts';
@@ -50,7 +51,7 @@ export interface WorkerStackSpec<S> {
   /** The queues an in-process worker serves (a child process serves the production ones). */
   queues(config: Config): string[];
   /** The activities' test settings for an in-process worker. */
-  activities?(base: StackBase): Pick<ActivityDeps, 'pollsPerRun' | 'marketplaceBaseUrls'>;
+  activities?(base: StackBase): Pick<ActivityDeps, 'marketplaceBaseUrls'>;
   /** What a child-process worker needs besides its database, Temporal, queues and platform URLs. */
   childEnv(base: StackBase): Record<string, string>;
   /** Services the gateway is given in place of its own. */
@@ -136,7 +137,7 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
         child = await spawnWorker(env);
       };
     } else {
-      const { activities, close } = await createActivities({ config, log, db, client: temporal.client, baseUrls: sim.baseUrls, ...spec.activities?.(base) });
+      const { activities, close } = await createActivities({ config, log, db, connectionString: scratch.url, registry: new Registry(), baseUrls: sim.baseUrls, ...spec.activities?.(base) });
       onClose(close);
       const workflowBundle = await cachedBundle(WORKFLOWS_PATH);
       const startWorker = () =>

@@ -39,7 +39,9 @@ async function scrapeTarget(ctx: RouteContext): Promise<EventRef> {
   return ref.ref;
 }
 
-const STATUS_BY_KIND = { not_found: 404, timeout: 408, failed: 500 } as const;
+// Spec 7.3 has no status of its own for a platform that refuses us: it is the platform's
+// failure, answered like one that kept failing (500, not billed), with a detail that says so.
+const STATUS_BY_KIND = { not_found: 404, timeout: 408, blocked: 500, failed: 500 } as const;
 
 export const liveAvailabilityApi: ApiModule = {
   api: 'live_availability',
@@ -63,7 +65,7 @@ export const liveAvailabilityApi: ApiModule = {
         400: { description: 'Unknown platform, bad event id or region, or a body that is not a JSON object', schema: detailSchema },
         404: { description: 'Event not found on the platform', schema: detailSchema },
         408: { description: 'The platform took longer than 60 seconds', schema: detailSchema },
-        500: { description: 'Unexpected error during the scrape (not billed)', schema: detailSchema },
+        500: { description: 'Unexpected error during the scrape, or the platform refusing requests (429/403); not billed', schema: detailSchema },
       },
       handler: async (ctx) => {
         const ref = await scrapeTarget(ctx);

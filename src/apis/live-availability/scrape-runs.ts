@@ -9,7 +9,8 @@ import { targetKey, type EventRef } from '../../platform/event-ref.ts';
 import type { ScrapeResponse } from '../../scrapers/response.ts';
 import type { ScrapeEventInput, scrapeEvent } from '../../../workflows/scrape-event.ts';
 
-export type ScrapeRunFailureKind = 'not_found' | 'timeout' | 'failed' | 'unavailable';
+/** `blocked`: the platform refused us (429 or 403); the run did not retry it, so as not to hammer it. */
+export type ScrapeRunFailureKind = 'not_found' | 'timeout' | 'blocked' | 'failed' | 'unavailable';
 
 export class ScrapeRunError extends Error {
   constructor(
@@ -123,6 +124,9 @@ function toRunError(err: unknown, ref: EventRef, timeoutMs: number): ScrapeRunEr
     if (type === 'not_found') return new ScrapeRunError('not_found', message);
     if (type === 'timeout' || type === 'attempt_timeout') {
       return new ScrapeRunError('timeout', `${ref.platform} took longer than ${Math.round(timeoutMs / 1000)} seconds`);
+    }
+    if (type === 'blocked') {
+      return new ScrapeRunError('blocked', `${ref.platform} is refusing our requests for now (${message}); the scrape was not retried, try again later`);
     }
     if (type === 'internal') return new ScrapeRunError('failed', 'unexpected error during the scrape', { cause: err });
     return new ScrapeRunError('failed', message);

@@ -7,7 +7,7 @@ import type { EventRef } from '../../platform/event-ref.ts';
 import { eventInfo, publicUrl } from '../event-info.ts';
 import { PageReader } from '../page-reader.ts';
 import { SeatMapSectionsBuilder } from '../sections.ts';
-import { ScrapeFailure, type AdapterDeps, type Degraded, type PlatformAdapter, type ScrapeData, type TicketType } from '../types.ts';
+import { blockedFailure, isBlockedStatus, ScrapeFailure, type AdapterDeps, type Degraded, type PlatformAdapter, type ScrapeData, type TicketType } from '../types.ts';
 
 const read = new PageReader('pf_01');
 
@@ -67,6 +67,8 @@ function readDom(): Omit<Pf01Dom, 'status'> {
 async function loadDom(page: Page): Promise<Pf01Dom> {
   const code = await status(page);
   if (code === 404 || code === 410) throw new ScrapeFailure('not_found', `pf_01: no such event in this region (the event page answered ${code})`);
+  // The browser pool settles 429 and 403 with their Retry-After before this; the page alone has no headers.
+  if (isBlockedStatus(code)) throw blockedFailure('pf_01: the event page', code, null);
   if (code >= 400) throw new ScrapeFailure('upstream', `pf_01: the event page answered ${code}`);
   // The page marks itself done once both arms have answered; a page without the seat map is
   // not an event page at all and is judged as it is. Bounded by the visit's time limit.

@@ -1,6 +1,6 @@
 // How a simulated marketplace answers a request for one event, as the platforms do (serve.ts one
 // level up): an unknown event is a 404, then the event's behaviour decides (a transient 503, a
-// 404, a hang, a slow answer, a malformed page, or the normal page). Page modules only render.
+// 404, a 429 or 403, a hang, a slow answer, a malformed page, or the normal page). Page modules only render.
 import type { Context } from 'koa';
 import type { MarketplaceKey } from '../../market-data/tracking-ref.ts';
 import { answerPage, failurePage, serveBehaviour, type PageContent } from '../behaviour.ts';

@@ -213,6 +213,18 @@ describe('POST /events/scrape', () => {
     expect(rows.map((row) => [row.state, row.status_code])).toEqual([['released', 500]]);
   });
 
+  it('500 {detail} when the platform refuses us (429), saying so and for how long; not retried, not billed', async () => {
+    await freshAccount();
+    const url = `https://pf03.example/e/blocked-${randomUUID().slice(0, 8)}`;
+    await putEvent(stack.sim, 'pf_03', url, { region: 'us', sections: [section('A', 10, 1)], behaviour: 'blocked', retry_after_s: 90 });
+    const r = await scrape({ platform: 'pf_03', event_id: url, region: 'us' });
+    expect(r.status, r.text).toBe(500);
+    expect(Object.keys(r.body)).toEqual(['detail']);
+    expect(r.body.detail).toMatch(/^pf_03 is refusing our requests for now \(.* answered 429, asking us to wait 90 s\); the scrape was not retried, try again later$/);
+    expect(await hits(stack.sim, 'pf_03', url)).toBe(1); // a platform asking us to back off is not asked again at once
+    expect(await usedCredits(gw.db, acct.accountId)).toBe(0);
+  });
+
   it('502 service_unavailable (gateway envelope, not billed) when Temporal cannot be reached', async () => {
     const connection = Connection.lazy({ address: '127.0.0.1:1', connectTimeout: 1_000 });
     const down = await startTestGateway({ env: GATEWAY_ENV, services: { scrapes: new TemporalScrapeRunner(new Client({ connection }), { taskQueue: 'nobody', timeoutMs: 4_000 }) } });

@@ -1,0 +1,284 @@
+// pollShard: the long-running poll loop of one shard of watched targets (Temporal's "frequent
+// polling" pattern: the loop lives in one activity that heartbeats, not in a timer plus a
+// workflow task plus an activity per poll). It polls each member target on its schedule
+// (src/monitors/poll-schedule.ts), paced to the shard's share of the platform's request budget
+// (SCRAPE_RPS_PER_PLATFORM / MONITOR_SHARDS_PER_PLATFORM, so the budget holds whichever workers
+// run which shards), compares each scrape with the last snapshot in memory, and only when it
+// changed (or a member waits for its baseline) records it (src/monitors/record-poll.ts: the
+// snapshot, every member's notifications and baselines, in one transaction).
+//
+// Members come from monitor_members, reloaded when the membership relay NOTIFYs this shard
+// (member-watch.ts) and every half minute anyway. The heartbeat carries every target's next due
+// time: when a worker dies, another takes the loop over after the heartbeat timeout and keeps
+// the schedule; nothing is missed (baselines live in the database, so the next poll diffs from
+// the last recorded state) and nothing is written twice (record-poll's locks and dedupe keys).
+// A run returns after MONITOR_POLL_RUN_MS with its schedule, so the workflow's history stays
+// bounded; it returns `idle` once the shard has had no members for an interval.
+import { CancelledFailure, Context } from '@temporalio/activity';
+import type { Db } from '../db/connection.ts';
+import type { Logger } from '../src/logger.ts';
+import type { MemberWatch } from '../src/monitors/member-watch.ts';
+import { shardKey } from '../src/monitors/member-watch.ts';
+import type { PollMetrics, PollOutcome } from '../src/monitors/poll-metrics.ts';
+import { ShardSchedule, type ScheduledTarget } from '../src/monitors/poll-schedule.ts';
+import { recordPoll, type KnownSnapshot } from '../src/monitors/record-poll.ts';
+import { snapshotHash, toSnapshot, type TargetSnapshot } from '../src/monitors/snapshot.ts';
+import type { EventRef } from '../src/platform/event-ref.ts';
+import type { Scrapers } from '../src/scrapers/index.ts';
+import { RequestPacer } from '../src/scrapers/request-pacer.ts';
+import { ScrapeFailure } from '../src/scrapers/types.ts';
+import type { ShardRunSummary } from '../workflows/monitor-messages.ts';
+
+export interface PollShardInput {
+  platform: string;
+  shard: number;
+  /** Target key → next due time from the previous run (null for a new chain). */
+  due: Record<string, number> | null;
+}
+
+export interface PollShardResult {
+  /** The shard had no members for a whole interval: the workflow ends. */
+  idle: boolean;
+  due: Record<string, number>;
+  summary: ShardRunSummary;
+}
+
+export interface PollActivities {
+  pollShard(input: PollShardInput): Promise<PollShardResult>;
+}
+
+export interface PollShardOptions {
+  db: Db;
+  scrapers: Scrapers;
+  members: MemberWatch;
+  metrics: PollMetrics;
+  log: Logger;
+  intervalMs: number;
+  jitterRatio: number;
+  /** The platform's requests per second for this whole deployment (SCRAPE_RPS_PER_PLATFORM). */
+  rpsFor(platform: string): number;
+  shardsPerPlatform: number;
+  /** How long one activity run lasts before it hands its schedule back (MONITOR_POLL_RUN_MS). */
+  runMs: number;
+}
+
+/** Polls of one shard in flight at once (the HTTP fetcher bounds the process as a whole). */
+const MAX_IN_FLIGHT = 64;
+/** Members are re-read at least this often, NOTIFY or not. */
+const FULL_RELOAD_MS = 30_000;
+/** A burst of NOTIFYs (many items created at once) reloads at most this often. */
+const MIN_RELOAD_GAP_MS = 250;
+/** The longest the loop sleeps, so heartbeats and the run's end are never late. */
+const MAX_SLEEP_MS = 1_000;
+
+interface TargetMemory {
+  hash: string;
+  known: KnownSnapshot;
+}
+
+interface MemberTarget {
+  target: string;
+  ref: EventRef;
+  needs_baseline: boolean;
+}
+
+class ShardLoop {
+  private readonly schedule: ShardSchedule;
+  private readonly pacer: RequestPacer;
+  private readonly memory = new Map<string, TargetMemory>();
+  private readonly needsBaseline = new Set<string>();
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly log: Logger;
+  private wakeUp: () => void = () => {};
+  private reloadWanted = true;
+  private lastReload = 0;
+  private reported = { targets: 0, blocked: 0 };
+  readonly summary: ShardRunSummary = { targets: 0, polls: 0, changes: 0, notifications: 0, blocked: 0, endedAt: '' };
+
+  constructor(
+    private readonly opts: PollShardOptions,
+    private readonly input: PollShardInput,
+    private readonly ctx: Context,
+  ) {
+    this.schedule = new ShardSchedule({ intervalMs: opts.intervalMs, jitterRatio: opts.jitterRatio });
+    this.pacer = new RequestPacer(opts.rpsFor(input.platform) / opts.shardsPerPlatform);
+    this.log = opts.log.child({ platform: input.platform, shard: input.shard });
+  }
+
+  async run(): Promise<PollShardResult> {
+    const carried = (this.ctx.info.heartbeatDetails as { due?: Record<string, number> } | undefined)?.due ?? this.input.due;
+    const unsubscribe = this.opts.members.subscribe(shardKey(this.input.platform, this.input.shard), () => {
+      this.reloadWanted = true;
+      this.wakeUp();
+    });
+    const signal = this.ctx.cancellationSignal;
+    const endsAt = Date.now() + this.opts.runMs;
+    let emptySince: number | null = null;
+    let idle = false;
+    try {
+      for (let first = true; !signal.aborted; first = false) {
+        const now = Date.now();
+        if ((this.reloadWanted && now - this.lastReload >= MIN_RELOAD_GAP_MS) || now - this.lastReload >= FULL_RELOAD_MS) {
+          await this.reload(first ? carried : null);
+        }
+        if (this.schedule.targets.size === 0) {
+          emptySince ??= now;
+          if (now - emptySince >= this.opts.intervalMs && this.inFlight.size === 0) {
+            idle = true;
+            break;
+          }
+        } else {
+          emptySince = null;
+        }
+        if (now >= endsAt) break;
+        for (const t of this.schedule.due(now)) {
+          if (this.inFlight.size >= MAX_IN_FLIGHT) break;
+          this.launch(t, this.pacer.reserve(now));
+        }
+        this.report(now);
+        this.ctx.heartbeat({ due: this.schedule.dueTimes() });
+        await this.sleep(now, endsAt);
+      }
+      await Promise.allSettled(this.inFlight);
+      if (signal.aborted) throw new CancelledFailure('the shard poll was cancelled');
+    } finally {
+      unsubscribe();
+      this.report(Date.now(), true);
+    }
+    this.summary.targets = this.schedule.targets.size;
+    this.summary.blocked = this.schedule.blockedCount(Date.now());
+    this.summary.endedAt = new Date().toISOString();
+    return { idle, due: this.schedule.dueTimes(), summary: this.summary };
+  }
+
+  private sleep(now: number, endsAt: number): Promise<void> {
+    const next = this.schedule.nextDueAt();
+    const until = Math.min(endsAt, now + MAX_SLEEP_MS, next ?? Infinity, this.reloadWanted ? this.lastReload + MIN_RELOAD_GAP_MS : Infinity);
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.ctx.cancellationSignal.removeEventListener('abort', done);
+        this.wakeUp = () => {};
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, until - now));
+      this.ctx.cancellationSignal.addEventListener('abort', done);
+      this.wakeUp = done;
+    });
+  }
+
+  /** Re-reads the shard's member targets; new targets get their last stored snapshot as memory. */
+  private async reload(carried: Record<string, number> | null): Promise<void> {
+    this.reloadWanted = false;
+    this.lastReload = Date.now();
+    const rows: MemberTarget[] = await this.opts.db('monitor_members')
+      .where({ platform: this.input.platform, shard: this.input.shard })
+      .groupBy('target')
+      .select('target', this.opts.db.raw('(array_agg(ref))[1] AS ref'), this.opts.db.raw('bool_or(baseline_snapshot_id IS NULL) AS needs_baseline'));
+    const refs = new Map(rows.map((r) => [r.target, r.ref]));
+    this.needsBaseline.clear();
+    for (const r of rows) if (r.needs_baseline) this.needsBaseline.add(r.target);
+    const added = this.schedule.sync(refs, Date.now(), carried);
+    for (const key of this.memory.keys()) if (!refs.has(key)) this.memory.delete(key);
+    if (added.length) {
+      const latest: { target: string; id: string; hash: string; data: TargetSnapshot }[] = await this.opts.db('target_snapshots')
+        .distinctOn('target')
+        .whereIn('target', added)
+        .orderBy([{ column: 'target' }, { column: 'id', order: 'desc' }])
+        .select('target', 'id', 'hash', 'data');
+      for (const r of latest) this.memory.set(r.target, { hash: r.hash, known: { id: Number(r.id), data: r.data } });
+    }
+  }
+
+  private launch(t: ScheduledTarget, sendAt: number): void {
+    t.inFlight = true;
+    const p = this.poll(t, sendAt).finally(() => {
+      t.inFlight = false;
+      this.inFlight.delete(p);
+    });
+    this.inFlight.add(p);
+  }
+
+  private async poll(t: ScheduledTarget, sendAt: number): Promise<void> {
+    const signal = this.ctx.cancellationSignal;
+    const platform = this.input.platform;
+    if (sendAt > Date.now()) await new Promise((r) => setTimeout(r, sendAt - Date.now()));
+    if (signal.aborted || !this.schedule.targets.has(t.key)) return;
+    // The platform said "back off" after this slot was handed out: wait for the pause's end.
+    if (this.pacer.pausedUntil > Date.now()) {
+      t.dueAt = Math.max(t.dueAt, this.pacer.pausedUntil);
+      return;
+    }
+    const started = Date.now();
+    this.opts.metrics.lateness.observe({ platform }, Math.max(0, started - t.dueAt) / 1000);
+    let outcome: PollOutcome = 'unchanged';
+    try {
+      const data = await this.opts.scrapers.scrape(t.ref, { signal });
+      const snapshot = toSnapshot(data);
+      const hash = snapshotHash(snapshot);
+      const memory = this.memory.get(t.key);
+      if (hash !== memory?.hash || this.needsBaseline.has(t.key)) {
+        const recorded = await recordPoll(this.opts.db, { target: t.key, snapshot, hash, scrapedAt: new Date() }, memory?.known ?? null);
+        this.memory.set(t.key, { hash, known: { id: recorded.snapshotId, data: snapshot } });
+        this.needsBaseline.delete(t.key);
+        if (recorded.changed) {
+          outcome = 'changed';
+          this.summary.changes++;
+        }
+        this.summary.notifications += recorded.notifications;
+        this.opts.metrics.notifications.inc(recorded.notifications);
+      }
+      if (t.failures > 0) await this.clearStatus(t);
+      this.schedule.succeeded(t, Date.now());
+    } catch (err) {
+      if (signal.aborted) return;
+      const now = Date.now();
+      const blocked = err instanceof ScrapeFailure && err.kind === 'blocked';
+      const blockedUntil = blocked ? now + (err.retryAfterMs ?? this.opts.intervalMs * 2 ** Math.min(4, t.failures + 1)) : null;
+      if (blockedUntil !== null) this.pacer.pause(blockedUntil);
+      this.schedule.failed(t, now, blockedUntil);
+      outcome = blocked ? 'blocked' : 'failed';
+      const message = err instanceof Error ? err.message : String(err);
+      this.log.warn({ target: t.key, kind: err instanceof ScrapeFailure ? err.kind : 'internal', failures: t.failures, retry_at: new Date(t.dueAt).toISOString(), err: message }, 'poll failed');
+      await this.recordStatus(t, blocked ? 'blocked' : 'failing', message).catch((e: unknown) => this.log.warn({ err: e }, 'could not record the target status'));
+    } finally {
+      this.summary.polls++;
+      this.opts.metrics.polls.inc({ platform, outcome });
+      this.opts.metrics.duration.observe({ platform }, (Date.now() - started) / 1000);
+    }
+  }
+
+  private async recordStatus(t: ScheduledTarget, kind: 'blocked' | 'failing', message: string): Promise<void> {
+    const row = {
+      target: t.key,
+      platform: this.input.platform,
+      shard: this.input.shard,
+      kind,
+      failures: t.failures,
+      blocked_until: t.blockedUntil === null ? null : new Date(t.blockedUntil),
+      last_error: message.slice(0, 500),
+      updated_at: new Date(),
+    };
+    await this.opts.db('monitor_target_status').insert(row).onConflict('target').merge(['kind', 'failures', 'blocked_until', 'last_error', 'updated_at']);
+  }
+
+  private async clearStatus(t: ScheduledTarget): Promise<void> {
+    await this.opts.db('monitor_target_status').where({ target: t.key }).delete();
+  }
+
+  /** Gauges are per process and several shards may share it: each shard adds its own delta. */
+  private report(now: number, final = false): void {
+    const platform = this.input.platform;
+    const targets = final ? 0 : this.schedule.targets.size;
+    const blocked = final ? 0 : this.schedule.blockedCount(now);
+    this.opts.metrics.targets.inc({ platform }, targets - this.reported.targets);
+    this.opts.metrics.blocked.inc({ platform }, blocked - this.reported.blocked);
+    this.reported = { targets, blocked };
+  }
+}
+
+export function createPollActivities(opts: PollShardOptions): PollActivities {
+  return {
+    pollShard: (input) => new ShardLoop(opts, input, Context.current()).run(),
+  };
+}

@@ -1,0 +1,135 @@
+// A durable reader of watchlist_changes: every watchlist write leaves a row there in the same
+// transaction (src/apis/watchlist/store.ts), and each consumer (the monitor relay, the
+// membership relay) reads them in id order from a cursor of its own in relay_cursors. A batch is
+// applied inside the transaction that moves the cursor, so a crash or an outage of what it
+// applies to delays changes but never loses one; consumers only see each item's newest change
+// in a batch (it carries the whole item) and must be idempotent, since a batch whose commit
+// failed is applied again.
+//
+// Woken by NOTIFY on watchlist_changes (changes apply in milliseconds) and by a slow safety
+// poll. Any number of processes may run the same consumer: the cursor row is locked with SKIP
+// LOCKED, so one drains at a time and the others skip.
+import type { Knex } from 'knex';
+import { listen, type Listener } from '../../db/listener.ts';
+import type { Db } from '../../db/connection.ts';
+import type { Logger } from '../logger.ts';
+import { CHANGES_CHANNEL } from '../apis/watchlist/store.ts';
+import type { WatchlistItem } from '../apis/watchlist/schema.ts';
+
+const BATCH = 500;
+const SAFETY_POLL_MS = 2_000;
+
+export interface ChangeRow {
+  id: number;
+  item_id: number;
+  op: 'create' | 'update' | 'delete';
+  item: WatchlistItem;
+}
+
+export interface ChangeFeedOptions {
+  db: Db;
+  connectionString: string;
+  /** The consumer's cursor name in relay_cursors. */
+  cursor: string;
+  log: Logger;
+  /** Applies one batch (each item's newest change, in id order) inside the cursor's transaction. */
+  apply(changes: ChangeRow[], trx: Knex.Transaction): Promise<void>;
+}
+
+export interface ChangeFeed {
+  /** Applies everything pending now (tests and shutdown use it). */
+  drain(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Runs `fn` over `items` with at most `limit` calls in flight. */
+export async function inParallel<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
+
+export function startChangeFeed(opts: ChangeFeedOptions): ChangeFeed {
+  const { db, log } = opts;
+
+  /** One batch under the cursor's row lock; returns how many changes it read (0: nothing or locked). */
+  const drainBatch = () =>
+    db.transaction(async (trx) => {
+      await trx('relay_cursors').insert({ name: opts.cursor, last_id: 0 }).onConflict('name').ignore();
+      const cursor = await trx('relay_cursors').where({ name: opts.cursor }).forUpdate().skipLocked().first('last_id');
+      if (!cursor) return 0;
+      const rows: ChangeRow[] = await trx('watchlist_changes').where('id', '>', cursor.last_id).orderBy('id').limit(BATCH).select('id', 'item_id', 'op', 'item');
+      if (rows.length === 0) return 0;
+      const newest = new Map<number, ChangeRow>();
+      for (const r of rows) newest.set(Number(r.item_id), { ...r, id: Number(r.id), item_id: Number(r.item_id) });
+      const started = performance.now();
+      await opts.apply([...newest.values()].sort((a, b) => a.id - b.id), trx);
+      const last = Number(rows[rows.length - 1]!.id);
+      await trx('relay_cursors').where({ name: opts.cursor }).update({ last_id: last, updated_at: trx.fn.now() });
+      log.debug({ changes: rows.length, items: newest.size, last_id: last, ms: Math.round(performance.now() - started) }, 'applied watchlist changes');
+      return rows.length;
+    });
+
+  let running: Promise<void> | null = null;
+  let again = false;
+  let stopped = false;
+  let failures = 0;
+  let retryTimer: NodeJS.Timeout | null = null;
+
+  const drain = (): Promise<void> => {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        while (!stopped && (await drainBatch()) === BATCH);
+      } while (again && !stopped);
+    })()
+      .then(
+        () => {
+          failures = 0;
+        },
+        (err: unknown) => {
+          failures++;
+          const wait = Math.min(30_000, 500 * 2 ** failures);
+          log.warn({ err, retry_ms: wait }, 'could not apply watchlist changes; will retry');
+          if (!stopped && !retryTimer) {
+            retryTimer = setTimeout(() => {
+              retryTimer = null;
+              void drain();
+            }, wait);
+          }
+        },
+      )
+      .finally(() => {
+        running = null;
+      });
+    return running;
+  };
+
+  const listener: Listener = listen({
+    connectionString: opts.connectionString,
+    channels: [CHANGES_CHANNEL],
+    onWake: () => void drain(),
+    log,
+    applicationName: opts.cursor,
+  });
+  const poll = setInterval(() => void drain(), SAFETY_POLL_MS);
+  poll.unref();
+
+  return {
+    drain,
+    stop: async () => {
+      stopped = true;
+      clearInterval(poll);
+      if (retryTimer) clearTimeout(retryTimer);
+      await listener.close();
+      await running;
+    },
+  };
+}

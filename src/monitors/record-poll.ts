@@ -1,0 +1,141 @@
+// What one poll of a target leaves in the database, in one transaction: the snapshot row (only
+// when the content changed), the notifications of every member item whose rules the change
+// passes, and each member's baseline moved to the new snapshot. A member without a baseline
+// (new, or resumed) gets this snapshot as its baseline and no notification, so creating an item
+// never notifies about what is already on sale.
+//
+// Exactly once, whoever runs it and however often: the target's advisory lock serialises two
+// pollers of one target (a worker taken for dead while still running), the member rows are
+// locked while their baselines move, and every notification carries a dedupe key (item, from
+// snapshot, to snapshot, section, kind) that turns a second write into a no-op.
+import { createHash } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Db } from '../../db/connection.ts';
+import { appendToLog, type LogEntry } from '../notifications/log.ts';
+import { detectChanges, type MonitorConfig } from './changes.ts';
+import type { TargetSnapshot } from './snapshot.ts';
+
+/** Snapshots kept per target: members diff the newest; older ones only take space. */
+const KEEP_SNAPSHOTS = 20;
+
+export interface PollResult {
+  target: string;
+  snapshot: TargetSnapshot;
+  hash: string;
+  scrapedAt: Date;
+}
+
+export interface KnownSnapshot {
+  id: number;
+  data: TargetSnapshot;
+}
+
+export interface Recorded {
+  snapshotId: number;
+  /** A new snapshot row was written (the content differs from the newest stored). */
+  changed: boolean;
+  notifications: number;
+  /** Members that got their first baseline. */
+  baselined: number;
+}
+
+interface MemberRow {
+  item_id: string;
+  account_id: string;
+  item: { website: string; event: string; region: string };
+  config: MonitorConfig;
+  baseline_snapshot_id: string | null;
+}
+
+export function notificationKey(parts: (string | number)[]): string {
+  // Hashed: section names are the platform's and may be long; the unique index wants short keys.
+  return `n:${createHash('sha256').update(JSON.stringify(parts)).digest('base64url')}`;
+}
+
+/** The notifications one member writes for the change from `from` to `to` (none while muted). */
+function memberEntries(m: MemberRow, from: KnownSnapshot, to: KnownSnapshot, detectedAt: Date): LogEntry[] {
+  // Muted against the time the change was seen, not the time this (possibly retried) write runs.
+  if (m.config.muted_until !== null && Date.parse(m.config.muted_until) > detectedAt.getTime()) return [];
+  const itemId = Number(m.item_id);
+  return detectChanges(from.data, to.data, m.config).map((c) => ({
+    accountId: Number(m.account_id),
+    itemId,
+    kind: 'notification',
+    dedupeKey: notificationKey([itemId, from.id, to.id, c.section, c.change_type]),
+    payload: {
+      item_id: itemId,
+      change_type: c.change_type,
+      platform: m.item.website,
+      event: m.item.event,
+      region: m.item.region,
+      section: c.section,
+      currency: c.currency,
+      before: c.before,
+      after: c.after,
+      snapshot_id: to.id,
+      detected_at: detectedAt.toISOString(),
+    },
+  }));
+}
+
+async function storeSnapshot(trx: Knex.Transaction, poll: PollResult): Promise<{ id: number; changed: boolean }> {
+  const latest = await trx('target_snapshots').where({ target: poll.target }).orderBy('id', 'desc').first('id', 'hash');
+  if (latest && latest.hash === poll.hash) return { id: Number(latest.id), changed: false };
+  const [row] = await trx('target_snapshots')
+    .insert({ target: poll.target, hash: poll.hash, data: JSON.stringify(poll.snapshot), scraped_at: poll.scrapedAt })
+    .returning('id');
+  await trx('target_snapshots')
+    .where({ target: poll.target })
+    .andWhere('id', '<', trx('target_snapshots').where({ target: poll.target }).orderBy('id', 'desc').offset(KEEP_SNAPSHOTS - 1).limit(1).select('id'))
+    .delete();
+  return { id: Number(row.id), changed: true };
+}
+
+/**
+ * Records a poll whose content differs from `previous` (the poller's last known snapshot of the
+ * target), or whose target has members waiting for a baseline.
+ */
+export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapshot | null): Promise<Recorded> {
+  return db.transaction(async (trx) => {
+    await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [poll.target]);
+    const stored = await storeSnapshot(trx, poll);
+    const current: KnownSnapshot = { id: stored.id, data: poll.snapshot };
+    const members: MemberRow[] = await trx('monitor_members')
+      .where({ target: poll.target })
+      .andWhere((q) => q.whereNull('baseline_snapshot_id').orWhereNot('baseline_snapshot_id', stored.id))
+      .orderBy('item_id')
+      .forUpdate()
+      .select('item_id', 'account_id', 'item', 'config', 'baseline_snapshot_id');
+    if (members.length === 0) return { snapshotId: stored.id, changed: stored.changed, notifications: 0, baselined: 0 };
+
+    // Baselines other than the poller's previous snapshot (a member that joined between two
+    // changes, a takeover) are read from the table; one that was pruned moves on silently.
+    const known = new Map<number, KnownSnapshot>();
+    if (previous) known.set(previous.id, previous);
+    const wanted = [...new Set(members.map((m) => m.baseline_snapshot_id).filter((id): id is string => id !== null).map(Number))].filter((id) => !known.has(id));
+    if (wanted.length) {
+      const rows: { id: string; data: TargetSnapshot }[] = await trx('target_snapshots').whereIn('id', wanted).select('id', 'data');
+      for (const r of rows) known.set(Number(r.id), { id: Number(r.id), data: r.data });
+    }
+    const entries: LogEntry[] = [];
+    let baselined = 0;
+    for (const m of members) {
+      if (m.baseline_snapshot_id === null) {
+        baselined++;
+        continue;
+      }
+      const from = known.get(Number(m.baseline_snapshot_id));
+      // Only forward: a baseline newer than this poll's snapshot cannot happen with one writer
+      // per target, and diffing backwards would report a change in reverse.
+      if (from && from.id < current.id) entries.push(...memberEntries(m, from, current, poll.scrapedAt));
+    }
+    const ids = await appendToLog(trx, entries);
+    await trx('monitor_members')
+      .whereIn(
+        'item_id',
+        members.map((m) => m.item_id),
+      )
+      .update({ baseline_snapshot_id: stored.id });
+    return { snapshotId: stored.id, changed: stored.changed, notifications: ids.length, baselined };
+  });
+}

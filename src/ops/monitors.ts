@@ -1,0 +1,80 @@
+// The monitors as an operator sees them: the logic behind `npm run ops -- monitors:*`. Targets
+// the platforms are refusing (429/403, backed off until their Retry-After) or failing come from
+// monitor_target_status, written by the shard pollers when a target starts or stops failing;
+// one item's monitor is inspected through its workflow (an `inspect` signal, then its `status`
+// query); the shard pollers are found through the Platform search attribute.
+import type { Client } from '@temporalio/client';
+import type { Db } from '../../db/connection.ts';
+import { inspectSignal, monitorStatusQuery, shardStatusQuery, type MonitorStatus, type ShardPollerStatus } from '../../workflows/monitor-messages.ts';
+import { monitorWorkflowId } from '../../workflows/watchlist-monitor.ts';
+
+export interface TroubledTarget {
+  target: string;
+  platform: string;
+  shard: number;
+  kind: 'blocked' | 'failing';
+  failures: number;
+  blocked_until: string | null;
+  last_error: string | null;
+  since: string;
+  /** Items watching it now. */
+  items: number;
+}
+
+/** Targets being backed off (blocked by their platform, or failing), blocked first, oldest first. */
+export async function troubledTargets(db: Db, opts: { platform?: string } = {}): Promise<TroubledTarget[]> {
+  const rows: Record<string, string | number | Date | null>[] = await db('monitor_target_status as s')
+    .join('monitor_members as m', 'm.target', 's.target')
+    .modify((q) => {
+      if (opts.platform) q.where('s.platform', opts.platform);
+    })
+    .groupBy('s.target')
+    .orderByRaw("min(s.kind) = 'blocked' DESC, min(s.since)")
+    .select(
+      's.target',
+      db.raw('min(s.platform) AS platform'),
+      db.raw('min(s.shard) AS shard'),
+      db.raw('min(s.kind) AS kind'),
+      db.raw('max(s.failures) AS failures'),
+      db.raw('max(s.blocked_until) AS blocked_until'),
+      db.raw('min(s.last_error) AS last_error'),
+      db.raw('min(s.since) AS since'),
+      db.raw('count(*) AS items'),
+    );
+  return rows.map((r) => ({
+    target: String(r.target),
+    platform: String(r.platform),
+    shard: Number(r.shard),
+    kind: r.kind as TroubledTarget['kind'],
+    failures: Number(r.failures),
+    blocked_until: r.blocked_until ? new Date(r.blocked_until).toISOString() : null,
+    last_error: r.last_error === null ? null : String(r.last_error),
+    since: new Date(r.since as Date).toISOString(),
+    items: Number(r.items),
+  }));
+}
+
+/** Asks the item's monitor to read its last notification and baseline, then returns its status. */
+export async function showMonitor(client: Client, itemId: number, timeoutMs = 10_000): Promise<MonitorStatus> {
+  const handle = client.workflow.getHandle(monitorWorkflowId(itemId));
+  const before = (await handle.query(monitorStatusQuery)).inspection?.at ?? null;
+  await handle.signal(inspectSignal);
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const status = await handle.query(monitorStatusQuery);
+    if (status.inspection && status.inspection.at !== before) return status;
+    if (Date.now() > deadline) throw new Error(`the monitor of item ${itemId} did not answer its inspection within ${timeoutMs} ms (is a worker running?)`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Every running shard poller (of one platform), with its status. */
+export async function listPollers(client: Client, opts: { platform?: string } = {}): Promise<(ShardPollerStatus & { workflow_id: string })[]> {
+  const query = `WorkflowType = 'shardPoller' AND ExecutionStatus = 'Running'${opts.platform ? ` AND Platform = '${opts.platform.replace(/'/g, '')}'` : ''}`;
+  const out: (ShardPollerStatus & { workflow_id: string })[] = [];
+  for await (const w of client.workflow.list({ query })) {
+    const status = await client.workflow.getHandle(w.workflowId).query(shardStatusQuery);
+    out.push({ workflow_id: w.workflowId, ...status });
+  }
+  return out.sort((a, b) => a.platform.localeCompare(b.platform) || a.shard - b.shard);
+}
