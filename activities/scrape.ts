@@ -1,8 +1,7 @@
 // The scrape activity: runs one platform adapter for one event and returns the spec 2.5
 // response. Failures become Temporal ApplicationFailures typed by ScrapeFailure kind and marked
 // non-retryable unless transient; a crash (a bug, not the platform) is type `internal`, final.
-// scrapeInActivity is shared with the target pollers' activity (activities/monitors.ts), and
-// scrapeActivityFailure with the event tracker's (activities/tracking.ts).
+// scrapeActivityFailure is shared with the event tracker's activity (activities/tracking.ts).
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EventRef } from '../src/platform/event-ref.ts';
 import type { Scrapers } from '../src/scrapers/index.ts';
@@ -20,7 +19,7 @@ export function scrapeActivityFailure(err: ScrapeFailure): ApplicationFailure {
 }
 
 /** Scrapes `ref` inside the current activity, logging the outcome and typing any failure. */
-export async function scrapeInActivity(scrapers: Scrapers, ref: EventRef, log: Logger): Promise<ScrapeResponse> {
+async function scrapeInActivity(scrapers: Scrapers, ref: EventRef, log: Logger): Promise<ScrapeResponse> {
   const ctx = Context.current();
   const started = performance.now();
   // The workflow id names the (platform, region, event) run every joined request shares; the

@@ -1,12 +1,12 @@
-// The worker's two task queues. Scrapes (on-demand `scrapeEvent`, target pollers) are I/O and
-// browser bound and bursty; monitors (`watchlistMonitor`, `trackEvent`) are many long-lived,
-// mostly idle workflows. Separate queues let each be scaled and throttled without the other.
+// The worker's two task queues. Scrapes (on-demand `scrapeEvent`, tracker ticks) are I/O and
+// browser bound and bursty; monitors (`watchlistMonitor`, `shardPoller` and its long-running poll
+// activities, `trackEvent`) are long-lived. Separate queues let each be scaled and throttled without the other.
 import type { Config } from '../src/config.ts';
 
 export interface TaskQueues {
   /** SCRAPE_TASK_QUEUE: scrape workflows and the activities that fetch platform pages. */
   scrapes: string;
-  /** MONITOR_TASK_QUEUE: watchlist monitors, event tracking and their database activities. */
+  /** MONITOR_TASK_QUEUE: watchlist monitors, shard pollers and their poll loops, event tracking. */
   monitors: string;
 }
 

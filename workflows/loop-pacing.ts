@@ -1,5 +1,5 @@
-// What the long-running polling workflows (targetPoller, trackEvent) share: how a failed
-// activity is described, and how long to wait before the next round. Workflow code: Math.random
+// How the event tracker's workflow (trackEvent) paces its rounds: how a failed activity is
+// described, and how long to wait before the next round. Workflow code: Math.random
 // here is the SDK's deterministic one, so a replay waits exactly as the original run did.
 import { ApplicationFailure, type ActivityFailure } from '@temporalio/workflow';
 

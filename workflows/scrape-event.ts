@@ -1,6 +1,6 @@
 // scrapeEvent: one on-demand availability scrape (POST /events/scrape). The activity is retried
 // with backoff for transient failures (network, 5xx, a crashed browser, a timed-out attempt);
-// not-found, unsupported and malformed answers fail at once. The whole run is bounded by the
+// not-found, unsupported, malformed and blocked (the platform's 429/403) answers fail at once. The whole run is bounded by the
 // request's limit: running past it fails with type `timeout` (the API's 408). Identical
 // concurrent requests share one run through its workflow id (src/apis/live-availability).
 import { ActivityFailure, ApplicationFailure, proxyLocalActivities, TimeoutFailure } from '@temporalio/workflow';

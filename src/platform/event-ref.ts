@@ -20,7 +20,7 @@ export interface EventRef {
 
 /**
  * `platform:region:key`: one name per scrapeable target, whatever spelling of the event id a
- * client used. Names the on-demand scrape runs, the watchlist target pollers and their snapshots.
+ * client used. Names the on-demand scrape runs, the watchlist pollers' targets and their snapshots.
  */
 export function targetKey(ref: Pick<EventRef, 'platform' | 'region' | 'key'>): string {
   return `${ref.platform}:${ref.region}:${ref.key}`;
