@@ -55,6 +55,25 @@ class Slots {
   }
 }
 
+/** The page's declared charset (as crawlee honours it), else UTF-8; a leading BOM is dropped. */
+function decoderFor(contentType: string | null): TextDecoder {
+  const charset = /charset\s*=\s*"?([\w.:-]+)/i.exec(contentType ?? '')?.[1];
+  try {
+    return new TextDecoder(charset ?? 'utf-8');
+  } catch {
+    return new TextDecoder();
+  }
+}
+
+/**
+ * Sent with every request: what crawlee's fetcher sends, minus its per-request header
+ * generation (most of its cost); a platform sees the same kind of client either way.
+ */
+const CLIENT_HEADERS = {
+  'user-agent': 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36',
+  'accept-language': 'en-US,en;q=0.9',
+};
+
 async function readBody(response: Response, url: string): Promise<string> {
   const declared = Number(response.headers.get('content-length') ?? 0);
   if (declared > MAX_BODY_BYTES) {
@@ -71,8 +90,7 @@ async function readBody(response: Response, url: string): Promise<string> {
     if (size > MAX_BODY_BYTES) throw new ScrapeFailure('upstream', `${url} answered more than ${MAX_BODY_BYTES} bytes`);
     chunks.push(chunk);
   }
-  // As response.text() decodes: UTF-8, a leading BOM dropped.
-  return new TextDecoder().decode(Buffer.concat(chunks));
+  return decoderFor(response.headers.get('content-type')).decode(Buffer.concat(chunks));
 }
 
 export function createFetchPages(options: FetchPagesOptions): PageFetcher {
@@ -96,7 +114,7 @@ export function createFetchPages(options: FetchPagesOptions): PageFetcher {
         try {
           response = await fetch(target, {
             method: init.method ?? 'GET',
-            headers: { accept, ...init.headers },
+            headers: { ...CLIENT_HEADERS, accept, ...init.headers },
             body: init.method === 'POST' ? (init.body ?? '') : undefined,
             redirect: 'manual',
             signal,

@@ -1,0 +1,423 @@
+// The lean fetch-based fetcher (fetch-pages.ts) against local servers on 127.0.0.1: the same
+// contract as the crawlee one (http-pages.test.ts). Statuses come back as pages (4xx) or as the
+// right failure (5xx as upstream; 429 and 403 as blocked with their Retry-After; network,
+// time-out and abort), POST bodies and headers travel, redirects stay on their origin and are
+// bounded, the concurrency bound holds across html() and json(), and bodies parse like crawlee's.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createFetchPages } from '../../src/scrapers/fetch-pages.ts';
+import type { PageFetcher } from '../../src/scrapers/types.ts';
+import { expectFailure } from './platform-harness.ts';
+
+interface TestServer {
+  url: string;
+  /** Requests seen, by path. */
+  seen: string[];
+  /** Requests in flight now, and the most seen at once. */
+  inFlight: { now: number; max: number };
+  /** Resolves with the time a /hang request's socket closed. */
+  hangClosed: Promise<number>;
+  close(): Promise<void>;
+}
+
+async function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+/** Larger than fetch-pages.ts's bound on a body (8 MiB). */
+const TOO_LARGE = 9 * 1_048_576;
+
+async function startTestServer(elsewhere: string): Promise<TestServer> {
+  const seen: string[] = [];
+  const inFlight = { now: 0, max: 0 };
+  let onHangClosed: (t: number) => void = () => {};
+  const hangClosed = new Promise<number>((resolve) => (onHangClosed = resolve));
+  const { server, url } = await listen((req, res) => {
+    const parsed = new URL(req.url ?? '/', 'http://x');
+    const path = parsed.pathname;
+    seen.push(path);
+    inFlight.now++;
+    inFlight.max = Math.max(inFlight.max, inFlight.now);
+    res.on('close', () => inFlight.now--);
+    const send = (status: number, type: string, body: string, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': type, ...headers });
+      res.end(body);
+    };
+    const redirect = (location: string, status = 302) => {
+      res.writeHead(status, { location });
+      res.end();
+    };
+    const status = /^\/status\/(\d{3})$/.exec(path);
+    // ?retry-after=… is sent back as the Retry-After header.
+    const retryAfter = parsed.searchParams.get('retry-after');
+    if (status) return send(Number(status[1]), 'text/html', `<h1>status ${status[1]}</h1>`, retryAfter === null ? {} : { 'retry-after': retryAfter });
+    // /chain/N redirects N times (on this origin, relative and absolute by turns), then to /html.
+    const chain = /^\/chain\/(\d+)$/.exec(path);
+    if (chain) {
+      const left = Number(chain[1]);
+      if (left === 0) return redirect('/html', 301);
+      return redirect(left % 2 === 0 ? `/chain/${left - 1}` : `${url}/chain/${left - 1}`, left % 2 === 0 ? 302 : 307);
+    }
+    // /wait/N answers after N ms.
+    const wait = /^\/wait\/(\d+)$/.exec(path);
+    if (wait) return void setTimeout(() => send(200, 'text/html', '<p>waited</p>'), Number(wait[1]));
+    switch (path) {
+      case '/html':
+        return send(200, 'text/html; charset=utf-8', '<html><body><p class="x">Zürich &amp; <b>Wien</b></p></body></html>');
+      case '/latin1':
+        res.writeHead(200, { 'content-type': 'text/html; charset=ISO-8859-1' });
+        return void res.end(Buffer.from('<p class="x">Z\u00fcrich</p>', 'latin1'));
+      case '/headers':
+        return send(200, 'application/json', JSON.stringify(req.headers));
+      case '/json':
+        return send(200, 'application/json', '{"ok":true,"n":[1,2]}');
+      case '/json-error':
+        return send(503, 'application/json', '{oops');
+      case '/bad-json':
+        return send(200, 'application/json', '{"ok": tru');
+      case '/text':
+        return send(200, 'text/plain', 'plain words');
+      case '/empty':
+        return send(200, 'application/json', '');
+      case '/echo': {
+        let body = '';
+        req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+        req.on('end', () => send(200, 'application/json', JSON.stringify({ method: req.method, headers: req.headers, body })));
+        return;
+      }
+      case '/slow':
+        return void setTimeout(() => send(200, 'text/html', '<p>late</p>'), 200);
+      case '/slow-body':
+        // Headers and half a page at once, the rest after 400 ms.
+        res.writeHead(200, { 'content-type': 'text/html' });
+        res.write('<p>first half');
+        return void setTimeout(() => res.end(' second half</p>'), 400);
+      case '/hang':
+        req.socket.once('close', () => onHangClosed(performance.now()));
+        return;
+      case '/drop':
+        return void req.socket.destroy();
+      case '/huge-declared':
+        res.writeHead(200, { 'content-type': 'text/html', 'content-length': String(TOO_LARGE) });
+        return void res.write('<p>');
+      case '/huge-chunked':
+        res.writeHead(200, { 'content-type': 'text/html' });
+        return void res.end('x'.repeat(TOO_LARGE));
+      case '/redirect-here':
+        return redirect('/html');
+      case '/redirect-post':
+        return redirect('/echo', 307);
+      case '/redirect-loop':
+        return redirect('/redirect-loop');
+      case '/redirect-away':
+        return redirect(`${elsewhere}/html`);
+      case '/redirect-other-port':
+        // The same host on another port is another origin.
+        return redirect(`${elsewhere.replace('127.0.0.1', 'localhost')}/html`);
+      case '/redirect-nowhere':
+        // A 3xx without a Location is an answer like any other: a page.
+        return send(304, 'text/html', '');
+      default:
+        return send(404, 'text/html', 'nothing here');
+    }
+  });
+  return {
+    url,
+    seen,
+    inFlight,
+    hangClosed,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+let server: TestServer;
+let other: { server: http.Server; url: string; hits: number };
+let pages: PageFetcher;
+beforeAll(async () => {
+  let hits = 0;
+  const started = await listen((_req, res) => {
+    hits++;
+    res.end('<p>elsewhere</p>');
+  });
+  other = {
+    ...started,
+    get hits() {
+      return hits;
+    },
+  };
+  server = await startTestServer(other.url);
+  pages = createFetchPages({ concurrency: 4, timeoutMs: 500 });
+});
+afterAll(async () => {
+  await server?.close();
+  other?.server.closeAllConnections();
+  other?.server.close();
+});
+
+describe('answers', () => {
+  it('parses an HTML page with cheerio', async () => {
+    const page = await pages.html(`${server.url}/html`);
+    expect(page.status).toBe(200);
+    expect(page.url).toBe(`${server.url}/html`);
+    expect(page.body).toBe('<html><body><p class="x">Zürich &amp; <b>Wien</b></p></body></html>');
+    expect(page.$('p.x').text()).toBe('Zürich & Wien');
+  });
+
+  it("decodes a page in its declared charset, as crawlee's fetcher does", async () => {
+    const page = await pages.html(`${server.url}/latin1`);
+    expect(page.$('p.x').text()).toBe('Z\u00fcrich');
+  });
+
+  it("introduces itself as crawlee's fetcher does (a browser's user agent and language), not as node", async () => {
+    const page = await pages.json(`${server.url}/headers`);
+    expect(page.data).toMatchObject({ 'user-agent': expect.stringMatching(/^Mozilla\/5\.0 .*Chrome\//), 'accept-language': expect.stringContaining('en') });
+  });
+
+  it('parses a JSON answer, and leaves data undefined when the body is not JSON', async () => {
+    const ok = await pages.json(`${server.url}/json`);
+    expect(ok).toMatchObject({ status: 200, url: `${server.url}/json`, data: { ok: true, n: [1, 2] } });
+    expect(await pages.json(`${server.url}/bad-json`)).toMatchObject({ status: 200, data: undefined, body: '{"ok": tru' });
+    expect(await pages.json(`${server.url}/text`)).toMatchObject({ status: 200, data: undefined, body: 'plain words' });
+    expect(await pages.json(`${server.url}/html`)).toMatchObject({ status: 200, data: undefined });
+    expect(await pages.json(`${server.url}/empty`)).toMatchObject({ status: 200, data: undefined, body: '' });
+  });
+
+  it('gives a non-HTML answer to html() as a page all the same', async () => {
+    const page = await pages.html(`${server.url}/json`);
+    expect(page.body).toBe('{"ok":true,"n":[1,2]}');
+    expect(page.$.root().text()).toBe('{"ok":true,"n":[1,2]}');
+  });
+
+  it.each([401, 404, 410])('returns a %i as a page, asked once', async (status) => {
+    const before = server.seen.length;
+    const page = await pages.html(`${server.url}/status/${status}`);
+    expect(page.status).toBe(status);
+    expect(page.$('h1').text()).toBe(`status ${status}`);
+    expect(server.seen.length - before).toBe(1);
+    // A 404 from the JSON side is a page too (with its body, not JSON here).
+    expect(await pages.json(`${server.url}/status/${status}`)).toMatchObject({ status, data: undefined, body: `<h1>status ${status}</h1>` });
+  });
+
+  it('sends a POST with its JSON body and the caller’s headers, and asks for JSON', async () => {
+    const answer = await pages.json(`${server.url}/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-test': 'yes' },
+      body: '{"query":"{ event(id: \\"é\\") }"}',
+    });
+    const echo = answer.data as { method: string; headers: Record<string, string>; body: string };
+    expect(echo.method).toBe('POST');
+    expect(echo.body).toBe('{"query":"{ event(id: \\"é\\") }"}');
+    expect(echo.headers).toMatchObject({ 'content-type': 'application/json', 'x-test': 'yes', accept: 'application/json' });
+  });
+
+  it('sends a GET without a body, asks html() for HTML, and lets the caller override the accept header', async () => {
+    const get = JSON.parse((await pages.html(`${server.url}/echo`)).body) as { method: string; headers: Record<string, string>; body: string };
+    expect(get).toMatchObject({ method: 'GET', body: '' });
+    expect(get.headers.accept).toMatch(/^text\/html/);
+    const own = (await pages.json(`${server.url}/echo`, { headers: { accept: 'text/plain' } })).data as { headers: Record<string, string> };
+    expect(own.headers.accept).toBe('text/plain');
+  });
+
+  it('sends a POST without a body as an empty one', async () => {
+    const echo = (await pages.json(`${server.url}/echo`, { method: 'POST' })).data as { method: string; headers: Record<string, string>; body: string };
+    expect(echo).toMatchObject({ method: 'POST', body: '' });
+    expect(echo.headers['content-length']).toBe('0');
+  });
+});
+
+describe('redirects', () => {
+  it('follows a redirect on the same origin and reports where it landed', async () => {
+    const page = await pages.html(`${server.url}/redirect-here`);
+    expect(page.status).toBe(200);
+    expect(page.url).toBe(`${server.url}/html`);
+    expect(page.$('p.x').length).toBe(1);
+  });
+
+  it('follows a 307 with the method and body kept', async () => {
+    const echo = (await pages.json(`${server.url}/redirect-post`, { method: 'POST', body: 'kept' })).data;
+    expect(echo).toMatchObject({ method: 'POST', body: 'kept' });
+  });
+
+  it('follows up to five redirects on the origin, relative and absolute', async () => {
+    // /chain/4 is five redirects: 4 → 3 → 2 → 1 → 0 → /html.
+    const page = await pages.html(`${server.url}/chain/4`);
+    expect(page).toMatchObject({ status: 200, url: `${server.url}/html` });
+  });
+
+  it('refuses a sixth redirect, and a redirect loop, as upstream', async () => {
+    const before = server.seen.length;
+    const failure = await expectFailure(pages.html(`${server.url}/chain/5`), 'upstream');
+    expect(failure.message).toMatch(/too many/);
+    // Six answers were read (the five redirects followed and the one refused), /html never.
+    expect(server.seen.slice(before)).toEqual(['/chain/5', '/chain/4', '/chain/3', '/chain/2', '/chain/1', '/chain/0']);
+    await expectFailure(pages.json(`${server.url}/redirect-loop`), 'upstream');
+  });
+
+  it('refuses a redirect to another origin as upstream, without asking it', async () => {
+    for (const path of ['/redirect-away', '/redirect-other-port']) {
+      const failure = await expectFailure(pages.html(`${server.url}${path}`), 'upstream');
+      expect(failure.message).toMatch(/another origin/);
+      expect(failure.retryable).toBe(true);
+    }
+    expect(other.hits).toBe(0);
+  });
+
+  it('returns a 3xx without a Location as a page', async () => {
+    expect((await pages.html(`${server.url}/redirect-nowhere`)).status).toBe(304);
+  });
+});
+
+describe('failures', () => {
+  it.each([500, 502, 503, 599])('fails a %i as upstream (retryable), asked once', async (status) => {
+    const before = server.seen.length;
+    const failure = await expectFailure(pages.html(`${server.url}/status/${status}`), 'upstream');
+    expect(failure.message).toBe(`${server.url}/status/${status} answered ${status}`);
+    expect(failure).toMatchObject({ retryable: true, retryAfterMs: null });
+    expect(server.seen.length - before).toBe(1);
+    await expectFailure(pages.json(`${server.url}/status/${status}`), 'upstream');
+  });
+
+  it('fails a 5xx whose JSON body is broken as upstream too', async () => {
+    await expectFailure(pages.json(`${server.url}/json-error`), 'upstream');
+  });
+
+  it.each([429, 403])('fails a %i as blocked, asked once, with the wait its Retry-After asks for; the next request goes through', async (status) => {
+    const before = server.seen.length;
+    const seconds = await expectFailure(pages.html(`${server.url}/status/${status}?retry-after=120`), 'blocked');
+    expect(seconds).toMatchObject({ retryAfterMs: 120_000, retryable: false });
+    expect(seconds.message).toBe(`${server.url}/status/${status}?retry-after=120 answered ${status}, asking us to wait 120 s`);
+    expect(server.seen.length - before).toBe(1);
+    expect((await expectFailure(pages.json(`${server.url}/status/${status}?retry-after=0`), 'blocked')).retryAfterMs).toBe(0);
+
+    const inFuture = new Date(Date.now() + 60_000).toUTCString();
+    const dated = await expectFailure(pages.json(`${server.url}/status/${status}?retry-after=${encodeURIComponent(inFuture)}`), 'blocked');
+    // toUTCString drops the milliseconds, and the answer takes a moment.
+    expect(dated.retryAfterMs).toBeGreaterThan(55_000);
+    expect(dated.retryAfterMs).toBeLessThanOrEqual(60_000);
+
+    const bare = await expectFailure(pages.html(`${server.url}/status/${status}`), 'blocked');
+    expect(bare.retryAfterMs).toBeNull();
+    expect(bare.message).toBe(`${server.url}/status/${status} answered ${status}, without a Retry-After`);
+    expect((await expectFailure(pages.html(`${server.url}/status/${status}?retry-after=soon`), 'blocked')).retryAfterMs).toBeNull();
+    expect((await pages.json(`${server.url}/json`)).status).toBe(200);
+  });
+
+  it('fails a dropped connection and a refused one as upstream', async () => {
+    await expectFailure(pages.html(`${server.url}/drop`), 'upstream');
+    // A port nothing listens on (not port 1: fetch refuses the "bad ports" before connecting).
+    const { server: gone, url: goneUrl } = await listen(() => {});
+    await new Promise<void>((resolve) => gone.close(() => resolve()));
+    const failure = await expectFailure(pages.json(`${goneUrl}/nothing`), 'upstream');
+    expect(failure.message).toMatch(/ECONNREFUSED/);
+  });
+
+  it('refuses a body larger than its bound as upstream, declared or not', async () => {
+    const declared = await expectFailure(pages.html(`${server.url}/huge-declared`), 'upstream');
+    expect(declared.message).toMatch(/more than/);
+    await expectFailure(pages.html(`${server.url}/huge-chunked`), 'upstream');
+    expect((await pages.html(`${server.url}/html`)).status).toBe(200);
+  });
+
+  it('gives up on a page that never answers at the time limit, and closes its socket', async () => {
+    const started = performance.now();
+    const failure = await expectFailure(pages.html(`${server.url}/hang`), 'attempt_timeout');
+    expect(failure.message).toBe(`no answer from ${server.url}/hang within 500 ms`);
+    expect(failure.retryable).toBe(true);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(490);
+    expect((await server.hangClosed) - started).toBeLessThan(3_000);
+  });
+
+  it('gives up on a body that is still arriving at the time limit', async () => {
+    const quick = createFetchPages({ concurrency: 1, timeoutMs: 200 });
+    const failure = await expectFailure(quick.html(`${server.url}/slow-body`), 'attempt_timeout');
+    expect(failure.message).toMatch(/within 200 ms/);
+  });
+
+  it('rejects at once when aborted, and at once when the signal is already aborted', async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 30);
+    const patient = createFetchPages({ concurrency: 1, timeoutMs: 5_000 });
+    const started = performance.now();
+    const failure = await expectFailure(patient.json(`${server.url}/wait/1500`, { signal: controller.signal }), 'attempt_timeout');
+    expect(failure.message).toBe(`fetching ${server.url}/wait/1500 was aborted`);
+    expect(performance.now() - started).toBeLessThan(1_000);
+    const before = server.seen.length;
+    await expectFailure(pages.html(`${server.url}/html`, { signal: AbortSignal.abort() }), 'attempt_timeout');
+    expect(server.seen.length).toBe(before);
+  });
+
+  it('rejects as aborted when the caller gives up while the body is arriving', async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    const failure = await expectFailure(pages.html(`${server.url}/slow-body`, { signal: controller.signal }), 'attempt_timeout');
+    expect(failure.message).toMatch(/was aborted/);
+  });
+});
+
+describe('running', () => {
+  it('keeps to its concurrency, across html() and json() together', async () => {
+    const narrow = createFetchPages({ concurrency: 2, timeoutMs: 5_000 });
+    await vi.waitFor(() => expect(server.inFlight.now).toBe(0));
+    server.inFlight.max = 0;
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? narrow.html(`${server.url}/slow`) : narrow.json(`${server.url}/slow`))));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(server.inFlight.max).toBe(2);
+    // Three rounds of 200 ms.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(580);
+  });
+
+  it('frees its slot on every outcome: failures, time-outs and aborts', async () => {
+    const single = createFetchPages({ concurrency: 1, timeoutMs: 300 });
+    const outcomes = await Promise.allSettled([
+      single.html(`${server.url}/status/503`),
+      single.html(`${server.url}/status/429`),
+      single.html(`${server.url}/drop`),
+      single.html(`${server.url}/redirect-away`),
+      single.html(`${server.url}/slow`, { signal: AbortSignal.timeout(20) }),
+      single.json(`${server.url}/bad-json`),
+      single.html(`${server.url}/hang`),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected', 'rejected', 'fulfilled', 'rejected']);
+    // The server hears of the hung socket's close a moment after the fetcher gave it up.
+    await vi.waitFor(() => expect(server.inFlight.now).toBe(0));
+    server.inFlight.max = 0;
+    await Promise.all([single.html(`${server.url}/html`), single.json(`${server.url}/json`)]);
+    expect(server.inFlight.max).toBe(1);
+  });
+
+  it('counts the time a request waits for a free slot against its limit', async () => {
+    const single = createFetchPages({ concurrency: 1, timeoutMs: 300 });
+    const hung = single.html(`${server.url}/hang`);
+    const queued = single.html(`${server.url}/html`);
+    await expectFailure(hung, 'attempt_timeout');
+    await expectFailure(queued, 'attempt_timeout');
+    // The slot is free again.
+    expect((await single.html(`${server.url}/html`)).status).toBe(200);
+  });
+
+  it('rejects a call waiting for a slot at once when its caller aborts, and sends nothing for it', async () => {
+    const single = createFetchPages({ concurrency: 1, timeoutMs: 5_000 });
+    const slow = single.html(`${server.url}/wait/1500`);
+    const controller = new AbortController();
+    const queued = single.html(`${server.url}/echo`, { signal: controller.signal });
+    const next = single.html(`${server.url}/html`);
+    const before = server.seen.filter((p) => p === '/echo').length;
+    setTimeout(() => controller.abort(), 30);
+    const started = performance.now();
+    const failure = await expectFailure(queued, 'attempt_timeout');
+    expect(failure.message).toMatch(/was aborted/);
+    // Not when the slot frees, 1.5 s on.
+    expect(performance.now() - started).toBeLessThan(1_000);
+    // The one behind it still gets its turn, and the aborted call never reached the server.
+    expect((await slow).status).toBe(200);
+    expect((await next).status).toBe(200);
+    expect(server.seen.filter((p) => p === '/echo').length).toBe(before);
+  });
+});
