@@ -68,13 +68,30 @@ export async function showMonitor(client: Client, itemId: number, timeoutMs = 10
   }
 }
 
-/** Every running shard poller (of one platform), with its status. */
-export async function listPollers(client: Client, opts: { platform?: string } = {}): Promise<(ShardPollerStatus & { workflow_id: string })[]> {
-  const query = `WorkflowType = 'shardPoller' AND ExecutionStatus = 'Running'${opts.platform ? ` AND Platform = '${opts.platform.replace(/'/g, '')}'` : ''}`;
-  const out: (ShardPollerStatus & { workflow_id: string })[] = [];
+/** How long monitors:pollers waits for one poller's worker to answer its query. */
+const QUERY_WAIT_MS = 3_000;
+
+export type PollerListing = { workflow_id: string } & (ShardPollerStatus | { unanswered: string });
+
+/**
+ * Every running shard poller (of one platform, one task queue), with its status. A poller whose
+ * worker is down cannot answer its query: it is listed with the reason instead, since finding
+ * those is much of why an operator asks.
+ */
+export async function listPollers(client: Client, opts: { platform?: string; taskQueue?: string } = {}): Promise<PollerListing[]> {
+  const quote = (v: string) => `'${v.replace(/'/g, '')}'`;
+  let query = "WorkflowType = 'shardPoller' AND ExecutionStatus = 'Running'";
+  if (opts.platform) query += ` AND Platform = ${quote(opts.platform)}`;
+  if (opts.taskQueue) query += ` AND TaskQueue = ${quote(opts.taskQueue)}`;
+  const out: PollerListing[] = [];
   for await (const w of client.workflow.list({ query })) {
-    const status = await client.workflow.getHandle(w.workflowId).query(shardStatusQuery);
-    out.push({ workflow_id: w.workflowId, ...status });
+    try {
+      // A query waits for a worker; an operator listing pollers should not wait on a dead one.
+      const status = await client.withDeadline(Date.now() + QUERY_WAIT_MS, () => client.workflow.getHandle(w.workflowId).query(shardStatusQuery));
+      out.push({ workflow_id: w.workflowId, ...status });
+    } catch (err) {
+      out.push({ workflow_id: w.workflowId, unanswered: err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err) });
+    }
   }
-  return out.sort((a, b) => a.platform.localeCompare(b.platform) || a.shard - b.shard);
+  return out.sort((a, b) => a.workflow_id.localeCompare(b.workflow_id));
 }

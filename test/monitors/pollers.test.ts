@@ -7,6 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { listPollers, showMonitor, troubledTargets } from '../../src/ops/monitors.ts';
 import { shardPollerId } from '../../src/monitors/shards.ts';
+import { pollerSearchAttributes } from '../../temporal/search-attributes.ts';
+import { uniqueTaskQueue } from '../support/temporal.ts';
 import { call } from '../support/harness.ts';
 import { baselined, eventually, notificationsOf, notPolled, useMonitorStack } from '../support/monitor-stack.ts';
 import { hits, putEvent, section } from '../support/scrape-stack.ts';
@@ -44,13 +46,32 @@ describe('shard pollers', { timeout: 120_000 }, () => {
     });
     expect(monitors).toEqual([`watchlist-monitor:${id}`]);
     const pollers = await eventually(async () => {
-      const found = (await listPollers(stack.client, { platform: 'pf_03' })).filter((p) => p.workflow_id === pollerId());
+      const found = await listPollers(stack.client, { platform: 'pf_03', taskQueue: stack.config.MONITOR_TASK_QUEUE });
       return found.length ? found : undefined;
     });
-    expect(pollers[0]).toMatchObject({ platform: 'pf_03', shard: 0 });
+    expect(pollers).toEqual([expect.objectContaining({ workflow_id: pollerId(), platform: 'pf_03', shard: 0 })]);
     const status = await showMonitor(stack.client, id);
     expect(status).toMatchObject({ state: 'active', poller: pollerId(), inspection: { lastNotification: null } });
     await remove(acct.key, id);
+  });
+
+  it('monitors:pollers lists a poller whose worker is down with the reason, instead of failing', async () => {
+    const taskQueue = uniqueTaskQueue('no-worker');
+    const handle = await stack.client.workflow.start('shardPoller', {
+      workflowId: shardPollerId(taskQueue, 'pf_03', 0),
+      taskQueue,
+      args: [{ platform: 'pf_03', shard: 0, runs: 0, lastRun: null, due: null }],
+      typedSearchAttributes: pollerSearchAttributes({ platform: 'pf_03', shard: 0 }),
+    });
+    try {
+      const listed = await eventually(async () => {
+        const found = await listPollers(stack.client, { platform: 'pf_03', taskQueue });
+        return found.length ? found : undefined;
+      });
+      expect(listed).toEqual([{ workflow_id: handle.workflowId, unanswered: expect.stringMatching(/worker|DEADLINE_EXCEEDED/i) }]);
+    } finally {
+      await handle.terminate('test over');
+    }
   });
 
   it('a platform that answers 429 is backed off until its Retry-After, and shows in monitors:blocked', async () => {
