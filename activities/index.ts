@@ -51,8 +51,9 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   const alog = log.child({ component: 'activities' });
   // The pollers' own scrapers: the same adapters and the same warm browser, over the lean fetcher
   // (fetch-pages.ts says why a poll does not go through crawlee's).
+  const pollHttp = createFetchPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS) });
   const pollScrapers = createScrapers({
-    http: createFetchPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS) }),
+    http: pollHttp,
     browser: scrapers.browser,
     baseUrls: deps.baseUrls ?? platformBaseUrls(config),
     browserPages: config.BROWSER_PAGES,
@@ -84,6 +85,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     activities: { ...createScrapeActivities(scrapers, alog), ...polls, ...createMonitorActivities({ db: deps.db }), ...tracking },
     close: async () => {
       await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close()]);
+      pollHttp.close();
     },
   };
 }
