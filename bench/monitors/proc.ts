@@ -1,7 +1,7 @@
-// CPU and memory of the processes the monitors bench runs, read from /proc (Linux): this
-// process (gateway, worker, relay and the bench itself), the Temporal dev server, the simulator
-// child, the PostgreSQL server (all its processes) and the machine as a whole, so a window's
-// figures say where the CPU went.
+// CPU and memory of the processes the monitors bench runs, read from /proc (Linux): the worker
+// child (with its helpers: esbuild, chromium), the Temporal dev server, the simulator child,
+// PostgreSQL, this process (gateway, stream node, clients, the bench) and the machine as a
+// whole, so a window's figures say where the CPU went.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 
@@ -32,11 +32,6 @@ export function cpuSeconds(pid: number | 'self', withReapedChildren = false): nu
   return ticks / ticksPerSecond;
 }
 
-export function parentPid(pid: number): number | null {
-  const f = statFields(pid);
-  return f ? Number(f[1]) : null;
-}
-
 /** Resident memory in MiB (0 if the process is gone). */
 export function rssMiB(pid: number | 'self'): number {
   try {
@@ -47,38 +42,42 @@ export function rssMiB(pid: number | 'self'): number {
   }
 }
 
-function childrenOf(ppid: number): number[] {
-  const out: number[] = [];
+/** Every process's parent and CPU seconds (its own, and its reaped children's), from one scan of /proc. */
+export function processTable(): Map<number, { ppid: number; cpu: number; reaped: number }> {
+  const out = new Map<number, { ppid: number; cpu: number; reaped: number }>();
   for (const name of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
-    if (parentPid(Number(name)) === ppid) out.push(Number(name));
+    const f = statFields(Number(name));
+    if (!f) continue;
+    out.set(Number(name), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / ticksPerSecond, reaped: (Number(f[13]) + Number(f[14])) / ticksPerSecond });
   }
   return out;
 }
 
 /**
- * All CPU seconds of a process tree one level deep: the parent's own, what its reaped children
- * used (so backends that exit between two readings are not lost), and its live children's.
- * Monotonic, so the difference of two readings is the tree's CPU in between. Used for the
- * PostgreSQL postmaster, whose children are the backends and background workers.
+ * CPU seconds of a whole process tree, every level deep: each live process's own and what its
+ * reaped children used. Monotonic while the root lives (a child that exits moves into its
+ * parent's reaped time), so the difference of two readings is the tree's CPU in between. Used
+ * for the worker (node, its esbuild service and its chromium) and the Temporal server.
  */
-export function treeCpuSeconds(pid: number): number {
-  return cpuSeconds(pid, true) + childrenOf(pid).reduce((s, c) => s + cpuSeconds(c), 0);
-}
-
-/** Proportional set size in MiB: shared pages split between their users (PostgreSQL's shared buffers). */
-export function pssMiB(pid: number): number {
-  try {
-    const text = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-    return Number(/^Pss:\s+(\d+)/m.exec(text)?.[1] ?? 0) / 1024;
-  } catch {
-    return rssMiB(pid);
+export function descendantsCpuSeconds(root: number, table = processTable()): number {
+  if (!table.has(root)) return 0;
+  const children = new Map<number, number[]>();
+  for (const [pid, p] of table) {
+    const list = children.get(p.ppid);
+    if (list) list.push(pid);
+    else children.set(p.ppid, [pid]);
   }
-}
-
-/** PSS of a process and its children, so shared memory is counted once. */
-export function treePssMiB(pid: number): number {
-  return pssMiB(pid) + childrenOf(pid).reduce((s, c) => s + pssMiB(c), 0);
+  let total = 0;
+  const stack = [root];
+  while (stack.length) {
+    const pid = stack.pop()!;
+    const p = table.get(pid);
+    if (!p) continue;
+    total += p.cpu + p.reaped;
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return total;
 }
 
 /**
@@ -112,63 +111,4 @@ export function allProcesses(): Map<number, { name: string; cpu: number }> {
     out.set(pid, { name: name.length > 70 ? `${name.slice(0, 70)}...` : name, cpu });
   }
   return out;
-}
-
-export interface Watched {
-  name: string;
-  cpu(): number;
-  rss(): number;
-}
-
-export interface CpuReading {
-  at: number;
-  cpu: Record<string, number>;
-  machine: { busy: number; steal: number; total: number };
-  processes: Map<number, { name: string; cpu: number }>;
-}
-
-/** `withProcesses`: also every process's CPU (a scan of /proc: for window boundaries, not progress lines). */
-export function readCpu(watched: readonly Watched[], withProcesses = true): CpuReading {
-  return {
-    at: performance.now(),
-    cpu: Object.fromEntries(watched.map((w) => [w.name, w.cpu()])),
-    machine: machineCpu(),
-    processes: withProcesses ? allProcesses() : new Map(),
-  };
-}
-
-export interface CpuWindow {
-  seconds: number;
-  /** Percent of one core, per watched process. */
-  percent: Record<string, number>;
-  /** Percent of one core used by the whole machine (steal apart), and the machine's cores. */
-  machinePercent: number;
-  stealPercent: number;
-  cores: number;
-  /** The busiest processes in between, by percent of one core (`exclude`: pids already accounted for). */
-  others(exclude: (pid: number) => boolean, n?: number): { name: string; percent: number }[];
-}
-
-export function cpuBetween(a: CpuReading, b: CpuReading): CpuWindow {
-  const seconds = (b.at - a.at) / 1000;
-  const percent: Record<string, number> = {};
-  for (const k of Object.keys(b.cpu)) percent[k] = (100 * (b.cpu[k]! - (a.cpu[k] ?? 0))) / seconds;
-  const total = b.machine.total - a.machine.total;
-  const cores = total > 0 ? Math.round(total / seconds) : 1;
-  const share = (x: number) => (total > 0 ? (100 * cores * x) / total : 0);
-  return {
-    seconds,
-    percent,
-    machinePercent: share(b.machine.busy - a.machine.busy),
-    stealPercent: share(b.machine.steal - a.machine.steal),
-    cores,
-    others: (exclude, n = 3) =>
-      [...b.processes.entries()]
-        .filter(([pid]) => !exclude(pid))
-        // A process that started in between counts from zero.
-        .map(([pid, p]) => ({ name: p.name, percent: (100 * (p.cpu - (a.processes.get(pid)?.cpu ?? 0))) / seconds }))
-        .filter((p) => p.percent >= 1)
-        .sort((x, y) => y.percent - x.percent)
-        .slice(0, n),
-  };
 }

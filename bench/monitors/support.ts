@@ -1,13 +1,10 @@
-// Small pieces the monitors bench needs: the simulator child process, a follower of the
-// notifications log (LISTEN 'notifications' + a read of the table after every wake-up), a
-// logger that counts warnings instead of flooding the terminal, and number helpers.
-// Percentiles are bench/support/percentiles.ts, shared by every benchmark.
+// Small pieces the monitors bench needs: the simulator child process, a logger that counts
+// warnings instead of flooding the terminal (also fed the worker child's output), progress
+// lines, and number helpers. Percentiles are bench/support/percentiles.ts, shared by every
+// benchmark.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { listen, type Listener } from '../../db/listener.ts';
-import type { Pool } from '../../db/pool.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
-import { NOTIFICATIONS_CHANNEL, readLog, type LogRow } from '../../src/notifications/log.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SIM_MAIN = fileURLToPath(new URL('./simulator-main.ts', import.meta.url));
@@ -16,6 +13,8 @@ export interface SimProcess {
   pid: number;
   url: string;
   baseUrls: Record<string, string>;
+  /** The simulator-main side server counting pages served (see simulator-main.ts). */
+  hitsUrl: string;
   stop(): Promise<void>;
 }
 
@@ -32,7 +31,7 @@ export async function startSimulatorProcess(): Promise<SimProcess> {
     clearTimeout(timer);
   };
   try {
-    const info = await new Promise<{ url: string; baseUrls: Record<string, string> }>((resolve, reject) => {
+    const info = await new Promise<{ url: string; baseUrls: Record<string, string>; hitsUrl: string }>((resolve, reject) => {
       let out = '';
       const timer = setTimeout(() => reject(new Error('the simulator did not start within 60 s')), 60_000);
       child.stdout!.setEncoding('utf8').on('data', (d: string) => {
@@ -60,77 +59,41 @@ export async function startSimulatorProcess(): Promise<SimProcess> {
   }
 }
 
-export interface LogFollower {
-  /** Highest log id read so far. */
-  readonly last: number;
-  close(): Promise<void>;
-}
-
-/** Reads every row appended after `after`, in id order, each time a NOTIFY wakes it. */
-export function followLog(opts: { pool: Pool; connectionString: string; after: number; log: Logger; onRows: (rows: LogRow[], seenAt: number) => void }): LogFollower {
-  let last = opts.after;
-  let reading: Promise<void> | null = null;
-  let again = false;
-  const drain = () => {
-    if (reading) {
-      again = true;
-      return;
-    }
-    reading = (async () => {
-      do {
-        again = false;
-        for (;;) {
-          const rows = await readLog(opts.pool, { after: last, limit: 5_000 });
-          if (rows.length === 0) break;
-          last = rows[rows.length - 1]!.id;
-          opts.onRows(rows, Date.now());
-          if (rows.length < 5_000) break;
-        }
-      } while (again);
-    })()
-      .catch((err: unknown) => opts.log.warn({ err }, 'bench: could not read the notifications log'))
-      .finally(() => {
-        reading = null;
-      });
-  };
-  const listener: Listener = listen({ connectionString: opts.connectionString, channels: [NOTIFICATIONS_CHANNEL], onWake: drain, log: opts.log, applicationName: 'bench-monitors' });
-  return {
-    get last() {
-      return last;
-    },
-    close: async () => {
-      await listener.close();
-      await reading;
-    },
-  };
-}
-
 /**
- * A logger for everything in this process (worker, relay, gateway, dev server output) at warn:
- * each distinct message is printed to stderr the first few times and counted always, so an
- * overloaded run does not bury its progress lines; the counts go into the results.
+ * A logger for everything in this process (gateway, stream node, dev server output) at warn,
+ * whose `line` also takes the worker child's output: each distinct message is printed to stderr
+ * the first few times and counted always, so an overloaded run does not bury its progress
+ * lines; the counts go into the report.
  */
-export function countingLogger(): { log: Logger; counts: Map<string, number> } {
+export function countingLogger(): { log: Logger; counts: Map<string, number>; line(text: string, source: string): void } {
   const counts = new Map<string, number>();
-  const destination = {
-    write(line: string) {
-      let msg = line.trim();
-      let level = '';
-      try {
-        const parsed = JSON.parse(line) as { msg?: string; level?: number };
-        msg = parsed.msg ?? msg;
-        level = parsed.level && parsed.level >= 50 ? 'error' : 'warn';
-      } catch {
-        // not JSON: count the line as it is
-      }
-      const key = `${level}: ${msg.slice(0, 160)}`;
-      const n = (counts.get(key) ?? 0) + 1;
-      counts.set(key, n);
-      if (n <= 3) process.stderr.write(`  [log] ${line.length > 600 ? `${line.slice(0, 600)}...` : line.trimEnd()}\n`);
-      else if (n === 4) process.stderr.write(`  [log] (further "${key.slice(0, 80)}" lines only counted)\n`);
-    },
+  const line = (text: string, source: string) => {
+    if (!text.trim()) return;
+    let msg = text.trim();
+    let level = '';
+    try {
+      const parsed = JSON.parse(text) as { msg?: string; level?: number; err?: { message?: string } };
+      msg = parsed.msg ?? msg;
+      if (parsed.err?.message) msg += `: ${parsed.err.message}`;
+      level = parsed.level === undefined ? '' : parsed.level >= 50 ? 'error' : parsed.level >= 40 ? 'warn' : 'info';
+    } catch {
+      // not JSON: count the line as it is
+    }
+    const key = `${source}${level ? ` ${level}` : ''}: ${msg.slice(0, 160)}`;
+    const n = (counts.get(key) ?? 0) + 1;
+    counts.set(key, n);
+    if (n <= 3) process.stderr.write(`  [${source}] ${text.length > 600 ? `${text.slice(0, 600)}...` : text.trimEnd()}\n`);
+    else if (n === 4) process.stderr.write(`  [${source}] (further "${key.slice(0, 80)}" lines only counted)\n`);
   };
-  return { log: createLogger('warn', destination), counts };
+  return { log: createLogger('warn', { write: (text: string) => line(text, 'bench process') }), counts, line };
+}
+
+let progressStarted = 0;
+/** A progress line on stderr, stamped with the time since the first one. */
+export function progress(msg: string): void {
+  progressStarted ||= performance.now();
+  const s = Math.round((performance.now() - progressStarted) / 1000);
+  process.stderr.write(`[bench:monitors ${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}] ${msg}\n`);
 }
 
 /** Runs fn over items, `limit` at a time. */
@@ -148,18 +111,7 @@ export async function inParallel<T>(items: readonly T[], limit: number, fn: (ite
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Polls `check` until it returns a value; throws after timeoutMs. */
-export async function until<T>(check: () => Promise<T | undefined>, timeoutMs: number, everyMs = 20): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const v = await check().catch(() => undefined);
-    if (v !== undefined) return v;
-    if (performance.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
-    await sleep(everyMs);
-  }
-}
-
-export function envInt(name: string, fallback: number): number {
+export function envNumber(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const v = Number(raw);

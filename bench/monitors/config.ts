@@ -1,0 +1,103 @@
+// The bench's knobs, all from the environment so a quick run is one line
+// (`BENCH_ITEMS=500 BENCH_TARGETS=50 BENCH_SOAK_MS=60000 npm run bench:monitors`), and the
+// command line the report prints so a figure can be reproduced.
+import os from 'node:os';
+import { envNumber } from './support.ts';
+
+export interface BenchConfig {
+  /** Watchlist items created through POST /watchlist (BENCH_ITEMS). */
+  items: number;
+  /** Distinct pf_03 events on the simulator the items are spread over (BENCH_TARGETS). */
+  targets: number;
+  /** Accounts owning the items (BENCH_ACCOUNTS; at least enough to stay under 1000 items each). */
+  accounts: number;
+  /** POST /watchlist requests in flight (BENCH_CONCURRENCY). */
+  concurrency: number;
+  /** POSTs, one at a time, every 200 ms, once every item exists (BENCH_POST_SAMPLES; 0: none). */
+  postSamples: number;
+  /** MONITOR_INTERVAL_MS of the worker (BENCH_INTERVAL_MS). */
+  intervalMs: number;
+  /** A window before any item exists: what the parts cost doing nothing (BENCH_IDLE_MS; 0: none). */
+  idleMs: number;
+  /** The quiet window measuring CPU per poll (BENCH_QUIET_MS). */
+  quietMs: number;
+  /** The churn window (BENCH_SOAK_MS). */
+  soakMs: number;
+  /** Share of the targets changed every interval (BENCH_CHANGE_FRACTION). */
+  changeFraction: number;
+  /** SIGKILL the worker during the soak (BENCH_KILL=0: no). */
+  kill: boolean;
+  /** When, as a share of the soak (BENCH_KILL_AT, 0.6). */
+  killAt: number;
+  /** How long the worker stays dead (BENCH_KILL_DOWN_MS). */
+  killDownMs: number;
+  /** pf_03's SCRAPE_RPS_PER_PLATFORM for the worker (BENCH_RPS; default 2 × targets/interval). */
+  rps: number;
+  /** Accounts with a WebSocket client on the stream node (BENCH_STREAM_ACCOUNTS; default all). */
+  streamAccounts: number;
+  /** How long to wait for every baseline before going on without (BENCH_BASELINE_TIMEOUT_MS). */
+  baselineTimeoutMs: number;
+  /** Intervals to wait after the soak before checking the log (BENCH_SETTLE_INTERVALS). */
+  settleIntervals: number;
+}
+
+export function benchConfig(): BenchConfig {
+  const items = Math.max(1, Math.round(envNumber('BENCH_ITEMS', 10_000)));
+  const targets = Math.max(1, Math.min(items, Math.round(envNumber('BENCH_TARGETS', 1_000))));
+  const intervalMs = Math.max(200, envNumber('BENCH_INTERVAL_MS', 5_000));
+  const accounts = Math.max(1, Math.round(envNumber('BENCH_ACCOUNTS', 50)), Math.ceil(items / 900));
+  const changeFraction = envNumber('BENCH_CHANGE_FRACTION', 0.1);
+  if (changeFraction > 1) throw new Error(`BENCH_CHANGE_FRACTION is a share of the targets (0..1), got ${changeFraction}`);
+  const killAt = envNumber('BENCH_KILL_AT', 0.6);
+  if (killAt <= 0 || killAt >= 1) throw new Error(`BENCH_KILL_AT is a share of the soak (between 0 and 1), got ${killAt}`);
+  return {
+    items,
+    targets,
+    accounts,
+    concurrency: Math.max(1, Math.round(envNumber('BENCH_CONCURRENCY', 16))),
+    postSamples: Math.max(0, Math.round(envNumber('BENCH_POST_SAMPLES', 100))),
+    intervalMs,
+    idleMs: envNumber('BENCH_IDLE_MS', 15_000),
+    quietMs: Math.max(1_000, envNumber('BENCH_QUIET_MS', 60_000)),
+    soakMs: Math.max(1_000, envNumber('BENCH_SOAK_MS', 600_000)),
+    changeFraction,
+    kill: process.env.BENCH_KILL !== '0',
+    killAt,
+    killDownMs: envNumber('BENCH_KILL_DOWN_MS', 2_000),
+    rps: envNumber('BENCH_RPS', Math.ceil((2 * targets * 1000) / intervalMs)),
+    streamAccounts: Math.min(accounts, Math.round(envNumber('BENCH_STREAM_ACCOUNTS', accounts))),
+    baselineTimeoutMs: envNumber('BENCH_BASELINE_TIMEOUT_MS', 300_000),
+    settleIntervals: Math.max(1, Math.round(envNumber('BENCH_SETTLE_INTERVALS', 3))),
+  };
+}
+
+/** Changes per interval: the share of the targets, at least one when the share is not zero. */
+export function changesPerInterval(c: BenchConfig): number {
+  return c.changeFraction > 0 ? Math.max(1, Math.round(c.changeFraction * c.targets)) : 0;
+}
+
+/** The command as run: the settings given in the environment (DATABASE_URL without its password). */
+export function commandLine(): string {
+  const given = Object.entries(process.env)
+    .filter(([k]) => k.startsWith('BENCH_') || k === 'DATABASE_URL' || k === 'MONITOR_SHARDS_PER_PLATFORM')
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => {
+      if (k !== 'DATABASE_URL' || !v) return `${k}=${v}`;
+      try {
+        const u = new URL(v);
+        if (u.password) u.password = '***';
+        return `${k}=${u.toString()}`;
+      } catch {
+        return `${k}=(set)`;
+      }
+    });
+  return [...given, 'npm run bench:monitors'].join(' ');
+}
+
+export function machineLine(): string {
+  const cpus = os.cpus();
+  return `${cpus.length} CPUs (${cpus[0]?.model.trim() ?? 'unknown'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, load average at start ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}`;
+}

@@ -1,0 +1,352 @@
+// The markdown report on stdout: the command and date, a table of the issue's targets with
+// each figure and PASS/FAIL, and where a target is missed the resources of its window (which
+// process used how much of a core, the machine, other work on it, the worker's database
+// sessions and event loop), then the figures behind them, phase by phase.
+import { percentile } from '../support/percentiles.ts';
+import type { BaselineResult, CreateResult, PacedPosts } from './load.ts';
+import type { BenchConfig } from './config.ts';
+import type { IntegrityResult } from './integrity.ts';
+import { machineShare, percent, serviceCpu, SERVICE_SOURCES, SOURCE_NAMES, SOURCES, type Window } from './meter.ts';
+import type { PgCpu, PgGroup } from './pg-cpu.ts';
+import type { SoakResult } from './soak.ts';
+import type { StreamFigures } from './stream-clients.ts';
+import { fmt1, fmtMs } from './support.ts';
+
+/** The worker's database pool (temporal/runtime.ts startLocalWorkers). */
+const WORKER_POOL_MAX = 10;
+
+export interface Results {
+  bench: BenchConfig;
+  command: string;
+  machine: string;
+  date: Date;
+  rpsSetting: string;
+  shards: number;
+  jitterRatio: number;
+  created: number;
+  targetsWithItems: number;
+  create: CreateResult;
+  posts: PacedPosts;
+  baseline: BaselineResult;
+  idle: Window | null;
+  /** Waited after the relays caught up, before the quiet window (settleAfterCreates). */
+  settleSeconds: number;
+  creationWindow: Window;
+  baselineWindow: Window;
+  quiet: Window;
+  soak: SoakResult;
+  steady: Window | null;
+  integrity: IntegrityResult;
+  stream: StreamFigures;
+  pg: PgCpu | null;
+  rss: Record<string, number>;
+  logCounts: Map<string, number>;
+  crashes: string[];
+  runtimeSeconds: number;
+}
+
+interface TargetRow {
+  name: string;
+  measured: string;
+  pass: boolean | null;
+  /** The window whose resources explain a miss. */
+  window?: Window | null;
+  note?: string;
+}
+
+const verdict = (p: boolean | null) => (p === null ? 'n/a' : p ? 'PASS' : '**FAIL**');
+const pct = (x: number) => `${fmt1(x)} %`;
+const cell = (s: string) => s.replace(/\|/g, '/');
+
+function quantiles(values: readonly number[]) {
+  const s = [...values].sort((a, b) => a - b);
+  return { n: s.length, p50: percentile(s, 50), p95: percentile(s, 95), p99: percentile(s, 99), max: s.at(-1) ?? NaN };
+}
+
+/** ms of service CPU (worker + Temporal + PostgreSQL) per unit, by source and in total. */
+function perUnit(w: Window, units: number, minus?: { polls: number; perPoll: Record<string, number> }) {
+  const by: Record<string, number> = {};
+  for (const s of SERVICE_SOURCES) by[s] = (1000 * w.cpu[s] - (minus ? minus.polls * minus.perPoll[s]! : 0)) / units;
+  return { by, total: SERVICE_SOURCES.reduce((t, s) => t + by[s]!, 0) };
+}
+
+/** What ran out in a window: the machine, each process's share of a core, and the worker's pool and event loop. */
+export function resources(w: Window, pg: PgCpu | null): string[] {
+  const m = machineShare(w);
+  const out: string[] = [];
+  const capacity = m.cores * 100;
+  out.push(
+    `machine ${pct(m.busyPercent)} of ${capacity} % busy${m.stealPercent >= 1 ? `, ${pct(m.stealPercent)} taken by the hypervisor (steal)` : ''}` +
+      `${m.busyPercent + m.stealPercent >= 0.9 * capacity ? ' (**CPU saturated**: every core busy)' : ''}`,
+  );
+  const procs = SOURCES.map((s) => `${s} ${pct(percent(w, s))}`).join(', ');
+  out.push(`% of one core: ${procs}`);
+  if (percent(w, 'worker') >= 90) out.push(`the worker used ${pct(percent(w, 'worker'))} of a core: its JavaScript runs on one thread, so it is **saturated**`);
+  const ours = SOURCES.reduce((t, s) => t + (Number.isFinite(w.cpu[s]) ? w.cpu[s] : 0), 0);
+  const otherSeconds = (m.busyPercent / 100) * w.seconds - ours;
+  const top = [...w.others.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3);
+  out.push(
+    `other work on the machine: ${pct((100 * otherSeconds) / w.seconds)} of a core` +
+      (top.length ? ` (busiest still running at the end: ${top.map(([n, s]) => `${cell(n.slice(0, 60))} ${pct((100 * s) / w.seconds)}`).join('; ')}; processes that came and went, and the kernel's own work, are in the total only)` : ''),
+  );
+  if (pg) {
+    const groups = (Object.entries(w.pg) as [PgGroup, number][]).filter(([, s]) => s > 0.005 * w.seconds).map(([g, s]) => `${g} ${pct((100 * s) / w.seconds)}`);
+    const sessions = pg.sessionsDuring(w.spans, WORKER_POOL_MAX);
+    out.push(`PostgreSQL CPU by client: ${groups.join(', ') || 'idle'}`);
+    if (sessions.samples) {
+      const busy = sessions.means.filter(([, m]) => m >= 0.05).slice(0, 5);
+      out.push(`database sessions not idle (mean over ${sessions.samples} samples): ${busy.map(([k, m]) => `${fmt1(m)} ${k}`).join(', ') || 'none'}`);
+      out.push(
+        `worker's sessions busy: mean ${fmt1(sessions.workerMean)}, max ${sessions.workerMax} of its pool of ${WORKER_POOL_MAX}` +
+          `${sessions.workerFullShare >= 0.25 ? ` (**pool full in ${pct(100 * sessions.workerFullShare)} of the samples**)` : ''}`,
+      );
+    }
+  }
+  const lag = w.metrics?.gauge('nodejs_eventloop_lag_p99_seconds');
+  if (lag !== null && lag !== undefined) out.push(`worker event loop delay p99 ${fmtMs(lag * 1000)} (its last metrics reading)`);
+  return out;
+}
+
+export function renderReport(r: Results): string {
+  const { bench } = r;
+  const interval = bench.intervalMs / 1000;
+  const expectedRate = r.targetsWithItems / interval;
+  const out: string[] = [];
+
+  // --- figures --------------------------------------------------------------------------------
+  const post = quantiles(r.create.latencies.filter(Number.isFinite));
+  const lastTenth = quantiles(r.create.latencies.slice(Math.floor(0.9 * r.create.latencies.length)).filter(Number.isFinite));
+  const paced = quantiles(r.posts.post.filter(Number.isFinite));
+  const pacedDelete = quantiles(r.posts.del.filter(Number.isFinite));
+  const perPoll = perUnit(r.quiet, Math.max(1, r.quiet.polls));
+  const quietMetricPolls = r.quiet.metrics?.sum('monitor_polls_total', { platform: 'pf_03' }) ?? NaN;
+  const steady = r.steady;
+  const perNotification = steady && steady.notifications > 0 ? perUnit(steady, steady.notifications, { polls: steady.polls, perPoll: perPoll.by }) : null;
+  const pollRate = steady ? steady.polls / steady.seconds : NaN;
+  const lateness = steady?.metrics?.quantile('monitor_poll_lateness_seconds', 0.99, { platform: 'pf_03' }) ?? null;
+  const withinInterval = steady?.metrics?.shareAtMost('monitor_poll_lateness_seconds', interval, { platform: 'pf_03' }) ?? null;
+  const streamSteady = quantiles(r.stream.steady);
+  const streamKill = quantiles(r.stream.aroundKill);
+  const k = r.soak.kill;
+  const resumeS = k?.firstPollAt ? (k.firstPollAt - k.spawnedAt) / 1000 : null;
+  const outcomes = steady?.metrics?.by('monitor_polls_total', 'outcome', { platform: 'pf_03' }) ?? {};
+  const baselineWindow = r.baselineWindow;
+
+  const rows: TargetRow[] = [
+    {
+      name: `POST /watchlist p95 under 100 ms at ${r.posts.items.toLocaleString('en')} items`,
+      measured: paced.n
+        ? `p95 ${fmtMs(paced.p95)} (p50 ${fmtMs(paced.p50)}, p99 ${fmtMs(paced.p99)}; ${paced.n} POSTs one at a time, every 200 ms, while ${r.targetsWithItems.toLocaleString('en')} targets are polled)`
+        : 'not measured (BENCH_POST_SAMPLES=0)',
+      pass: paced.n ? paced.p95 < 100 : null,
+      window: r.quiet,
+    },
+    {
+      name: 'every item has its baseline within 60 s of the last create',
+      measured: r.baseline.seconds !== null ? `${r.baseline.seconds.toFixed(1)} s` : `not within ${bench.baselineTimeoutMs / 1000} s (${r.baseline.baselined}/${r.created})`,
+      pass: r.baseline.seconds !== null && r.baseline.seconds <= 60,
+      window: baselineWindow,
+    },
+    {
+      name: 'CPU per poll at most 4 ms (worker + Temporal + PostgreSQL)',
+      measured: `${fmt1(perPoll.total)} ms (${SERVICE_SOURCES.map((s) => `${s} ${fmt1(perPoll.by[s]!)}`).join(', ')})`,
+      pass: r.quiet.polls > 0 && Number.isFinite(perPoll.total) ? perPoll.total <= 4 : null,
+      window: r.quiet,
+    },
+    {
+      name: 'CPU per notification at most 3 ms',
+      measured: perNotification ? `${fmt1(perNotification.total)} ms (${SERVICE_SOURCES.map((s) => `${s} ${fmt1(perNotification.by[s]!)}`).join(', ')})` : 'no notifications',
+      pass: perNotification ? perNotification.total <= 3 : null,
+      window: steady,
+    },
+    {
+      name: 'polls per second at least 95% of targets/interval',
+      measured: steady ? `${fmt1(pollRate)}/s = ${pct((100 * pollRate) / expectedRate)} of ${fmt1(expectedRate)}/s` : 'no steady window',
+      pass: steady ? pollRate >= 0.95 * expectedRate : null,
+      window: steady,
+    },
+    {
+      name: `p99 lateness of a poll under one interval (${interval} s)`,
+      measured: lateness
+        ? `${lateness.atMost === Infinity ? `over ${lateness.above} s` : `${lateness.above}–${lateness.atMost} s`} (histogram bucket)` +
+          (withinInterval !== null ? `; ${pct(100 * withinInterval)} of polls within ${interval} s` : '')
+        : 'no polls measured',
+      pass: lateness ? lateness.atMost <= interval : null,
+      window: steady,
+      note: lateness && lateness.atMost === interval ? `bucket resolution: p99 is at most ${interval} s, not provably under it` : undefined,
+    },
+    {
+      name: `change to stream client p50 under interval + 1 s (${interval + 1} s)`,
+      measured: streamSteady.n ? `${fmtMs(streamSteady.p50)} (n ${streamSteady.n})` : 'no samples',
+      pass: streamSteady.n ? streamSteady.p50 < bench.intervalMs + 1000 : null,
+      window: steady,
+    },
+    {
+      name: `change to stream client p99 under 2 × interval (${2 * interval} s)`,
+      measured: streamSteady.n ? `${fmtMs(streamSteady.p99)} (max ${fmtMs(streamSteady.max)})` : 'no samples',
+      pass: streamSteady.n ? streamSteady.p99 < 2 * bench.intervalMs : null,
+      window: steady,
+    },
+    {
+      name: 'after a worker SIGKILL, polling resumes within 30 s of its restart',
+      measured: !k
+        ? 'not run (BENCH_KILL=0)'
+        : resumeS !== null
+          ? `${resumeS.toFixed(1)} s after the restart (${((k.firstPollAt! - k.readyAt) / 1000).toFixed(1)} s after it was ready, ${((k.firstPollAt! - k.killedAt) / 1000).toFixed(1)} s after the kill)`
+          : 'polling did NOT resume before the soak ended',
+      pass: k ? resumeS !== null && resumeS <= 30 : null,
+      window: k?.window,
+    },
+    {
+      name: 'no missed change (notifications log against the changes made)',
+      measured: `${r.integrity.missed} missed of ${r.integrity.expected.toLocaleString('en')} (change, item) pairs${k ? `, ${r.integrity.missedAroundKill} of them around the kill` : ''}`,
+      pass: r.integrity.expected > 0 ? r.integrity.missed === 0 : null,
+    },
+    {
+      name: 'no duplicate notification',
+      measured: `${r.integrity.duplicated} extra copies${k ? ` (${r.integrity.duplicatedAroundKill} around the kill)` : ''}; ${r.integrity.sameSnapshotDuplicates} by (item, snapshot, section, type)`,
+      pass: r.integrity.expected > 0 ? r.integrity.duplicated === 0 && r.integrity.sameSnapshotDuplicates === 0 : null,
+    },
+  ];
+
+  out.push(`## bench:monitors, ${r.date.toISOString().slice(0, 10)}`, '');
+  out.push(`- command: \`${r.command}\``);
+  out.push(`- date: ${r.date.toISOString()}; runtime ${Math.round(r.runtimeSeconds)} s`);
+  out.push(`- machine: ${r.machine}`);
+  out.push(
+    `- load: ${r.created.toLocaleString('en')} items on ${r.targetsWithItems.toLocaleString('en')} pf_03 targets (simulator in its own process), ${bench.accounts} accounts; ` +
+      `MONITOR_INTERVAL_MS ${bench.intervalMs} (jitter ±${Math.round(r.jitterRatio * 100)}%), ${r.shards} shards per platform, SCRAPE_RPS_PER_PLATFORM=${r.rpsSetting}; ` +
+      `${r.soak.driver.perInterval} targets changed every interval (${pct(100 * bench.changeFraction)}), soak ${bench.soakMs / 1000} s, quiet window ${bench.quietMs / 1000} s` +
+      (bench.kill ? `, worker SIGKILL at ${Math.round(bench.killAt * 100)}% of the soak for ${bench.killDownMs} ms` : ''),
+  );
+  out.push(
+    '- parts: scratch database, fresh Temporal dev server, the worker as a child process (`temporal/worker-main.ts`), gateway and stream node in the bench process; ' +
+      "CPU targets count the worker + the Temporal server's process tree + this run's PostgreSQL backends and background processes, not the simulator",
+  );
+  out.push('');
+  out.push('### Targets', '', '| target | measured | verdict |', '|---|---|---|');
+  for (const row of rows) out.push(`| ${cell(row.name)} | ${cell(row.measured)}${row.note ? ` (${cell(row.note)})` : ''} | ${verdict(row.pass)} |`);
+  const passed = rows.filter((x) => x.pass === true).length;
+  const failed = rows.filter((x) => x.pass === false);
+  out.push('', `${passed} of ${rows.length} targets met${failed.length ? `; missed: ${failed.map((f) => f.name).join('; ')}` : ''}.`);
+  if (failed.some((f) => f.window)) {
+    out.push('', '### Where the missed targets ran out', '');
+    for (const f of failed) {
+      if (!f.window) continue;
+      out.push(`- **${f.name}** (${f.window.label}, ${f.window.seconds.toFixed(0)} s):`);
+      for (const line of resources(f.window, r.pg)) out.push(`  - ${line}`);
+    }
+  }
+
+  // --- details --------------------------------------------------------------------------------
+  out.push('', '### Creation and baselines', '');
+  out.push('| figure | value |', '|---|---|');
+  out.push(`| items created | ${r.created} in ${r.create.seconds.toFixed(1)} s (${(r.created / r.create.seconds).toFixed(0)}/s, ${bench.concurrency} concurrent), ${r.create.failures} failures |`);
+  out.push(`| bulk POST /watchlist (${bench.concurrency} in flight: mostly queueing), all | p50 ${fmtMs(post.p50)}, p95 ${fmtMs(post.p95)}, p99 ${fmtMs(post.p99)}, max ${fmtMs(post.max)} |`);
+  out.push(`| bulk POST /watchlist, last 10% | p50 ${fmtMs(lastTenth.p50)}, p95 ${fmtMs(lastTenth.p95)}, p99 ${fmtMs(lastTenth.p99)}, max ${fmtMs(lastTenth.max)} |`);
+  out.push(`| POST /watchlist at ${r.posts.items} items, one at a time | p50 ${fmtMs(paced.p50)}, p95 ${fmtMs(paced.p95)}, p99 ${fmtMs(paced.p99)}, max ${fmtMs(paced.max)} (n ${paced.n}) |`);
+  out.push(`| DELETE /watchlist/{id} at ${r.posts.items} items, one at a time | p50 ${fmtMs(pacedDelete.p50)}, p95 ${fmtMs(pacedDelete.p95)}, p99 ${fmtMs(pacedDelete.p99)} |`);
+  out.push(`| every item with a baseline, after the last create | ${r.baseline.seconds !== null ? `${r.baseline.seconds.toFixed(1)} s` : `not reached (${r.baseline.baselined}/${r.created}; ${r.baseline.members} members)`} |`);
+  out.push(`| relays caught up (per-item monitor workflows started, monitors queue empty) | ${r.baseline.relaysSeconds !== null ? `${r.baseline.relaysSeconds.toFixed(1)} s after the last create` : 'not within 120 s'} |`);
+  out.push(`| then waited for the Temporal server's CPU to settle before the quiet window | ${r.settleSeconds.toFixed(0)} s |`);
+
+  out.push('', '### Polls and notifications', '');
+  out.push('| window | seconds | polls/s at the simulator (of expected) | polls in worker metrics | notifications/s | lateness p99 (bucket) |', '|---|---:|---:|---:|---:|---:|');
+  const windows = [r.quiet, r.soak.before, r.soak.kill?.window ?? null, r.soak.after, steady].filter((w): w is Window => w !== null);
+  for (const w of windows) {
+    const q = w.metrics?.quantile('monitor_poll_lateness_seconds', 0.99, { platform: 'pf_03' });
+    const mp = w.metrics?.sum('monitor_polls_total', { platform: 'pf_03' });
+    out.push(
+      `| ${w === steady ? `**${w.label}**` : w.label} | ${w.seconds.toFixed(0)} | ${fmt1(w.polls / w.seconds)} (${pct((100 * w.polls) / w.seconds / expectedRate)}) | ${mp ?? 'n/a'} | ${fmt1(w.notifications / w.seconds)} | ${q ? (q.atMost === Infinity ? `> ${q.above} s` : `≤ ${q.atMost} s`) : 'n/a'} |`,
+    );
+  }
+  out.push('');
+  out.push(
+    `- quiet window: ${r.quiet.polls} polls at the simulator, ${Number.isFinite(quietMetricPolls) ? quietMetricPolls : 'n/a'} in monitor_polls_total, ${r.quiet.notifications} notifications (expected 0)`,
+  );
+  for (const w of windows) {
+    const mp = w.metrics?.sum('monitor_polls_total', { platform: 'pf_03' });
+    if (mp !== undefined && w.polls > 0 && Math.abs(mp - w.polls) > Math.max(2, 0.02 * w.polls)) {
+      out.push(`- **${w.label}: the simulator served ${w.polls} pages but monitor_polls_total grew by ${mp}** (more than 2% apart)`);
+    }
+  }
+  out.push(`- poll outcomes in the steady soak: ${Object.entries(outcomes).map(([o, n]) => `${o} ${n}`).join(', ') || 'n/a'}`);
+  out.push(
+    `- changes: ${r.soak.driver.changes.length} made (${r.soak.driver.failures} PUT failures, ${r.soak.driver.late} sent late), a target again every ${r.soak.driver.cycleIntervals.toFixed(1)} intervals`,
+  );
+  if (r.idle) {
+    // The per-poll target divides everything the parts used by the polls, fixed costs included
+    // (as the issue's 44 ms did); at a low poll rate those dominate. The marginal cost says what
+    // one more poll adds.
+    const idle = r.idle;
+    const marginal = SERVICE_SOURCES.map((s) => (1000 * (r.quiet.cpu[s] - (idle.cpu[s] / idle.seconds) * r.quiet.seconds)) / Math.max(1, r.quiet.polls));
+    out.push(
+      `- fixed cost with no items (idle window, ${idle.seconds.toFixed(0)} s): ${fmt1((100 * serviceCpu(idle)) / idle.seconds)} % of a core (${SERVICE_SOURCES.map((s) => `${s} ${fmt1(percent(idle, s))} %`).join(', ')}); ` +
+        `marginal CPU per poll (quiet minus idle) ${fmt1(marginal.reduce((a, b) => a + b, 0))} ms (${SERVICE_SOURCES.map((s, i) => `${s} ${fmt1(marginal[i]!)}`).join(', ')})`,
+    );
+  }
+  if (perNotification) {
+    out.push(
+      `- CPU per notification = (steady soak CPU − ${steady!.polls} polls × ${fmt1(perPoll.total)} ms) / ${steady!.notifications} notifications` +
+        (perNotification.total < 0 ? ': negative, i.e. within the noise of the per-poll figure (the soak used less CPU per poll than the quiet window)' : ''),
+    );
+  }
+
+  out.push('', '### Stream', '');
+  out.push(
+    `- ${r.stream.accounts} WebSocket clients (one per account); ${r.stream.expected.toLocaleString('en')} logged notifications for their accounts, ${r.stream.notDelivered} not received, ${r.stream.duplicates} received twice; ${r.stream.reconnects} reconnects${r.stream.closes.length ? ` (closes: ${cell(r.stream.closes.slice(0, 3).join('; '))})` : ''}`,
+  );
+  out.push(`- simulator PUT → client, steady: p50 ${fmtMs(streamSteady.p50)}, p95 ${fmtMs(streamSteady.p95)}, p99 ${fmtMs(streamSteady.p99)}, max ${fmtMs(streamSteady.max)} (n ${streamSteady.n})`);
+  if (k) out.push(`- the same for changes made around the kill (2 intervals before it until the recovery): p50 ${fmtMs(streamKill.p50)}, p99 ${fmtMs(streamKill.p99)}, max ${fmtMs(streamKill.max)} (n ${streamKill.n})`);
+
+  if (k) {
+    out.push('', '### Worker SIGKILL', '');
+    const rel = (t: number | null, from: number) => (t === null ? 'not reached' : `${((t - from) / 1000).toFixed(1)} s`);
+    out.push('| step | after the kill | after the restart |', '|---|---:|---:|');
+    out.push(`| new worker started (after ${bench.killDownMs} ms down) | ${rel(k.spawnedAt, k.killedAt)} | 0 |`);
+    out.push(`| new worker ready (/metrics answers) | ${rel(k.readyAt, k.killedAt)} | ${rel(k.readyAt, k.spawnedAt)} |`);
+    out.push(`| first poll at the simulator | ${rel(k.firstPollAt, k.killedAt)} | ${rel(k.firstPollAt, k.spawnedAt)} |`);
+    out.push(`| poll rate over the last interval back to ≥ 90% | ${rel(k.recoveredAt, k.killedAt)} | ${rel(k.recoveredAt, k.spawnedAt)} |`);
+  }
+
+  out.push('', '### Notifications log against the changes', '');
+  const g = r.integrity;
+  out.push(
+    `- ${g.expected.toLocaleString('en')} (change, item) pairs expected: ${g.found.toLocaleString('en')} found, **${g.missed} missed**, **${g.duplicated} duplicated**; ` +
+      `${g.superseded} not observable (the target changed again before any poll; not counted as missed); ${g.unmatched} notifications matching no change`,
+  );
+  if (g.examples.length) out.push(`- missed, for example: ${g.examples.join('; ')}`);
+
+  out.push('', '### CPU by phase (% of one core)', '');
+  const phases = [r.idle, r.creationWindow, r.baselineWindow, r.quiet, r.soak.before, r.soak.kill?.window ?? null, r.soak.after].filter((w): w is Window => w !== null);
+  out.push(`| process | ${phases.map((w) => `${w.label} (${w.seconds.toFixed(0)} s)`).join(' | ')} | RSS MiB at the end |`, `|---|${phases.map(() => '---:').join('|')}|---:|`);
+  for (const s of SOURCES) out.push(`| ${SOURCE_NAMES[s]} | ${phases.map((w) => fmt1(percent(w, s))).join(' | ')} | ${r.rss[s] !== undefined ? Math.round(r.rss[s]) : ''} |`);
+  if (r.pg) {
+    for (const grp of ['worker', 'stream', 'gateway', 'autovacuum', 'background'] as PgGroup[]) {
+      out.push(`| &nbsp;&nbsp;PostgreSQL: ${grp}${grp === 'background' ? ' (checkpointer, WAL writer...: shared by the server)' : ''} | ${phases.map((w) => fmt1((100 * w.pg[grp]) / w.seconds)).join(' | ')} | |`);
+    }
+    out.push(`| PostgreSQL: the bench's own queries (not counted) | ${phases.map((w) => fmt1((100 * w.pg.bench) / w.seconds)).join(' | ')} | |`);
+  }
+  out.push(`| worker + Temporal + PostgreSQL | ${phases.map((w) => `**${fmt1((100 * serviceCpu(w)) / w.seconds)}**`).join(' | ')} | |`);
+  out.push(`| whole machine (of ${machineShare(r.quiet).cores * 100} %) | ${phases.map((w) => fmt1(machineShare(w).busyPercent)).join(' | ')} | |`);
+  out.push(`| steal (hypervisor) | ${phases.map((w) => fmt1(machineShare(w).stealPercent)).join(' | ')} | |`);
+  out.push(
+    `| busiest other processes | ${phases
+      .map((w) =>
+        cell(
+          [...w.others.entries()]
+            .sort((a, b) => b[1] - a[1])
+            .slice(0, 2)
+            .map(([n, s]) => `${n.slice(0, 40)} ${fmt1((100 * s) / w.seconds)}`)
+            .join('; ') || 'none',
+        ),
+      )
+      .join(' | ')} | |`,
+  );
+
+  const warnings = [...r.logCounts.entries()].sort((a, b) => b[1] - a[1]);
+  out.push('', '### Log lines at warn and above', '');
+  out.push(warnings.length ? warnings.slice(0, 10).map(([key, n]) => `- ${n} × ${cell(key)}`).join('\n') : '- none');
+  if (r.crashes.length) out.push('', '### Worker exits the bench did not cause', '', ...r.crashes.map((c) => `\`\`\`\n${c}\n\`\`\``));
+  return out.join('\n');
+}

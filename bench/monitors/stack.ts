@@ -1,0 +1,177 @@
+// The real parts of a run, started in order and each registered for the cleanup as it starts:
+// a scratch database (DATABASE_URL's server, else an embedded PostgreSQL), a fresh Temporal dev
+// server (it registers the custom search attributes), the platform simulator in its own
+// process, the worker as a child process (temporal/worker-main.ts, the production entry), and
+// in this process the gateway serving the Watchlist API and a stream node.
+import fs from 'node:fs/promises';
+import type { Server } from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import proto from '@temporalio/proto';
+import { Registry } from 'prom-client';
+import { APIS } from '../../src/apis/index.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createGateway } from '../../src/gateway/app.ts';
+import { Metrics } from '../../src/gateway/metrics.ts';
+import { closeServices, createRequestPool, createServices } from '../../src/runtime/services.ts';
+import { STREAM_PATH } from '../../src/stream/protocol.ts';
+import { startStreamNode } from '../../src/stream/start.ts';
+import { createDb, type Db } from '../../db/connection.ts';
+import { createPool, type Pool } from '../../db/pool.ts';
+import { createScratchDatabase } from '../../db/scratch.ts';
+import { resolveTemporalCli } from '../../temporal/binary.ts';
+import { connectTemporal, type TemporalClient } from '../../temporal/client.ts';
+import { startDevServer } from '../../temporal/dev-server.ts';
+import { freePort } from '../support/processes.ts';
+import type { BenchConfig } from './config.ts';
+import type { Lifecycle } from './lifecycle.ts';
+import { Meter } from './meter.ts';
+import { PgCpu } from './pg-cpu.ts';
+import { countingLogger, progress, startSimulatorProcess, type SimProcess } from './support.ts';
+import { WorkerProcess } from './worker-process.ts';
+
+const NAMESPACE = 'default';
+const { TaskQueueType } = proto.temporal.api.enums.v1;
+
+export interface Stack {
+  config: Config;
+  databaseUrl: string;
+  /** The bench's own connections (application_name bench-monitors: not counted as the service's). */
+  db: Db;
+  pool: Pool;
+  sim: SimProcess;
+  temporal: TemporalClient;
+  temporalPid: number | null;
+  worker: WorkerProcess;
+  /** The SCRAPE_RPS_PER_PLATFORM given to the worker. */
+  rpsSetting: string;
+  shards: number;
+  gatewayUrl: string;
+  streamUrl: string;
+  pg: PgCpu | null;
+  meter: Meter;
+  logCounts: Map<string, number>;
+  /** Workflow tasks waiting on the monitors queue (null when the server does not say). */
+  monitorBacklog(): Promise<number | null>;
+}
+
+export async function startStack(bench: BenchConfig, life: Lifecycle): Promise<Stack> {
+  const { log, counts, line } = countingLogger();
+
+  progress('creating a scratch database...');
+  const scratch = await createScratchDatabase('tm_bench_monitors');
+  life.onCleanup('scratch database', () => scratch.drop());
+  // On DATABASE_URL's server (an embedded one is this process's child and goes with it).
+  if (process.env.DATABASE_URL) life.started({ db: { base: process.env.DATABASE_URL, name: new URL(scratch.url).pathname.slice(1) } });
+  life.check();
+  const db = createDb({ connectionString: scratch.url, poolMax: 4, applicationName: 'bench-monitors' });
+  life.onCleanup('bench database connections', () => db.destroy());
+  const pool = createPool({ connectionString: scratch.url, max: 4, applicationName: 'bench-monitors' });
+  life.onCleanup('bench pool', () => pool.end());
+
+  progress('starting the simulator (own process) and a Temporal dev server...');
+  const sim = await startSimulatorProcess();
+  life.onCleanup('simulator', () => sim.stop());
+  life.started({ process: { pid: sim.pid, match: 'simulator-main' } });
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-bench-monitors-'));
+  life.onCleanup('Temporal data directory', () => fs.rm(dataDir, { recursive: true, force: true }));
+  life.started({ dir: dataDir });
+  const binary = await resolveTemporalCli({ onProgress: (m) => progress(`  temporal: ${m}`) });
+  const server = await startDevServer({ binary, dataDir, port: await freePort(), uiPort: await freePort(), namespace: NAMESPACE, log });
+  life.onCleanup('Temporal dev server', () => server.stop());
+  if (server.pid) life.started({ process: { pid: server.pid, match: dataDir } });
+  const temporal = await connectTemporal({ address: server.address, namespace: NAMESPACE });
+  life.onCleanup('Temporal client', () => temporal.close());
+  life.check();
+
+  const platformUrls = Object.fromEntries(Object.entries(sim.baseUrls).map(([platform, url]) => [`${platform.toUpperCase()}_BASE_URL`, url]));
+  const rpsSetting = `pf_03=${bench.rps}`;
+  const metricsPort = await freePort();
+  const workerEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...platformUrls,
+    DATABASE_URL: scratch.url,
+    TEMPORAL_ADDRESS: server.address,
+    TEMPORAL_NAMESPACE: NAMESPACE,
+    MONITOR_INTERVAL_MS: String(bench.intervalMs),
+    METRICS_PORT: String(metricsPort),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    SCRAPE_RPS_PER_PLATFORM: rpsSetting,
+  };
+  const worker = new WorkerProcess(workerEnv, `http://127.0.0.1:${metricsPort}/metrics`, (l) => line(l, 'worker'), (pid) =>
+    life.started({ group: { pid, match: 'worker-main' } }),
+  );
+  life.onCleanup('worker', () => worker.stop());
+  progress(`starting the worker (child process: temporal/worker-main.ts, SCRAPE_RPS_PER_PLATFORM=${rpsSetting})...`);
+  const first = await worker.start();
+  progress(`  worker ready in ${((first.readyAt - first.spawnedAt) / 1000).toFixed(1)} s (pid ${worker.pid})`);
+  life.check();
+
+  // The gateway and the stream node, in this process, on the scratch database.
+  const config = loadConfig({
+    ...process.env,
+    ...platformUrls,
+    DATABASE_URL: scratch.url,
+    LOG_LEVEL: 'warn',
+    HOST: '127.0.0.1',
+    STREAM_PORT: '0',
+    UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '1000000',
+    MONITOR_INTERVAL_MS: String(bench.intervalMs),
+    TEMPORAL_ADDRESS: server.address,
+    TEMPORAL_NAMESPACE: NAMESPACE,
+  });
+  const gatewayDb = createDb({ connectionString: scratch.url, poolMax: config.DB_POOL_MAX, applicationName: 'gateway', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
+  const services = createServices(config, gatewayDb, createRequestPool(config, scratch.url), log, new Metrics(false));
+  const httpServer: Server = createGateway(services, APIS).listen(0, '127.0.0.1');
+  await new Promise((r) => httpServer.once('listening', r));
+  life.onCleanup('gateway', async () => {
+    httpServer.closeAllConnections();
+    await new Promise((r) => httpServer.close(r));
+    await closeServices(services);
+    await gatewayDb.destroy();
+  });
+  const gatewayUrl = `http://127.0.0.1:${(httpServer.address() as { port: number }).port}`;
+  const node = await startStreamNode({ config, db: gatewayDb, connectionString: scratch.url, log, registry: new Registry() });
+  // Before the gateway's cleanup (registered earlier, run later): the node uses its database.
+  life.onCleanup('stream node', () => node.close());
+  const streamUrl = `ws://127.0.0.1:${node.server.port}${STREAM_PATH}`;
+
+  const pg = new PgCpu(pool);
+  const pgVisible = await pg.start();
+  life.onCleanup('PostgreSQL sampler', async () => pg.stop());
+  if (!pgVisible) progress('  PostgreSQL is not a process on this machine: its CPU is not measured (the per-poll and per-notification figures lack it)');
+
+  const monitorBacklog = async () => {
+    try {
+      const res = await temporal.connection.workflowService.describeTaskQueue({
+        namespace: NAMESPACE,
+        taskQueue: { name: config.MONITOR_TASK_QUEUE },
+        taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+        reportStats: true,
+      });
+      return Number(res.stats?.approximateBacklogCount ?? 0);
+    } catch {
+      return null;
+    }
+  };
+
+  return {
+    config,
+    databaseUrl: scratch.url,
+    db,
+    pool,
+    sim,
+    temporal,
+    temporalPid: server.pid ?? null,
+    worker,
+    rpsSetting,
+    shards: config.MONITOR_SHARDS_PER_PLATFORM,
+    gatewayUrl,
+    streamUrl,
+    pg: pgVisible ? pg : null,
+    meter: new Meter({ worker, temporalPid: server.pid ?? null, simPid: sim.pid, simHitsUrl: sim.hitsUrl, pg: pgVisible ? pg : null, pool }),
+    logCounts: counts,
+    monitorBacklog,
+  };
+}
