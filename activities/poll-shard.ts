@@ -14,6 +14,7 @@
 // the last recorded state) and nothing is written twice (record-poll's locks and dedupe keys).
 // A run returns after MONITOR_POLL_RUN_MS with its schedule, so the workflow's history stays
 // bounded; it returns `idle` once the shard has had no members for an interval.
+import { setMaxListeners } from 'node:events';
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Db } from '../db/connection.ts';
 import type { Logger } from '../src/logger.ts';
@@ -109,6 +110,9 @@ class ShardLoop {
     this.schedule = new ShardSchedule({ intervalMs: opts.intervalMs, jitterRatio: opts.jitterRatio });
     this.pacer = new RequestPacer(opts.rpsFor(input.platform) / opts.shardsPerPlatform);
     this.log = opts.log.child({ platform: input.platform, shard: input.shard });
+    // Every poll in flight listens to the activity's cancellation (its fetch, its wait): more than
+    // Node's default 50 listeners on a full shard, which is expected, not a leak.
+    setMaxListeners(MAX_IN_FLIGHT + 16, ctx.cancellationSignal);
   }
 
   async run(): Promise<PollShardResult> {

@@ -95,12 +95,19 @@ function decode(body: Buffer, contentType: string | undefined): string {
 /** Why a request was cut short: its time ran out, or its caller gave up. */
 type Cut = 'timeout' | 'aborted';
 
-/** Sends one request; resolves with the answer's head (its body not yet read). */
-function send(target: URL, init: FetchInit, headers: Record<string, string>, agent: http.Agent, signal: AbortSignal): Promise<http.IncomingMessage> {
+/**
+ * Sends one request; resolves with the answer's head (its body not yet read). A kept-alive
+ * socket the server closed just as we reused it fails with ECONNRESET before any answer: that
+ * request is sent once more on a fresh socket (Node's documented pattern, req.reusedSocket).
+ */
+function send(target: URL, init: FetchInit, headers: Record<string, string>, agent: http.Agent, signal: AbortSignal, retried = false): Promise<http.IncomingMessage> {
   return new Promise((resolve, reject) => {
     const client = target.protocol === 'https:' ? https : http;
     const req = client.request(target, { method: init.method ?? 'GET', headers, agent, signal }, resolve);
-    req.on('error', reject);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (!retried && req.reusedSocket && err.code === 'ECONNRESET' && !signal.aborted) resolve(send(target, init, headers, agent, signal, true));
+      else reject(err);
+    });
     req.end(init.method === 'POST' ? (init.body ?? '') : undefined);
   });
 }

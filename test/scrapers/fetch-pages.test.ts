@@ -421,3 +421,41 @@ describe('running', () => {
     expect(server.seen.filter((p) => p === '/echo').length).toBe(before);
   });
 });
+
+describe('kept-alive sockets', () => {
+  it('sends a request again on a fresh socket when the server closed the reused one under it', async () => {
+    // The second request on any socket finds it closed, as when a server's keep-alive timeout
+    // ends just as the socket is reused; a first request on a socket is answered.
+    const requestsOn = new WeakMap<object, number>();
+    const { server, url } = await listen((req, res) => {
+      const n = (requestsOn.get(req.socket) ?? 0) + 1;
+      requestsOn.set(req.socket, n);
+      if (n > 1) return void req.socket.destroy();
+      res.writeHead(200, { 'content-type': 'application/json', connection: 'keep-alive' });
+      res.end('{"n":1}');
+    });
+    const fetcher = createFetchPages({ concurrency: 1, timeoutMs: 5_000 });
+    try {
+      for (let i = 0; i < 3; i++) expect(await fetcher.json(`${url}/x`)).toMatchObject({ status: 200, data: { n: 1 } });
+    } finally {
+      fetcher.close();
+      server.close();
+    }
+  });
+
+  it('does not send again when a first request on a socket is reset: that is the platform failing', async () => {
+    let seen = 0;
+    const { server, url } = await listen((req) => {
+      seen++;
+      req.socket.destroy();
+    });
+    const fetcher = createFetchPages({ concurrency: 1, timeoutMs: 5_000 });
+    try {
+      await expectFailure(fetcher.json(`${url}/x`), 'upstream');
+      expect(seen).toBe(1);
+    } finally {
+      fetcher.close();
+      server.close();
+    }
+  });
+});
