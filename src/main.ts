@@ -29,6 +29,8 @@ function listen(app: ReturnType<typeof createGateway>, port: number, host: strin
 
 /** In-flight requests get this long to finish on Ctrl-C; then their connections are closed. */
 const DRAIN_MS = 5_000;
+/** How long a start-up failure waits for the signal that may have caused it (see below). */
+const SIGNAL_GRACE_MS = 300;
 /** If stopping takes longer than this, something hangs: exit anyway, non-zero. */
 const STOP_DEADLINE_MS = 15_000;
 
@@ -201,6 +203,10 @@ async function main(): Promise<void> {
     (err: unknown) => err ?? new Error('start-up failed'),
   );
   const failure = await startup;
+  // A terminal's Ctrl-C reaches the embedded servers and this process at once: a step talking to
+  // them (the worker registering search attributes, a LISTEN) can fail on their shutdown before
+  // our own SIGINT handler has run. Give that signal a moment before calling it a failure.
+  if (failure && !stopping) await new Promise((r) => setTimeout(r, SIGNAL_GRACE_MS));
   // A step cut short by a stop already under way is not a start-up failure.
   if (failure && !stopping) {
     console.error('failed to start:', failure instanceof Error ? failure.message : failure);
