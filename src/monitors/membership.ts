@@ -8,30 +8,21 @@
 // A config update keeps the member's baseline; a member that (re)joins starts without one, so
 // its first poll sets it. A periodic reconcile starts the pollers of shards that have members,
 // in case a poller ended (no members) in the instant a new member arrived.
-import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
-import type { Db } from '../../db/connection.ts';
-import type { Logger } from '../logger.ts';
 import { parseEventRef, targetKey } from '../platform/event-ref.ts';
 import { pollerSearchAttributes } from '../../temporal/search-attributes.ts';
 import type { ShardPollerInput, shardPoller } from '../../workflows/shard-poller.ts';
 import { startChangeFeed, type ChangeFeed, type ChangeRow } from './change-feed.ts';
 import { monitorConfig } from './changes.ts';
 import { MEMBERS_CHANNEL, shardKey, shardKeysPayload } from './member-watch.ts';
+import type { RelayOptions } from './relay.ts';
 import { shardOf, shardPollerId } from './shards.ts';
 
 const CURSOR = 'monitor-members';
 const RECONCILE_MS = 10_000;
 
-export interface MembershipOptions {
-  db: Db;
-  connectionString: string;
-  client: Client;
-  /** The monitors task queue: shard pollers and their poll activities run there. */
-  taskQueue: string;
-  shardsPerPlatform: number;
-  log: Logger;
-}
+/** The same settings as the monitor relay's: the two consumers run side by side. */
+export type MembershipOptions = RelayOptions;
 
 export interface MembershipRelay extends ChangeFeed {
   /** Starts the pollers of every shard that has members (the periodic reconcile, on demand). */

@@ -24,7 +24,9 @@ export interface RelayOptions {
   db: Db;
   connectionString: string;
   client: Client;
+  /** The monitors task queue: the monitors, the shard pollers and their poll activities run there. */
   taskQueue: string;
+  /** MONITOR_SHARDS_PER_PLATFORM: names a target's shard poller. */
   shardsPerPlatform: number;
   log: Logger;
 }

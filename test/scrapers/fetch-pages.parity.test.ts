@@ -20,33 +20,9 @@ import { createScrapers, type Scrapers } from '../../src/scrapers/index.ts';
 import type { ScrapeData } from '../../src/scrapers/types.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { putEvent } from '../support/simulator.ts';
+import { inventory } from './inventory-arbitrary.ts';
 import { eventIdOf, failureOf, HTTP_PLATFORMS, keyOf, refOf, regionsOf, type HttpPlatform } from './platform-harness.ts';
 
-// The inventories of round-trip.property.test.ts: display text as people type it (markup
-// characters and non-Latin scripts very much included), offers of every kind and flag.
-const TRICKY = ['__proto__', '</script><b>x</b>', 'A & B "quoted" \'single\'', '&amp; &lt;', 'Tribüne Nord', '東スタンド', 'Sektor Č ✓', 'Vyprodáno', 'Row <1>'];
-const displayText = fc
-  .oneof(fc.constantFrom(...TRICKY), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 24 }), fc.string({ unit: fc.constantFrom('<', '&', '"', "'", '>', ' ', 'a', 'é', ';', '€'), minLength: 1, maxLength: 12 }))
-  .map((s) => s.trim())
-  .filter((s) => s.length > 0 && s.length <= 100 && !/\p{Cc}/u.test(s));
-
-const section = fc.record({
-  name: displayText,
-  price: fc.integer({ min: 0, max: 5_000_000 }).map((cents) => cents / 100),
-  stock: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 25 })),
-  ticket_type: fc.constantFrom('standard', 'resale', 'platinum', 'general_admission'),
-  restricted_view: fc.boolean(),
-  accessible: fc.boolean(),
-  presale: fc.boolean(),
-});
-
-const inventory = fc.record({
-  sections: fc.array(section, { maxLength: 8 }),
-  currency: fc.constantFrom('EUR', 'GBP', 'USD', 'CZK', 'AUD', 'SEK', 'JPY'),
-  name: displayText,
-  venue: displayText,
-  city: displayText,
-});
 
 /** How the event answers: mostly its page, else each way the simulator fails one. */
 const answering = fc.oneof(

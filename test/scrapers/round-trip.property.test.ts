@@ -4,33 +4,8 @@
 // included), stock, price range and offers, and the event's name, venue and city.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inventory } from './inventory-arbitrary.ts';
 import { expectedOffers, expectedSummaries, HTTP_PLATFORMS, regionsOf, scrapedOffers, sortOffers, startHarness, summaries, type Harness, type HttpPlatform } from './platform-harness.ts';
-
-// Display text as people type it: no control characters, no surrounding blanks (the control API
-// trims names), markup characters and non-Latin scripts very much included.
-const TRICKY = ['__proto__', '</script><b>x</b>', 'A & B "quoted" \'single\'', '&amp; &lt;', 'Tribüne Nord', '東スタンド', 'Sektor Č ✓', 'Vyprodáno', 'Row <1>'];
-const displayText = fc
-  .oneof(fc.constantFrom(...TRICKY), fc.string({ unit: 'grapheme', minLength: 1, maxLength: 24 }), fc.string({ unit: fc.constantFrom('<', '&', '"', "'", '>', ' ', 'a', 'é', ';', '€'), minLength: 1, maxLength: 12 }))
-  .map((s) => s.trim())
-  .filter((s) => s.length > 0 && s.length <= 100 && !/\p{Cc}/u.test(s));
-
-const section = fc.record({
-  name: displayText,
-  price: fc.integer({ min: 0, max: 5_000_000 }).map((cents) => cents / 100),
-  stock: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 25 })),
-  ticket_type: fc.constantFrom('standard', 'resale', 'platinum', 'general_admission'),
-  restricted_view: fc.boolean(),
-  accessible: fc.boolean(),
-  presale: fc.boolean(),
-});
-
-const inventory = fc.record({
-  sections: fc.array(section, { maxLength: 8 }),
-  currency: fc.constantFrom('EUR', 'GBP', 'USD', 'CZK', 'AUD', 'SEK', 'JPY'),
-  name: displayText,
-  venue: displayText,
-  city: displayText,
-});
 
 const FLAVOURS: [HttpPlatform, string][] = [...HTTP_PLATFORMS.map((p): [HttpPlatform, string] => [p, regionsOf(p).home]), ['pf_04', 'it'], ['pf_07', 'uk'], ['pf_09', 'sk']];
 
