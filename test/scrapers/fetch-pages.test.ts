@@ -3,161 +3,16 @@
 // right failure (5xx as upstream; 429 and 403 as blocked with their Retry-After; network,
 // time-out and abort), POST bodies and headers travel, redirects stay on their origin and are
 // bounded, the concurrency bound holds across html() and json(), and bodies parse like crawlee's.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { createFetchPages } from '../../src/scrapers/fetch-pages.ts';
 import type { PageFetcher } from '../../src/scrapers/types.ts';
+import { listen, usePageServers } from './page-server.ts';
 import { expectFailure } from './platform-harness.ts';
 
-interface TestServer {
-  url: string;
-  /** Requests seen, by path. */
-  seen: string[];
-  /** Requests in flight now, and the most seen at once. */
-  inFlight: { now: number; max: number };
-  /** Resolves with the time a /hang request's socket closed. */
-  hangClosed: Promise<number>;
-  close(): Promise<void>;
-}
-
-async function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
-  const server = http.createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
-/** Larger than fetch-pages.ts's bound on a body (8 MiB). */
-const TOO_LARGE = 9 * 1_048_576;
-
-async function startTestServer(elsewhere: string): Promise<TestServer> {
-  const seen: string[] = [];
-  const inFlight = { now: 0, max: 0 };
-  let onHangClosed: (t: number) => void = () => {};
-  const hangClosed = new Promise<number>((resolve) => (onHangClosed = resolve));
-  const { server, url } = await listen((req, res) => {
-    const parsed = new URL(req.url ?? '/', 'http://x');
-    const path = parsed.pathname;
-    seen.push(path);
-    inFlight.now++;
-    inFlight.max = Math.max(inFlight.max, inFlight.now);
-    res.on('close', () => inFlight.now--);
-    const send = (status: number, type: string, body: string, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': type, ...headers });
-      res.end(body);
-    };
-    const redirect = (location: string, status = 302) => {
-      res.writeHead(status, { location });
-      res.end();
-    };
-    const status = /^\/status\/(\d{3})$/.exec(path);
-    // ?retry-after=… is sent back as the Retry-After header.
-    const retryAfter = parsed.searchParams.get('retry-after');
-    if (status) return send(Number(status[1]), 'text/html', `<h1>status ${status[1]}</h1>`, retryAfter === null ? {} : { 'retry-after': retryAfter });
-    // /chain/N redirects N times (on this origin, relative and absolute by turns), then to /html.
-    const chain = /^\/chain\/(\d+)$/.exec(path);
-    if (chain) {
-      const left = Number(chain[1]);
-      if (left === 0) return redirect('/html', 301);
-      return redirect(left % 2 === 0 ? `/chain/${left - 1}` : `${url}/chain/${left - 1}`, left % 2 === 0 ? 302 : 307);
-    }
-    // /wait/N answers after N ms.
-    const wait = /^\/wait\/(\d+)$/.exec(path);
-    if (wait) return void setTimeout(() => send(200, 'text/html', '<p>waited</p>'), Number(wait[1]));
-    switch (path) {
-      case '/html':
-        return send(200, 'text/html; charset=utf-8', '<html><body><p class="x">Zürich &amp; <b>Wien</b></p></body></html>');
-      case '/latin1':
-        res.writeHead(200, { 'content-type': 'text/html; charset=ISO-8859-1' });
-        return void res.end(Buffer.from('<p class="x">Z\u00fcrich</p>', 'latin1'));
-      case '/headers':
-        return send(200, 'application/json', JSON.stringify(req.headers));
-      case '/json':
-        return send(200, 'application/json', '{"ok":true,"n":[1,2]}');
-      case '/json-error':
-        return send(503, 'application/json', '{oops');
-      case '/bad-json':
-        return send(200, 'application/json', '{"ok": tru');
-      case '/text':
-        return send(200, 'text/plain', 'plain words');
-      case '/empty':
-        return send(200, 'application/json', '');
-      case '/echo': {
-        let body = '';
-        req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-        req.on('end', () => send(200, 'application/json', JSON.stringify({ method: req.method, headers: req.headers, body })));
-        return;
-      }
-      case '/slow':
-        return void setTimeout(() => send(200, 'text/html', '<p>late</p>'), 200);
-      case '/slow-body':
-        // Headers and half a page at once, the rest after 400 ms.
-        res.writeHead(200, { 'content-type': 'text/html' });
-        res.write('<p>first half');
-        return void setTimeout(() => res.end(' second half</p>'), 400);
-      case '/hang':
-        req.socket.once('close', () => onHangClosed(performance.now()));
-        return;
-      case '/drop':
-        return void req.socket.destroy();
-      case '/huge-declared':
-        res.writeHead(200, { 'content-type': 'text/html', 'content-length': String(TOO_LARGE) });
-        return void res.write('<p>');
-      case '/huge-chunked':
-        res.writeHead(200, { 'content-type': 'text/html' });
-        return void res.end('x'.repeat(TOO_LARGE));
-      case '/redirect-here':
-        return redirect('/html');
-      case '/redirect-post':
-        return redirect('/echo', 307);
-      case '/redirect-loop':
-        return redirect('/redirect-loop');
-      case '/redirect-away':
-        return redirect(`${elsewhere}/html`);
-      case '/redirect-other-port':
-        // The same host on another port is another origin.
-        return redirect(`${elsewhere.replace('127.0.0.1', 'localhost')}/html`);
-      case '/redirect-nowhere':
-        // A 3xx without a Location is an answer like any other: a page.
-        return send(304, 'text/html', '');
-      default:
-        return send(404, 'text/html', 'nothing here');
-    }
-  });
-  return {
-    url,
-    seen,
-    inFlight,
-    hangClosed,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
-
-let server: TestServer;
-let other: { server: http.Server; url: string; hits: number };
+const { server, other } = usePageServers();
 let pages: PageFetcher;
-beforeAll(async () => {
-  let hits = 0;
-  const started = await listen((_req, res) => {
-    hits++;
-    res.end('<p>elsewhere</p>');
-  });
-  other = {
-    ...started,
-    get hits() {
-      return hits;
-    },
-  };
-  server = await startTestServer(other.url);
+beforeAll(() => {
   pages = createFetchPages({ concurrency: 4, timeoutMs: 500 });
-});
-afterAll(async () => {
-  await server?.close();
-  other?.server.closeAllConnections();
-  other?.server.close();
 });
 
 describe('answers', () => {

@@ -4,121 +4,23 @@
 // crawlee writes nothing to disk or stdout.
 import childProcess from 'node:child_process';
 import { existsSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createHttpPages, type HttpPages } from '../../src/scrapers/http-pages.ts';
+import { usePageServers } from './page-server.ts';
 import { expectFailure, warmUp } from './platform-harness.ts';
-
-interface TestServer {
-  url: string;
-  /** Requests seen, by path. */
-  seen: string[];
-  /** Requests in flight now, and the most seen at once. */
-  inFlight: { now: number; max: number };
-  /** Resolves with the time a /hang request's socket closed. */
-  hangClosed: Promise<number>;
-  close(): Promise<void>;
-}
-
-async function listen(handler: http.RequestListener): Promise<{ server: http.Server; url: string }> {
-  const server = http.createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
-}
-
-async function startTestServer(elsewhere: string): Promise<TestServer> {
-  const seen: string[] = [];
-  const inFlight = { now: 0, max: 0 };
-  let onHangClosed: (t: number) => void = () => {};
-  const hangClosed = new Promise<number>((resolve) => (onHangClosed = resolve));
-  const { server, url } = await listen((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://x').pathname;
-    seen.push(path);
-    inFlight.now++;
-    inFlight.max = Math.max(inFlight.max, inFlight.now);
-    res.on('close', () => inFlight.now--);
-    const send = (status: number, type: string, body: string, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': type, ...headers });
-      res.end(body);
-    };
-    const status = /^\/status\/(\d{3})$/.exec(path);
-    // ?retry-after=… is sent back as the Retry-After header.
-    const retryAfter = new URL(req.url ?? '/', 'http://x').searchParams.get('retry-after');
-    if (status) return send(Number(status[1]), 'text/html', `<h1>status ${status[1]}</h1>`, retryAfter === null ? {} : { 'retry-after': retryAfter });
-    switch (path) {
-      case '/html':
-        return send(200, 'text/html; charset=utf-8', '<html><body><p class="x">Zürich &amp; <b>Wien</b></p></body></html>');
-      case '/json':
-        return send(200, 'application/json', '{"ok":true,"n":[1,2]}');
-      case '/json-error':
-        return send(503, 'application/json', '{oops');
-      case '/bad-json':
-        return send(200, 'application/json', '{"ok": tru');
-      case '/text':
-        return send(200, 'text/plain', 'plain words');
-      case '/post': {
-        let body = '';
-        req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
-        req.on('end', () => send(200, 'application/json', JSON.stringify({ method: req.method, type: req.headers['content-type'], body })));
-        return;
-      }
-      case '/slow':
-        return void setTimeout(() => send(200, 'text/html', '<p>late</p>'), 200);
-      case '/hang':
-        req.socket.once('close', () => onHangClosed(performance.now()));
-        return;
-      case '/drop':
-        return void req.socket.destroy();
-      case '/redirect-here':
-        res.writeHead(302, { location: '/html' });
-        return void res.end();
-      case '/redirect-away':
-        res.writeHead(302, { location: `${elsewhere}/html` });
-        return void res.end();
-      default:
-        return send(404, 'text/html', 'nothing here');
-    }
-  });
-  return {
-    url,
-    seen,
-    inFlight,
-    hangClosed,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
-}
 
 const storageDir = join(process.cwd(), 'storage');
 const storageExisted = existsSync(storageDir);
 
-let server: TestServer;
-let other: { server: http.Server; url: string; hits: number };
+const { server, other } = usePageServers();
 let pages: HttpPages;
 beforeAll(async () => {
-  let hits = 0;
-  const started = await listen((_req, res) => {
-    hits++;
-    res.end('<p>elsewhere</p>');
-  });
-  other = {
-    ...started,
-    get hits() {
-      return hits;
-    },
-  };
-  server = await startTestServer(other.url);
   pages = createHttpPages({ concurrency: 4, timeoutMs: 500 });
   await warmUp(pages, `${server.url}/json`);
 });
 afterAll(async () => {
   await pages?.close();
-  await server?.close();
-  other?.server.close();
 });
 
 describe('answers', () => {
