@@ -29,8 +29,8 @@ export function createGateway(services: Services, apis: readonly ApiModule[]): K
   app.use(requestContext(services));
   app.use(errorBoundary(Object.fromEntries(apis.map((a) => [a.api, a.failures]))));
   app.use(async (ctx, next) => {
-    // HEAD like GET, as for every GET route (Koa sends the headers without the body).
-    if ((ctx.method === 'GET' || ctx.method === 'HEAD') && ctx.path === '/openapi.json') {
+    // GET only: any other method, HEAD included, is 404 not_found as on every route (spec 7.1).
+    if (ctx.method === 'GET' && ctx.path === '/openapi.json') {
       ctx.state.operationId = 'openapi';
       ctx.type = 'application/json';
       ctx.body = openapi;

@@ -1,30 +1,28 @@
-// Check 1 of 5.6: who is calling. Missing key: 401 unauthenticated; rejected key (unknown,
-// revoked, expired): 401 invalid_credentials; key store unreachable: 502, fail closed.
-// Callers without a valid key are rate limited per client address so keys cannot be guessed
-// at speed.
+// Check 1 of 5.6: who is calling. Missing key: 401 unauthenticated, from the header alone (no
+// key store or limiter call); rejected key (unknown, revoked, expired, malformed): 401
+// invalid_credentials; key store unreachable: 502, fail closed. Rejected keys are rate limited
+// per client address so keys cannot be guessed at speed; a request that sends no key guesses
+// nothing and is not counted (spec 5.2: it is always 401 unauthenticated).
 import type { Middleware } from 'koa';
 import { GatewayError } from './errors.ts';
 import { enforceRateDecision, rateLimitHeaders } from './rate-limit.ts';
 import type { RequestState } from './request-state.ts';
 import type { RouteContext } from './route.ts';
 
-async function limitUnauthenticated(ctx: RouteContext): Promise<void> {
+async function limitRejectedKey(ctx: RouteContext): Promise<void> {
   const { limiter, config, log } = ctx.state.services;
   try {
     enforceRateDecision(ctx, 'unauthenticated', await limiter.hit(`ip:${ctx.ip}`, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE));
   } catch (err) {
     if (err instanceof GatewayError) throw err;
     // The limiter's store is down: the answer is a 401 either way, so say that.
-    log.warn({ err }, 'unauthenticated rate limiter unavailable');
+    log.warn({ err }, 'per-address rate limiter unavailable');
   }
 }
 
 export const authenticate: Middleware<RequestState> = async (ctx, next) => {
   const key = ctx.get('apikey');
-  if (!key) {
-    await limitUnauthenticated(ctx);
-    throw new GatewayError('unauthenticated');
-  }
+  if (!key) throw new GatewayError('unauthenticated');
   let principal;
   try {
     principal = await ctx.state.services.keys.verify(key);
@@ -33,7 +31,7 @@ export const authenticate: Middleware<RequestState> = async (ctx, next) => {
     throw new GatewayError('service_unavailable', 'authentication backend unavailable');
   }
   if (!principal) {
-    await limitUnauthenticated(ctx);
+    await limitRejectedKey(ctx);
     throw new GatewayError('invalid_credentials');
   }
   ctx.state.principal = principal;

@@ -41,14 +41,27 @@ describe('credits per request (spec 8)', () => {
     }
   });
 
-  it('HEAD on a paid GET route goes through the same checks and costs the same as GET (the API does the work)', async () => {
-    const a = await newAccount(t.gw.db);
-    const r = await t.api('HEAD', '/events/ping', { key: a.key });
-    expect(r.status).toBe(200);
-    expect(r.text).toBe('');
-    expect(await usedCredits(t.gw.db, a.accountId)).toBe(5);
-    expect((await t.api('HEAD', '/events/ping')).status).toBe(401);
-  });
+  it.each(['/events/ping', '/svc/data/ping', `${SALES}?sales_limit=200`])(
+    'HEAD %s (a paid GET route) answers 404 not_found: no credit, no ledger row, the API never runs',
+    async (path) => {
+      const a = await newAccount(t.gw.db);
+      const seen = t.fixture.seen.size;
+      for (const key of [a.key, undefined]) {
+        const r = await t.api('HEAD', path, { key });
+        expect(r.status).toBe(404);
+        expect(r.text).toBe('');
+        expect(r.headers.get('ratelimit')).toBeNull();
+      }
+      expect(t.fixture.seen.size).toBe(seen);
+      expect(await usedCredits(t.gw.db, a.accountId)).toBe(0);
+      expect(await totalUsed(t.gw.db, a.accountId)).toBe(0);
+      expect(await ledgerRows(t.gw.db, a.accountId)).toEqual([]);
+      // The same key is served and billed by a GET (the fixture route: it answers 200 whatever
+      // the backends do), so the 404 above is about the method.
+      expect((await t.api('GET', SALES, { key: a.key })).status).toBe(200);
+      expect((await ledgerRows(t.gw.db, a.accountId)).map((row) => row.state)).toEqual(['charged']);
+    },
+  );
 
   it('every watchlist call and GET /usage cost 0 and leave no ledger row', async () => {
     const a = await newAccount(t.gw.db);

@@ -92,11 +92,10 @@ describe('GET /openapi.json', () => {
     expect(r.body).toEqual(JSON.parse(r.text));
   });
 
-  it('answers HEAD like GET, without a body', async () => {
+  it('answers HEAD 404 not_found, as every route does (spec 7.1: wrong method)', async () => {
     const r = await clientFor(gw.url)('HEAD', '/openapi.json');
-    expect(r.status).toBe(200);
+    expect(r.status).toBe(404);
     expect(r.text).toBe('');
-    expect(r.headers.get('content-type')).toMatch(/^application\/json/);
   });
 
   it('is also served with any key, valid or not (it is public)', async () => {

@@ -1,9 +1,9 @@
 // Rate limiting (spec 8, brief "Rate limit"): fixed calendar-minute window per key, 30 by
 // default with a per-key override, IETF draft RateLimit-Policy / RateLimit headers, Retry-After
 // in whole seconds not before the window ends, one atomic statement so concurrent requests
-// cannot slip past, and per-address limiting of callers without a valid key.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createKey, setUsage } from '../../src/accounts/operations.ts';
+// cannot slip past, and per-address limiting of rejected keys (never of requests sending none).
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createKey, revokeKey, setUsage } from '../../src/accounts/operations.ts';
 import { generateApiKey } from '../../src/gateway/keys.ts';
 import { AdmissionGroups } from '../../src/gateway/admissions.ts';
 import { RateLimiter } from '../../src/gateway/rate-limit.ts';
@@ -201,7 +201,7 @@ describe('window arithmetic against a fixed clock', () => {
   });
 });
 
-describe('callers without a valid key are limited per client address', () => {
+describe('rejected keys are limited per client address; requests without a key are not', () => {
   let limited: TestGateway;
   let plain: TestGateway;
 
@@ -231,14 +231,61 @@ describe('callers without a valid key are limited per client address', () => {
     const s = retryAfter(sixth.headers.get('retry-after'));
     expect(s).toBeGreaterThanOrEqual(1);
     expect(s).toBeLessThanOrEqual(60);
-    // Missing keys share the same budget.
-    expect(gatewayCode(await from('GET', '/usage'))).toBe('rate_limited');
+    // A request that sends no key guesses nothing: still 401 unauthenticated (spec 5.2).
+    expect(gatewayCode(await from('GET', '/usage'))).toBe('unauthenticated');
     // A real key is not held back by its address's failed attempts.
     const a = await newAccount(limited.db);
     expect((await from('GET', '/usage', { key: a.key })).status).toBe(200);
     // Another address has its own budget.
     const other = clientFor(limited.url);
     expect(gatewayCode(await other('GET', '/usage', { key: 'garbage' }))).toBe('invalid_credentials');
+  });
+
+  it('requests without a key are never limited: far past the limit, each is 401 unauthenticated, without RateLimit headers', async () => {
+    await awayFromMinuteEdge();
+    const from = clientFor(limited.url);
+    const paths = ['/usage', '/watchlist', '/svc/data/ping', '/events/ping'];
+    for (let i = 0; i < 30; i++) {
+      const r = await from('GET', paths[i % paths.length]!);
+      expect(r.status, `request ${i + 1}`).toBe(401);
+      expect(gatewayCode(r)).toBe('unauthenticated');
+      expect(r.headers.get('ratelimit')).toBeNull();
+      expect(r.headers.get('retry-after')).toBeNull();
+    }
+  });
+
+  it('requests without a key do not use up the address budget: rejected keys (unknown, malformed, revoked, expired) still get 5 x 401, then 429', async () => {
+    await awayFromMinuteEdge();
+    const from = clientFor(limited.url);
+    for (let i = 0; i < 20; i++) expect((await from('GET', '/usage')).status).toBe(401);
+    const revoked = await newAccount(limited.db);
+    await revokeKey(limited.db, revoked.keyId);
+    const expired = await newAccount(limited.db, { expiresAt: new Date(Date.now() - 60_000) });
+    const rejected = [generateApiKey().key, 'garbage', revoked.key, expired.key, generateApiKey().key, 'tmk_short', revoked.key];
+    const replies = [];
+    for (const key of rejected) replies.push(await from('GET', '/usage', { key }));
+    expect(replies.map((r) => gatewayCode(r))).toEqual([...Array(5).fill('invalid_credentials'), 'rate_limited', 'rate_limited']);
+    expect(replies.map((r) => r.status)).toEqual([401, 401, 401, 401, 401, 429, 429]);
+    // Past the limit, a request without a key is still 401 unauthenticated.
+    expect(gatewayCode(await from('GET', '/usage'))).toBe('unauthenticated');
+  });
+
+  it('answering a request without a key costs a header check: no limiter call, no key lookup', async () => {
+    const hit = vi.spyOn(limited.services.limiter, 'hit');
+    const verify = vi.spyOn(limited.services.keys, 'verify');
+    try {
+      const from = clientFor(limited.url);
+      for (const path of ['/usage', '/watchlist/1', '/events/ping']) expect(gatewayCode(await from('GET', path))).toBe('unauthenticated');
+      expect(hit).not.toHaveBeenCalled();
+      expect(verify).not.toHaveBeenCalled();
+      // A rejected key is looked up and counted.
+      expect(gatewayCode(await from('GET', '/usage', { key: generateApiKey().key }))).toBe('invalid_credentials');
+      expect(verify).toHaveBeenCalledTimes(1);
+      expect(hit).toHaveBeenCalledTimes(1);
+    } finally {
+      hit.mockRestore();
+      verify.mockRestore();
+    }
   });
 
   it('behind the trusted proxy, a client cannot escape by sending its own X-Forwarded-For entries', async () => {

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APIS } from '../../src/apis/index.ts';
 import { OPERATIONS } from '../../src/gateway/catalog.ts';
+import { GatewayError } from '../../src/gateway/errors.ts';
 import { newAccount, startTestGateway, type TestAccount, type TestGateway } from '../support/harness.ts';
 import { clientFor, GATEWAY_ENV, gatewayCode, ledgerRows, totalUsed, type Client } from '../support/gateway-helpers.ts';
 
@@ -64,6 +65,38 @@ describe('wrong HTTP method on a known path', () => {
     expect((await api('GET', '/watchlist', { key: acct.key })).status).toBe(200);
     expect((await api('GET', '/usage', { key: acct.key })).status).toBe(200);
     expect((await api('GET', '/svc/data/ping', { key: acct.key })).status).toBe(200);
+  });
+});
+
+// No endpoint lists HEAD (spec 4, 7.1): it is a wrong method like any other, never the GET.
+describe('HEAD on any route', () => {
+  const getOps = APIS.flatMap((a) => a.routes.map((r) => OPERATIONS[r.operationId as keyof typeof OPERATIONS])).filter((op) => op.method === 'GET');
+  const getPaths = [...new Set([...getOps.map((op) => concrete(op.path)), '/openapi.json'])];
+  /** A HEAD answer has no body; its length is that of the gateway's not_found envelope. */
+  const notFoundLength = String(Buffer.byteLength(JSON.stringify(new GatewayError('not_found').body())));
+
+  it.each(getPaths)('HEAD %s answers 404 not_found, with or without a key, as PUT does', async (path) => {
+    for (const key of [acct.key, undefined]) {
+      const r = await api('HEAD', path, { key });
+      expect(r.status, `HEAD ${path} key=${key !== undefined}`).toBe(404);
+      expect(r.text).toBe('');
+      expect(r.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(r.headers.get('content-length')).toBe(notFoundLength);
+      expect(r.headers.get('x-request-id')).toBeTruthy();
+      const put = await api('PUT', path, { key, body: {} });
+      expect(gatewayCode(put)).toBe('not_found');
+      expect(r.headers.get('content-length')).toBe(put.headers.get('content-length'));
+    }
+  });
+
+  it('is not counted in the key’s window (no RateLimit headers), like any 404', async () => {
+    const a = await newAccount(gw.db, { rateLimit: 2 });
+    for (let i = 0; i < 5; i++) {
+      const r = await api('HEAD', '/usage', { key: a.key });
+      expect(r.status).toBe(404);
+      expect(r.headers.get('ratelimit')).toBeNull();
+    }
+    expect((await api('GET', '/usage', { key: a.key })).status).toBe(200);
   });
 });
 

@@ -167,7 +167,7 @@ describe('the rate limiter’s store is unreachable while authentication works',
     expect(await totalUsed(gw.db, a.accountId)).toBe(1);
   });
 
-  it('a missing or rejected key is still answered 401 (the per-address limit cannot be applied, the answer is a refusal anyway)', async () => {
+  it('a missing key is 401 (the limiter is never asked); a rejected key is still 401 (the per-address limit cannot be applied, the answer is a refusal anyway)', async () => {
     expect(gatewayCode(await api('GET', '/usage'))).toBe('unauthenticated');
     expect(gatewayCode(await api('GET', '/usage', { key: generateApiKey().key }))).toBe('invalid_credentials');
   });

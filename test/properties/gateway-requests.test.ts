@@ -1,10 +1,12 @@
 // Property tests of the gateway over real HTTP and the real database: whatever a client sends
 // as its key, path, query or body, the gateway answers in its contract and never with a 5xx;
 // the quantity-billed sales_limit is either refused with 400 invalid_parameter and costs
-// nothing, or accepted and costs exactly ceil(n / 20).
+// nothing, or accepted and costs exactly ceil(n / 20); a method no operation of a path lists
+// (HEAD included) is 404 not_found and costs nothing.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAccount, startTestGateway, type TestAccount, type TestGateway } from '../support/harness.ts';
+import { OPERATIONS, type Operation } from '../../src/gateway/catalog.ts';
 import { clientFor, createFixtureApi, withFixture, GATEWAY_ENV, gatewayCode, usedCredits, type Client } from '../support/gateway-helpers.ts';
 
 let gw: TestGateway;
@@ -124,12 +126,40 @@ describe('random paths under the routed prefixes', () => {
           headers: sendsBody ? { 'content-type': 'application/json' } : {},
         });
         expect(r.status, `${m} ${path} -> ${r.status} ${r.text}`).toBeLessThan(500);
+        if (m === 'HEAD') expect(r.status, `HEAD ${path}`).toBe(404); // no endpoint lists HEAD (spec 7.1)
         if (!withKey && r.status !== 200 && m !== 'HEAD') {
           expect([401, 404], `${m} ${path}`).toContain(r.status);
           expectGatewayEnvelope(r);
         }
       }),
       { numRuns: 200 },
+    );
+  });
+});
+
+/** Each catalog path (as a concrete request path) with the methods its operations list. */
+const SERVED = new Map<string, Set<string>>();
+for (const op of Object.values(OPERATIONS) as Operation[]) {
+  const path = op.path.replace(/:([A-Za-z_]+)/g, (_m, name: string) => (name === 'id' ? '1' : 'E-1'));
+  SERVED.set(path, (SERVED.get(path) ?? new Set()).add(op.method));
+}
+const wrongMethod = fc
+  .tuple(fc.constantFrom(...SERVED.keys()), method)
+  .filter(([path, m]) => !SERVED.get(path)!.has(m));
+
+describe('a method no operation of the path lists', () => {
+  it('answers 404 not_found (spec 7.1) and is never billed, with or without a key', async () => {
+    await fc.assert(
+      fc.asyncProperty(wrongMethod, fc.boolean(), async ([path, m], withKey) => {
+        const before = await usedCredits(gw.db, acct.accountId);
+        const sendsBody = !['GET', 'HEAD'].includes(m);
+        const r = await api(m, path, { key: withKey ? acct.key : undefined, body: sendsBody ? {} : undefined });
+        expect(r.status, `${m} ${path} -> ${r.status} ${r.text}`).toBe(404);
+        if (m !== 'HEAD') expect(gatewayCode(r)).toBe('not_found');
+        expect(r.headers.get('ratelimit')).toBeNull();
+        expect(await usedCredits(gw.db, acct.accountId)).toBe(before);
+      }),
+      { numRuns: 80 },
     );
   });
 });
