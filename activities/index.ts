@@ -6,6 +6,7 @@ import type { Logger } from '../src/logger.ts';
 import { createFetchPages } from '../src/scrapers/fetch-pages.ts';
 import { createHttpPages } from '../src/scrapers/http-pages.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
+import { attemptTimeoutMs } from '../workflows/scrape-timing.ts';
 import type { Db } from '../db/connection.ts';
 import { MemberWatch } from '../src/monitors/member-watch.ts';
 import { PollMetrics } from '../src/monitors/poll-metrics.ts';
@@ -13,9 +14,6 @@ import { createMonitorActivities } from './monitors.ts';
 import { createPollActivities } from './poll-shard.ts';
 import { createScrapeActivities } from './scrape.ts';
 import { createTrackingActivities } from './tracking.ts';
-
-/** How far past SCRAPE_TIMEOUT_MS the fetchers' own bound lies. */
-const BACKSTOP_MARGIN_MS = 1_000;
 
 export interface Activities {
   activities: Record<string, (...args: never[]) => Promise<unknown>>;
@@ -39,17 +37,13 @@ export interface ActivityDeps {
 export async function createActivities(deps: ActivityDeps): Promise<Activities> {
   const { config, log } = deps;
   // One crawlee fetcher for the platform scrapers and the event tracker: one concurrency bound.
-  // An attempt is bounded by the time left in its request, through the activity's cancellation
-  // (workflows/scrape-timing.ts); the fetchers' own bound is only a backstop, just past the
-  // whole limit, so it never cuts an attempt short and turns it into a retry.
-  const backstopMs = config.SCRAPE_TIMEOUT_MS + BACKSTOP_MARGIN_MS;
-  const http = createHttpPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: backstopMs });
+  const http = createHttpPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS) });
   const scrapers = createScrapers({
     http,
     baseUrls: deps.baseUrls ?? platformBaseUrls(config),
     browserPages: config.BROWSER_PAGES,
     chromiumPath: config.CHROMIUM_PATH,
-    attemptTimeoutMs: backstopMs,
+    attemptTimeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS),
   });
   // In the background: the first scrape should not pay for the browser launch (~1 s) or the
   // crawlers' start (~0.4 s), and the worker need not wait for them either.
@@ -57,14 +51,14 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   const alog = log.child({ component: 'activities' });
   // The pollers' own scrapers: the same adapters and the same warm browser, over the lean fetcher
   // (fetch-pages.ts says why a poll does not go through crawlee's).
-  const pollHttp = createFetchPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: backstopMs });
+  const pollHttp = createFetchPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS) });
   const pollScrapers = createScrapers({
     http: pollHttp,
     browser: scrapers.browser,
     baseUrls: deps.baseUrls ?? platformBaseUrls(config),
     browserPages: config.BROWSER_PAGES,
     chromiumPath: config.CHROMIUM_PATH,
-    attemptTimeoutMs: backstopMs,
+    attemptTimeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS),
   });
   const members = new MemberWatch({ connectionString: deps.connectionString, log: alog });
   const rps = scrapeRpsPerPlatform(config);

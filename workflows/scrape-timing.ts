@@ -1,9 +1,9 @@
-// How one scrape's time budget is spent: the whole request is bounded by SCRAPE_TIMEOUT_MS
-// (spec 4.2: a scrape "can take up to 60 seconds"), and each attempt may use all the time that
-// is left, so a platform that answers slowly but validly (25 s, 45 s) is answered rather than
-// cut off by a per-attempt share. A failed attempt is retried only within what remains: the
-// local activity's schedule-to-close bound is the request's limit, and an attempt's own bound
-// is the time left in it.
+// How one scrape's time budget is split: the whole request is bounded by SCRAPE_TIMEOUT_MS
+// (spec 4.2: 60 s) and each attempt gets a third of it, so a hung page still leaves room for
+// retries and the client's answer never arrives later than the limit.
+export function attemptTimeoutMs(totalMs: number): number {
+  return Math.max(1_000, Math.round(totalMs / 3));
+}
 
 /** Transient failures are retried with backoff; the attempt cap keeps a dead platform's 500 fast. */
 export const SCRAPE_RETRY = {
