@@ -138,7 +138,7 @@ describe('keys:create', () => {
     expect((await call(gw.url, 'GET', '/usage', { key })).status).toBe(200);
     expect((await call(gw.url, 'GET', '/watchlist', { key })).status).toBe(200);
     expect((await call(gw.url, 'GET', '/svc/data/ping', { key })).status).toBe(200);
-    expect((await call(gw.url, 'GET', '/events/ping', { key })).status).toBe(200);
+    expect((await call(gw.url, 'GET', '/events/platforms', { key })).status).toBe(200);
   });
 
   it('--apis narrows the key: other APIs answer 403, /usage stays open', async () => {
@@ -148,7 +148,7 @@ describe('keys:create', () => {
     expect([...row.apis].sort()).toEqual(['stream', 'watchlist']);
     expect((await call(gw.url, 'GET', '/watchlist', { key })).status).toBe(200);
     expect((await call(gw.url, 'GET', '/usage', { key })).status).toBe(200);
-    for (const path of ['/svc/data/ping', '/events/ping']) {
+    for (const path of ['/svc/data/ping', '/events/platforms']) {
       const r = await call(gw.url, 'GET', path, { key });
       expect(r.status, path).toBe(403);
       expect(r.body.error.code).toBe('forbidden');

@@ -170,7 +170,7 @@ describe('period roll-forward on the next paid request', () => {
     await endPeriod(a, oldStart, oldEnd);
     await gw.db('usage_counters').insert({ account_id: a.accountId, period_start: oldStart, used: 1000 }); // at the cap back then
 
-    const r = await api('GET', '/events/ping', { key: a.key });
+    const r = await api('GET', '/events/platforms', { key: a.key });
     expect(r.status).toBe(200);
     const sub = await gw.db('subscriptions').where({ account_id: a.accountId }).first();
     const expected = periodContaining(oldStart, new Date());

@@ -23,7 +23,7 @@ afterAll(async () => {
 
 const ROUTES: [string, string][] = [
   ['GET', '/svc/data/ping'],
-  ['GET', '/events/ping'],
+  ['GET', '/events/platforms'],
   ['GET', '/watchlist'],
   ['GET', '/watchlist/health'],
   ['GET', '/watchlist/1'],
@@ -146,7 +146,7 @@ describe('401 invalid_credentials: key sent and rejected', () => {
     const a = await newAccount(gw.db);
     await revokeKey(gw.db, a.keyId);
     await new Promise((r) => setTimeout(r, KEY_TTL_MS + 50));
-    for (let i = 0; i < 3; i++) expect((await api('GET', '/events/ping', { key: a.key })).status).toBe(401);
+    for (let i = 0; i < 3; i++) expect((await api('GET', '/events/platforms', { key: a.key })).status).toBe(401);
     expect(await totalUsed(gw.db, a.accountId)).toBe(0);
     expect(await ledgerRows(gw.db, a.accountId)).toEqual([]);
   });
@@ -155,7 +155,7 @@ describe('401 invalid_credentials: key sent and rejected', () => {
 describe('403 forbidden: key valid but not granted the API', () => {
   it('a watchlist-only key may not call Market Data or Live Availability', async () => {
     const a = await newAccount(gw.db, { apis: ['watchlist'] });
-    for (const path of ['/svc/data/ping', '/events/ping']) {
+    for (const path of ['/svc/data/ping', '/events/platforms']) {
       const r = await api('GET', path, { key: a.key });
       expect(r.status, path).toBe(403);
       expect(gatewayCode(r)).toBe('forbidden');
@@ -167,7 +167,7 @@ describe('403 forbidden: key valid but not granted the API', () => {
   it('a Market Data key may not call Live Availability or the watchlist', async () => {
     const a = await newAccount(gw.db, { apis: ['market_data'] });
     expect((await api('GET', '/svc/data/ping', { key: a.key })).status).toBe(200);
-    for (const path of ['/events/ping', '/watchlist', '/watchlist/health', '/watchlist/1']) {
+    for (const path of ['/events/platforms', '/watchlist', '/watchlist/health', '/watchlist/1']) {
       const r = await api('GET', path, { key: a.key });
       expect(r.status, path).toBe(403);
       expect(gatewayCode(r)).toBe('forbidden');
@@ -193,7 +193,7 @@ describe('403 forbidden: key valid but not granted the API', () => {
 
   it('a key granted no API is forbidden everywhere else', async () => {
     const a = await newAccount(gw.db, { apis: [] });
-    for (const path of ['/svc/data/ping', '/events/ping', '/watchlist']) {
+    for (const path of ['/svc/data/ping', '/events/platforms', '/watchlist']) {
       expect((await api('GET', path, { key: a.key })).status, path).toBe(403);
     }
   });

@@ -12,7 +12,7 @@ const t = useFixtureGateway();
 
 const PAID: [string, string][] = [
   ['GET', '/svc/data/ping'],
-  ['GET', '/events/ping'],
+  ['GET', '/events/platforms'],
   ['POST', '/svc/data/search'],
   ['GET', '/svc/data/sales/marketplace_a/E-1?sales_limit=40'],
 ];
@@ -110,7 +110,7 @@ describe('402 payment_required', () => {
     expect(hard_cap === null || hard_cap > included).toBe(true);
     await setUsage(t.gw.db, a.accountId, included - 3);
     // 5 credits would pass included: refused, while 1 credit still fits.
-    const five = await t.api('GET', '/events/ping', { key: a.key });
+    const five = await t.api('GET', '/events/platforms', { key: a.key });
     expect(five.status).toBe(402);
     expect(gatewayCode(five)).toBe('payment_required');
     for (let i = 0; i < 3; i++) expect((await t.api('GET', '/svc/data/ping', { key: a.key })).status).toBe(200);
@@ -131,7 +131,7 @@ describe('402 payment_required', () => {
     const a = await newAccount(t.gw.db, { plan: 'starter', paymentMethod: true });
     const { included } = await plan('starter');
     await setUsage(t.gw.db, a.accountId, included);
-    expect((await t.api('GET', '/events/ping', { key: a.key })).status).toBe(200);
+    expect((await t.api('GET', '/events/platforms', { key: a.key })).status).toBe(200);
   });
 
   it('at the hard cap without a payment method, limit_reached wins', async () => {

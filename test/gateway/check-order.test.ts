@@ -24,7 +24,7 @@ describe('authentication before access', () => {
   });
 
   it('a rejected key on such a route: 401 invalid_credentials, not 403', async () => {
-    const r = await t.api('GET', '/events/ping', { key: generateApiKey().key });
+    const r = await t.api('GET', '/events/platforms', { key: generateApiKey().key });
     expect(r.status).toBe(401);
     expect(gatewayCode(r)).toBe('invalid_credentials');
   });
@@ -49,7 +49,7 @@ describe('access before rate limit', () => {
     await awayFromMinuteEdge();
     const a = await newAccount(t.gw.db, { apis: ['watchlist'], rateLimit: 2 });
     for (let i = 0; i < 5; i++) {
-      const r = await t.api('GET', '/events/ping', { key: a.key });
+      const r = await t.api('GET', '/events/platforms', { key: a.key });
       expect(r.status).toBe(403);
       // Not counted, but the window's standing is reported like on every keyed response.
       expect(r.headers.get('ratelimit-policy')).toBe('"default";q=2;w=60');
@@ -58,7 +58,7 @@ describe('access before rate limit', () => {
     }
     expect((await t.api('GET', '/watchlist', { key: a.key })).status).toBe(200);
     expect((await t.api('GET', '/watchlist', { key: a.key })).status).toBe(200);
-    const spent = await t.api('GET', '/events/ping', { key: a.key });
+    const spent = await t.api('GET', '/events/platforms', { key: a.key });
     expect(spent.status).toBe(403);
     expect(spent.headers.get('ratelimit')).toMatch(/^"default";r=0;t=\d+$/);
   });
@@ -83,8 +83,8 @@ describe('rate limit before billing', () => {
     await awayFromMinuteEdge();
     const a = await newAccount(t.gw.db, { rateLimit: 1 });
     await setSubscriptionStatus(t.gw.db, a.accountId, 'past_due');
-    expect(gatewayCode(await t.api('GET', '/events/ping', { key: a.key }))).toBe('no_subscription');
-    expect(gatewayCode(await t.api('GET', '/events/ping', { key: a.key }))).toBe('rate_limited');
+    expect(gatewayCode(await t.api('GET', '/events/platforms', { key: a.key }))).toBe('no_subscription');
+    expect(gatewayCode(await t.api('GET', '/events/platforms', { key: a.key }))).toBe('rate_limited');
   });
 
   it('a rate-limited key with a malformed sales_limit answers 429, not 400', async () => {
@@ -115,7 +115,7 @@ describe('denied requests are never charged and never reach the API', () => {
     await setUsage(t.gw.db, a.accountId, 1000);
     const replies = [
       await t.api('POST', '/svc/data/search'), // 401
-      await t.api('GET', '/events/ping', { key: a.key }), // 403 (not counted)
+      await t.api('GET', '/events/platforms', { key: a.key }), // 403 (not counted)
       await t.api('POST', '/svc/data/search', { key: a.key }), // 402 limit_reached (1)
       await t.api('GET', '/svc/data/sales/marketplace_a/E-1?sales_limit=201', { key: a.key }), // 400 (2)
       await t.api('GET', '/svc/data/ping', { key: a.key }), // 402 (3)

@@ -23,7 +23,7 @@ describe('credits per request (spec 8)', () => {
   // Costs as the spec's table gives them.
   it.each([
     ['GET', '/svc/data/ping', 1, 'pingMarketData'],
-    ['GET', '/events/ping', 5, 'pingLiveAvailability'],
+    ['GET', '/events/platforms', 5, 'listPlatforms'],
   ] as const)('%s %s costs %i credit(s), one charged ledger row keyed by X-Request-Id', async (method, path, cost, operationId) => {
     const a = await newAccount(t.gw.db);
     const ids: string[] = [];
@@ -41,7 +41,7 @@ describe('credits per request (spec 8)', () => {
     }
   });
 
-  it.each(['/events/ping', '/svc/data/ping', `${SALES}?sales_limit=200`])(
+  it.each(['/events/platforms', '/svc/data/ping', `${SALES}?sales_limit=200`])(
     'HEAD %s (a paid GET route) answers 404 not_found: no credit, no ledger row, the API never runs',
     async (path) => {
       const a = await newAccount(t.gw.db);
@@ -82,7 +82,7 @@ describe('credits per request (spec 8)', () => {
   it('GET /usage reads what the gateway charged, live', async () => {
     const a = await newAccount(t.gw.db);
     await t.api('GET', '/svc/data/ping', { key: a.key });
-    await t.api('GET', '/events/ping', { key: a.key });
+    await t.api('GET', '/events/platforms', { key: a.key });
     const r = await t.api('GET', '/usage', { key: a.key });
     expect(r.body.credits.used).toBe(6);
   });
@@ -189,7 +189,7 @@ describe('included quota and hard cap (brief "Hard cap")', () => {
     const a = await newAccount(t.gw.db, { plan: 'pro' });
     const included = (await t.gw.db('plans').where({ id: 'pro' }).first('included')).included as number;
     await setUsage(t.gw.db, a.accountId, included);
-    expect((await t.api('GET', '/events/ping', { key: a.key })).status).toBe(200);
+    expect((await t.api('GET', '/events/platforms', { key: a.key })).status).toBe(200);
     expect(await usedCredits(t.gw.db, a.accountId)).toBe(included + 5);
   });
 
@@ -197,7 +197,7 @@ describe('included quota and hard cap (brief "Hard cap")', () => {
     const a = await newAccount(t.gw.db, { plan: 'free' });
     const cap = (await t.gw.db('plans').where({ id: 'free' }).first('hard_cap')).hard_cap as number;
     await setUsage(t.gw.db, a.accountId, cap - 4);
-    const expensive = await t.api('GET', '/events/ping', { key: a.key }); // would be cap + 1
+    const expensive = await t.api('GET', '/events/platforms', { key: a.key }); // would be cap + 1
     expect(expensive.status).toBe(402);
     expect(gatewayCode(expensive)).toBe('limit_reached');
     for (let i = 0; i < 4; i++) expect((await t.api('GET', '/svc/data/ping', { key: a.key })).status).toBe(200);
@@ -221,7 +221,7 @@ describe('included quota and hard cap (brief "Hard cap")', () => {
 describe('concurrency', () => {
   it('60 parallel paid requests debit exactly 60 x cost and create 60 charged ledger rows', async () => {
     const a = await newAccount(t.gw.db);
-    const replies = await Promise.all(Array.from({ length: 60 }, () => t.api('GET', '/events/ping', { key: a.key })));
+    const replies = await Promise.all(Array.from({ length: 60 }, () => t.api('GET', '/events/platforms', { key: a.key })));
     expect(replies.every((r) => r.status === 200)).toBe(true);
     expect(await usedCredits(t.gw.db, a.accountId)).toBe(300);
     const rows = await ledgerRows(t.gw.db, a.accountId);
@@ -234,7 +234,7 @@ describe('concurrency', () => {
     const a = await newAccount(t.gw.db);
     const plan = [
       ...Array.from({ length: 20 }, () => ['GET', '/svc/data/ping'] as const),
-      ...Array.from({ length: 10 }, () => ['GET', '/events/ping'] as const),
+      ...Array.from({ length: 10 }, () => ['GET', '/events/platforms'] as const),
       ...Array.from({ length: 10 }, () => ['GET', `${SALES}?sales_limit=100`] as const),
       ...Array.from({ length: 10 }, () => ['POST', '/svc/data/search?outcome=throw'] as const),
     ];
@@ -247,7 +247,7 @@ describe('concurrency', () => {
   });
 
   it.each([
-    [5, '/events/ping'],
+    [5, '/events/platforms'],
     [1, '/svc/data/ping'],
   ])('near the hard cap (cost %i), 20 parallel requests admit exactly as many as fit', async (cost, path) => {
     const a = await newAccount(t.gw.db, { plan: 'free' });

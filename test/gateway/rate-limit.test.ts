@@ -96,7 +96,7 @@ describe('per-key calendar-minute limit', () => {
     await awayFromMinuteEdge();
     const a = await newAccount(gw.db, { rateLimit: 3 });
     const statuses = [];
-    for (let i = 0; i < 6; i++) statuses.push((await api('GET', '/events/ping', { key: a.key })).status);
+    for (let i = 0; i < 6; i++) statuses.push((await api('GET', '/events/platforms', { key: a.key })).status);
     expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
     expect(await totalUsed(gw.db, a.accountId)).toBe(15);
     const rows = await ledgerRows(gw.db, a.accountId);
@@ -244,7 +244,7 @@ describe('rejected keys are limited per client address; requests without a key a
   it('requests without a key are never limited: far past the limit, each is 401 unauthenticated, without RateLimit headers', async () => {
     await awayFromMinuteEdge();
     const from = clientFor(limited.url);
-    const paths = ['/usage', '/watchlist', '/svc/data/ping', '/events/ping'];
+    const paths = ['/usage', '/watchlist', '/svc/data/ping', '/events/platforms'];
     for (let i = 0; i < 30; i++) {
       const r = await from('GET', paths[i % paths.length]!);
       expect(r.status, `request ${i + 1}`).toBe(401);
@@ -275,7 +275,7 @@ describe('rejected keys are limited per client address; requests without a key a
     const verify = vi.spyOn(limited.services.keys, 'verify');
     try {
       const from = clientFor(limited.url);
-      for (const path of ['/usage', '/watchlist/1', '/events/ping']) expect(gatewayCode(await from('GET', path))).toBe('unauthenticated');
+      for (const path of ['/usage', '/watchlist/1', '/events/platforms']) expect(gatewayCode(await from('GET', path))).toBe('unauthenticated');
       expect(hit).not.toHaveBeenCalled();
       expect(verify).not.toHaveBeenCalled();
       // A rejected key is looked up and counted.

@@ -38,7 +38,7 @@ describe('the key store is unreachable', () => {
 
   it.each([
     ['GET', '/svc/data/ping'],
-    ['GET', '/events/ping'],
+    ['GET', '/events/platforms'],
     ['GET', '/watchlist'],
     ['GET', '/usage'],
   ])('%s %s with a well-formed key fails closed with 502 service_unavailable', async (method, path) => {
@@ -93,7 +93,7 @@ describe('the billing provider is unreachable while authentication works', () =>
 
   it('a paid request fails closed with 502 service_unavailable and is not served for free', async () => {
     const a = await newAccount(gw.db);
-    for (const path of ['/svc/data/ping', '/events/ping']) {
+    for (const path of ['/svc/data/ping', '/events/platforms']) {
       const r = await api('GET', path, { key: a.key });
       expect(r.status, path).toBe(502);
       expect(gatewayCode(r)).toBe('service_unavailable');
@@ -174,6 +174,6 @@ describe('the rate limiter’s store is unreachable while authentication works',
 
   it('a forbidden key is still answered 403 (access is checked before the limiter)', async () => {
     const a = await newAccount(gw.db, { apis: ['watchlist'] });
-    expect(gatewayCode(await api('GET', '/events/ping', { key: a.key }))).toBe('forbidden');
+    expect(gatewayCode(await api('GET', '/events/platforms', { key: a.key }))).toBe('forbidden');
   });
 });

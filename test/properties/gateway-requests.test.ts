@@ -38,7 +38,7 @@ const headerValue = fc.oneof(
 
 const ROUTED: [string, string][] = [
   ['GET', '/svc/data/ping'],
-  ['GET', '/events/ping'],
+  ['GET', '/events/platforms'],
   ['GET', '/watchlist'],
   ['GET', '/watchlist/health'],
   ['GET', '/watchlist/1'],

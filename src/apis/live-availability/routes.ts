@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ApiModule } from '../../gateway/app.ts';
 import { GatewayError } from '../../gateway/errors.ts';
 import { readJsonObject } from '../../gateway/json-body.ts';
+import { NotReadyError, notReadySchema } from '../../gateway/readiness.ts';
 import type { RouteContext } from '../../gateway/route.ts';
 import { parseEventRef, type EventRef } from '../../platform/event-ref.ts';
 import { isPlatformKey, PLATFORM_KEYS, PLATFORMS } from '../../platform/registry.ts';
@@ -90,9 +91,25 @@ export const liveAvailabilityApi: ApiModule = {
     },
     {
       operationId: 'pingLiveAvailability',
-      summary: 'Liveness probe',
-      responses: { 200: { description: '`{status}`', schema: z.object({ status: z.string() }) } },
+      summary: 'Readiness of the scrape path: Temporal reachable and a scrape worker polling the scrape task queue',
+      responses: {
+        200: {
+          description:
+            '`{status: "ok"}`: Temporal answered and a scrape worker polled the scrape task queue within the last 90 s, ' +
+            'so a scrape can run now. Checked with one DescribeTaskQueue call bounded to 2 s; the answer is reused for 1 s. 5 credits.',
+          schema: z.object({ status: z.string() }),
+        },
+        503: {
+          description:
+            'Gateway envelope `service_unavailable` (spec 7.1): Temporal cannot be reached within 2 s, no scrape worker polls ' +
+            'the scrape task queue, or no scrape backend is configured. Not billed.',
+          schema: notReadySchema,
+        },
+      },
       handler: async (ctx) => {
+        const runner = ctx.state.services.scrapes;
+        if (!runner) throw new NotReadyError('scrape backend not configured');
+        await runner.assertReady((err) => ctx.state.log.warn({ err }, 'scrape path not ready'));
         ctx.body = { status: 'ok' };
       },
     },

@@ -5,6 +5,8 @@
 // scrapes afresh. The run's input is kept in its memo so ops can retry a failed run.
 import { type Client, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, TimeoutFailure } from '@temporalio/common';
+import proto from '@temporalio/proto';
+import { CachedProbe, NotReadyError, PROBE_DEADLINE_MS } from '../../gateway/readiness.ts';
 import { targetKey, type EventRef } from '../../platform/event-ref.ts';
 import type { ScrapeResponse } from '../../scrapers/response.ts';
 import type { ScrapeEventInput, scrapeEvent } from '../../../workflows/scrape-event.ts';
@@ -25,7 +27,22 @@ export class ScrapeRunError extends Error {
 
 export interface ScrapeRunner {
   run(ref: EventRef): Promise<ScrapeResponse>;
+  /**
+   * Resolves when a scrape could run now (GET /events/ping); rejects with NotReadyError (503)
+   * otherwise. `onFailure` receives the underlying error, for the log.
+   */
+  assertReady(onFailure?: (err: unknown) => void): Promise<void>;
 }
+
+const { TaskQueueType } = proto.temporal.api.enums.v1;
+
+/**
+ * A poller the server saw this recently counts as a live scrape worker. An idle worker long-polls
+ * (up to about a minute per poll on the server's default settings), and the server keeps a
+ * stopped worker in its poller list for minutes, so this bounds how long a dead worker still
+ * counts as alive.
+ */
+export const POLLER_FRESH_MS = 90_000;
 
 export const SCRAPE_WORKFLOW_TYPE = 'scrapeEvent';
 
@@ -47,6 +64,36 @@ export class TemporalScrapeRunner implements ScrapeRunner {
   ) {}
 
   private localWorkers: Client | null = null;
+
+  private readonly readiness = new CachedProbe(() => this.checkWorkers(), { unavailableMessage: 'the scrape backend cannot be reached' });
+
+  assertReady(onFailure?: (err: unknown) => void): Promise<void> {
+    return this.readiness.assertReady(onFailure);
+  }
+
+  /**
+   * Temporal answers, and a worker polls the scrape task queue for workflow tasks (a scrape runs
+   * as a workflow with a local activity: its workflow pollers are the scrape workers). One bounded
+   * DescribeTaskQueue call.
+   */
+  private async checkWorkers(): Promise<void> {
+    const { client } = this;
+    // Shorter than the probe's own deadline, so the RPC (and the SDK's retries) settle before the
+    // answer goes out.
+    const res = await client.withDeadline(Date.now() + PROBE_DEADLINE_MS - 500, () =>
+      client.workflowService.describeTaskQueue({
+        namespace: client.options.namespace,
+        taskQueue: { name: this.options.taskQueue },
+        taskQueueType: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+      }),
+    );
+    const since = Date.now() - POLLER_FRESH_MS;
+    const live = (res.pollers ?? []).some((p) => {
+      const seconds = p.lastAccessTime?.seconds;
+      return seconds != null && Number(seconds) * 1000 + (p.lastAccessTime?.nanos ?? 0) / 1e6 >= since;
+    });
+    if (!live) throw new NotReadyError('no scrape worker is running');
+  }
 
   /**
    * From now on, start new runs eagerly on this process's own workers (`client` from

@@ -29,9 +29,9 @@ async function usage(key: string, base = gw.url): Promise<UsageReport> {
   return r.body as UsageReport;
 }
 
-/** A paid request: GET /svc/data/ping costs 1, GET /events/ping costs 5 (spec 8). */
+/** A paid request: GET /svc/data/ping costs 1, GET /events/platforms costs 5 (spec 8). */
 function paid(key: string, credits: 1 | 5 = 1) {
-  return call(gw.url, 'GET', credits === 1 ? '/svc/data/ping' : '/events/ping', { key });
+  return call(gw.url, 'GET', credits === 1 ? '/svc/data/ping' : '/events/platforms', { key });
 }
 
 async function counterRows(accountId: number) {
