@@ -6,7 +6,7 @@ import type { Logger } from '../src/logger.ts';
 import { createFetchPages } from '../src/scrapers/fetch-pages.ts';
 import { createHttpPages } from '../src/scrapers/http-pages.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
-import { attemptTimeoutMs } from '../workflows/scrape-timing.ts';
+import { pollAttemptTimeoutMs, scrapeBackstopMs } from '../workflows/scrape-timing.ts';
 import type { Db } from '../db/connection.ts';
 import { MemberWatch } from '../src/monitors/member-watch.ts';
 import { PollMetrics } from '../src/monitors/poll-metrics.ts';
@@ -37,13 +37,16 @@ export interface ActivityDeps {
 export async function createActivities(deps: ActivityDeps): Promise<Activities> {
   const { config, log } = deps;
   // One crawlee fetcher for the platform scrapers and the event tracker: one concurrency bound.
-  const http = createHttpPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS) });
+  // An on-demand attempt is bounded by the time left in its request (the scrape activity's
+  // deadline); the fetchers' own bound is only a backstop past it (workflows/scrape-timing.ts).
+  const backstopMs = scrapeBackstopMs(config.SCRAPE_TIMEOUT_MS);
+  const http = createHttpPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: backstopMs });
   const scrapers = createScrapers({
     http,
     baseUrls: deps.baseUrls ?? platformBaseUrls(config),
     browserPages: config.BROWSER_PAGES,
     chromiumPath: config.CHROMIUM_PATH,
-    attemptTimeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS),
+    attemptTimeoutMs: backstopMs,
   });
   // In the background: the first scrape should not pay for the browser launch (~1 s) or the
   // crawlers' start (~0.4 s), and the worker need not wait for them either.
@@ -51,14 +54,15 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   const alog = log.child({ component: 'activities' });
   // The pollers' own scrapers: the same adapters and the same warm browser, over the lean fetcher
   // (fetch-pages.ts says why a poll does not go through crawlee's).
-  const pollHttp = createFetchPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS) });
+  const pollTimeoutMs = pollAttemptTimeoutMs(config.SCRAPE_TIMEOUT_MS);
+  const pollHttp = createFetchPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: pollTimeoutMs });
   const pollScrapers = createScrapers({
     http: pollHttp,
     browser: scrapers.browser,
     baseUrls: deps.baseUrls ?? platformBaseUrls(config),
     browserPages: config.BROWSER_PAGES,
     chromiumPath: config.CHROMIUM_PATH,
-    attemptTimeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS),
+    attemptTimeoutMs: pollTimeoutMs,
   });
   const members = new MemberWatch({ connectionString: deps.connectionString, log: alog });
   const rps = scrapeRpsPerPlatform(config);

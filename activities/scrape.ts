@@ -1,6 +1,8 @@
 // The scrape activity: runs one platform adapter for one event and returns the spec 2.5
 // response. Failures become Temporal ApplicationFailures typed by ScrapeFailure kind and marked
 // non-retryable unless transient; a crash (a bug, not the platform) is type `internal`, final.
+// An attempt gives up at the request's deadline as type `timeout`, final: what remains of the
+// request's limit is all it may use (workflows/scrape-timing.ts).
 // scrapeActivityFailure is shared with the event tracker's activity (activities/tracking.ts).
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EventRef } from '../src/platform/event-ref.ts';
@@ -8,6 +10,7 @@ import type { Scrapers } from '../src/scrapers/index.ts';
 import { toScrapeResponse, type ScrapeResponse } from '../src/scrapers/response.ts';
 import { ScrapeFailure } from '../src/scrapers/types.ts';
 import type { Logger } from '../src/logger.ts';
+import { attemptDeadlineMs } from '../workflows/scrape-timing.ts';
 
 export interface ScrapeActivities {
   scrapePlatform(ref: EventRef): Promise<ScrapeResponse>;
@@ -25,18 +28,27 @@ async function scrapeInActivity(scrapers: Scrapers, ref: EventRef, log: Logger):
   // The workflow id names the (platform, region, event) run every joined request shares; the
   // gateway logs it with each request id, so a request's scrape can be found from its logs.
   const run = { workflow_id: ctx.info.workflowExecution?.workflowId ?? null, run_id: ctx.info.workflowExecution?.runId ?? null };
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(), Math.max(0, attemptDeadlineMs(ctx.info) - Date.now()));
   try {
-    const data = await scrapers.scrape(ref, { signal: ctx.cancellationSignal });
+    const data = await scrapers.scrape(ref, { signal: AbortSignal.any([ctx.cancellationSignal, deadline.signal]) });
     log.info({ ...run, platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) }, 'scraped');
     return toScrapeResponse(ref, data, new Date());
   } catch (err) {
     const fields = { ...run, platform: ref.platform, region: ref.region, attempt: ctx.info.attempt, ms: Math.round(performance.now() - started) };
+    if (deadline.signal.aborted) {
+      log.warn({ ...fields, kind: 'timeout' }, 'scrape failed');
+      const limitS = Math.round(ctx.info.scheduleToCloseTimeoutMs / 1000);
+      throw ApplicationFailure.create({ type: 'timeout', message: `${ref.platform} took longer than ${limitS} seconds`, nonRetryable: true });
+    }
     if (err instanceof ScrapeFailure) {
       log.warn({ ...fields, kind: err.kind, err: err.message }, 'scrape failed');
       throw scrapeActivityFailure(err);
     }
     log.error({ ...fields, err }, 'scrape crashed');
     throw ApplicationFailure.create({ type: 'internal', message: 'unexpected error while scraping', nonRetryable: true, cause: err as Error });
+  } finally {
+    clearTimeout(timer);
   }
 }
 

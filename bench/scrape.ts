@@ -31,7 +31,7 @@ import { connectTemporal } from '../temporal/client.ts';
 import { startDevServer } from '../temporal/dev-server.ts';
 import { WORKFLOWS_PATH } from '../temporal/runtime.ts';
 import { clientOnWorkers, startWorkers } from '../temporal/worker.ts';
-import { attemptTimeoutMs } from '../workflows/scrape-timing.ts';
+import { scrapeBackstopMs } from '../workflows/scrape-timing.ts';
 import { percentile } from './support/percentiles.ts';
 import { freePort } from './support/processes.ts';
 
@@ -153,7 +153,7 @@ async function main() {
       concurrency: 20,
       browserPages: 4,
       chromiumPath: config.CHROMIUM_PATH,
-      attemptTimeoutMs: attemptTimeoutMs(config.SCRAPE_TIMEOUT_MS),
+      attemptTimeoutMs: scrapeBackstopMs(config.SCRAPE_TIMEOUT_MS),
     });
     cleanups.push(() => direct.close());
     await direct.warm();

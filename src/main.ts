@@ -45,6 +45,9 @@ async function main(): Promise<void> {
   // servers are not waited out: unlessStopped).
   const cleanups: { name: string; run: () => Promise<void> }[] = [];
   let stopping = false;
+  let exitCode = 0;
+  /** Settles once the local workers have stopped (see the 'workers' and 'services' steps). */
+  let workersStopped: Promise<void> = Promise.resolve();
   let startup: Promise<unknown> = Promise.resolve();
   // Cuts short the one start-up step that can take minutes: the first build of the Temporal CLI.
   const aborted = new AbortController();
@@ -59,17 +62,18 @@ async function main(): Promise<void> {
       log.error({ ms: STOP_DEADLINE_MS }, 'could not stop in time; exiting');
       process.exit(1);
     }, STOP_DEADLINE_MS);
+    exitCode = code;
     await startup;
     for (const c of cleanups.reverse()) {
       try {
         await c.run();
       } catch (err) {
         log.error({ err, step: c.name }, 'error while stopping');
-        code ||= 1;
+        exitCode ||= 1;
       }
     }
     log.info('stopped');
-    process.exit(code);
+    process.exit(exitCode);
   };
   /**
    * An in-process start-up step that a stop does not wait out: a terminal's Ctrl-C stops the
@@ -131,7 +135,15 @@ async function main(): Promise<void> {
         intervalMs: config.TRACK_INTERVAL_MS,
       }),
     };
-    cleanups.push({ name: 'services', run: () => closeServices(services) });
+    cleanups.push({
+      name: 'services',
+      run: async () => {
+        // The first step after the gateway's drain that the activities still need around them
+        // (the simulator, Temporal and the database after it): the workers' stop ends here.
+        await workersStopped;
+        await closeServices(services);
+      },
+    });
     const app = createGateway(services, APIS);
     app.use(asyncApiRoute());
     const server = await listen(app, config.PORT, config.HOST);
@@ -191,9 +203,16 @@ async function main(): Promise<void> {
       services.scrapes.startOnLocalWorkers(workers.client);
       cleanups.push({
         name: 'workers',
-        run: () => {
+        run: async () => {
           services.scrapes.startOnLocalWorkers(null);
-          return workers.stop();
+          // Not awaited here: waiting on the activities in flight (up to the grace period, longer
+          // when a terminal's Ctrl-C has already stopped the dev server they report to) and
+          // draining the gateway's clients (up to DRAIN_MS) are independent waits, and one after
+          // the other they outlasted a 10 s stop. The Temporal step waits for this one.
+          workersStopped = workers.stop().catch((err: unknown) => {
+            log.error({ err, step: 'workers' }, 'error while stopping');
+            exitCode ||= 1;
+          });
         },
       });
       log.info({ ms: Math.round(performance.now() - started) }, 'worker ready');

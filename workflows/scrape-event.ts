@@ -7,7 +7,7 @@ import { ActivityFailure, ApplicationFailure, proxyLocalActivities, TimeoutFailu
 import type { ScrapeActivities } from '../activities/scrape.ts';
 import type { EventRef } from '../src/platform/event-ref.ts';
 import type { ScrapeResponse } from '../src/scrapers/response.ts';
-import { attemptTimeoutMs, SCRAPE_RETRY } from './scrape-timing.ts';
+import { SCRAPE_RETRY } from './scrape-timing.ts';
 
 export interface ScrapeEventInput {
   ref: EventRef;
@@ -21,8 +21,10 @@ export async function scrapeEvent(input: ScrapeEventInput): Promise<ScrapeRespon
   // short and bounded, which is what local activities are for; their retries and time-outs
   // are the same policy as a regular activity's.
   const { scrapePlatform } = proxyLocalActivities<ScrapeActivities>({
+    // Every attempt may take what is left of the request's limit; the activity enforces it
+    // itself, Temporal's bounds are the backstop (scrape-timing.ts).
     scheduleToCloseTimeout: input.timeoutMs,
-    startToCloseTimeout: attemptTimeoutMs(input.timeoutMs),
+    startToCloseTimeout: input.timeoutMs,
     // Which failures are final is decided once, where they arise: the activity marks them
     // non-retryable (ScrapeFailure.retryable), so the policy here only shapes the backoff.
     retry: SCRAPE_RETRY,

@@ -1,7 +1,8 @@
 // Decides an upgrade request before the WebSocket exists, in the gateway's order (spec 5.6):
 // authentication (401 / 502), access to the `stream` API (403), the key's per-minute rate limit
-// (429; an upgrade counts as one request), then the resume position (400). Callers without a
-// valid key are limited per client address, like HTTP callers. The stream costs no credits, so
+// (429; an upgrade counts as one request), then the resume position (400). Rejected keys are
+// limited per client address, like HTTP callers; an upgrade that sends no key guesses nothing,
+// is not counted and is always 401 unauthenticated (spec 5.2). The stream costs no credits, so
 // nothing is metered.
 import type { Pool } from '../../db/pool.ts';
 import type { Config } from '../config.ts';
@@ -75,7 +76,7 @@ export class UpgradeAdmission {
     // Browsers cannot set headers on a WebSocket: they may send the key as ?apikey=.
     const queryKey = single(params, 'apikey');
     const key = req.apikeyHeader || (queryKey === 'repeated' ? '' : (queryKey ?? ''));
-    if (!key) return this.refuseUnauthenticated(address, 'unauthenticated');
+    if (!key) return StreamRefusal.of('unauthenticated');
 
     let principal: Principal | null;
     try {
@@ -84,7 +85,7 @@ export class UpgradeAdmission {
       log.error({ err }, 'stream: key store unreachable');
       return StreamRefusal.of('service_unavailable', 'authentication backend unavailable');
     }
-    if (!principal) return this.refuseUnauthenticated(address, 'invalid_credentials');
+    if (!principal) return this.refuseRejectedKey(address);
 
     const subject = `key:${principal.keyId}`;
     const limit = principal.rateLimitPerMinute ?? config.RATE_LIMIT_PER_MINUTE;
@@ -129,7 +130,7 @@ export class UpgradeAdmission {
     return { principal, key, clientAddress: address, lastId, resumeGap, mustReach: bounds.head ?? 0, headers };
   }
 
-  private async refuseUnauthenticated(address: string, code: 'unauthenticated' | 'invalid_credentials'): Promise<StreamRefusal> {
+  private async refuseRejectedKey(address: string): Promise<StreamRefusal> {
     const { limiter, config, log } = this.deps;
     let d: RateDecision | null = null;
     try {
@@ -138,10 +139,10 @@ export class UpgradeAdmission {
       // The limiter's store is down: the answer is a 401 either way, so say that.
       log.warn({ err }, 'stream: unauthenticated rate limiter unavailable');
     }
-    if (!d) return StreamRefusal.of(code);
+    if (!d) return StreamRefusal.of('invalid_credentials');
     const headers = rateLimitHeaders('unauthenticated', d);
     if (!d.allowed) return StreamRefusal.of('rate_limited', `more than ${d.limit} requests in the current minute`, headers);
-    return StreamRefusal.of(code, undefined, headers);
+    return StreamRefusal.of('invalid_credentials', undefined, headers);
   }
 
   private async bounds(): Promise<{ oldest: number | null; head: number | null; lastAllocated: number }> {

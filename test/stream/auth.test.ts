@@ -79,20 +79,29 @@ describe('stream upgrade refusals', () => {
     expect(r.headers['ratelimit-policy']).toBe('"default";q=2;w=60');
   });
 
-  it('limits unauthenticated attempts per client address (X-Forwarded-For from the loopback)', async () => {
+  it('limits rejected keys per client address (X-Forwarded-For from the loopback); an upgrade with no key is always 401 and not counted', async () => {
     const strict = await startNode({ db: t.db, env: { UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '3' } });
     try {
       const left = 60_000 - (Date.now() % 60_000);
       if (left < 3_000) await new Promise((r) => setTimeout(r, left + 50));
       const address = randomAddress();
+      // Keyless upgrades guess nothing (spec 5.2): however many, they use none of the allowance.
+      for (let i = 0; i < 5; i++) {
+        const keyless = await refusal(strict.url, { 'x-forwarded-for': address });
+        expect([keyless.status, envelope(keyless)]).toEqual([401, 'unauthenticated']);
+        expect(keyless.headers['ratelimit']).toBeUndefined();
+      }
       const codes: number[] = [];
       for (let i = 0; i < 4; i++) codes.push((await refusal(strict.url, { 'x-forwarded-for': address, apikey: 'wrong' })).status);
       expect(codes).toEqual([401, 401, 401, 429]);
+      const limited = await refusal(strict.url, { 'x-forwarded-for': address, apikey: 'wrong' });
+      expect([limited.status, envelope(limited)]).toEqual([429, 'rate_limited']);
+      expect(limited.headers['retry-after']).toBeDefined();
+      // Past the limit, an upgrade with no key is still told what it lacks.
       const last = await refusal(strict.url, { 'x-forwarded-for': address });
-      expect([last.status, envelope(last)]).toEqual([429, 'rate_limited']);
-      expect(last.headers['retry-after']).toBeDefined();
+      expect([last.status, envelope(last)]).toEqual([401, 'unauthenticated']);
       // Another address is not affected.
-      expect((await refusal(strict.url, { 'x-forwarded-for': randomAddress() })).status).toBe(401);
+      expect((await refusal(strict.url, { 'x-forwarded-for': randomAddress(), apikey: 'wrong' })).status).toBe(401);
     } finally {
       await strict.close();
     }

@@ -66,16 +66,16 @@ describe('stream through the gateway port', () => {
     expect(bad.status).toBe(400);
   });
 
-  it("limits unauthenticated attempts per client address: the gateway passes the client's address", async () => {
+  it("limits rejected keys per client address: the gateway passes the client's address", async () => {
     const left = 60_000 - (Date.now() % 60_000);
     if (left < 3_000) await new Promise((r) => setTimeout(r, left + 50));
     const address = randomAddress();
     const statuses: number[] = [];
-    for (let i = 0; i < 3; i++) statuses.push((await refusal(`ws://${base}${STREAM_PATH}`, { 'x-forwarded-for': address })).status);
+    for (let i = 0; i < 3; i++) statuses.push((await refusal(`ws://${base}${STREAM_PATH}`, { 'x-forwarded-for': address, apikey: 'wrong' })).status);
     expect(statuses).toEqual([401, 401, 429]);
     // A spoofed earlier entry does not help: the proxy-appended (last) entry counts.
-    expect((await refusal(`ws://${base}${STREAM_PATH}`, { 'x-forwarded-for': `1.2.3.4, ${address}` })).status).toBe(429);
-    expect((await refusal(`ws://${base}${STREAM_PATH}`, { 'x-forwarded-for': randomAddress() })).status).toBe(401);
+    expect((await refusal(`ws://${base}${STREAM_PATH}`, { 'x-forwarded-for': `1.2.3.4, ${address}`, apikey: 'wrong' })).status).toBe(429);
+    expect((await refusal(`ws://${base}${STREAM_PATH}`, { 'x-forwarded-for': randomAddress(), apikey: 'wrong' })).status).toBe(401);
   });
 
   it('answers 404 for upgrades of other paths and serves the AsyncAPI document', async () => {
