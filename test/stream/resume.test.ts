@@ -27,6 +27,8 @@ class ResumingClient {
   private current: Client | null = null;
   private stopped = false;
   last: number;
+  /** Connections that completed their upgrade. */
+  opens = 0;
 
   constructor(
     private readonly url: () => string,
@@ -53,6 +55,7 @@ class ResumingClient {
         await sleep(20); // the node is restarting
         continue;
       }
+      this.opens++;
       this.closes.push(await c.closed);
     }
   }
@@ -179,6 +182,10 @@ describe('stream resume', () => {
         await sleep(2);
       }
     })();
+    // Every client connected first: one still upgrading when the node stops sees 1006, not 1001
+    // (seen on a loaded machine, where 150 ms was not always enough to connect).
+    const connected = Date.now() + 10_000;
+    while (clients.some((c) => c.rc.opens === 0) && Date.now() < connected) await sleep(10);
     await sleep(150);
     await node.close(); // every client sees 1001 and starts reconnecting
     await sleep(100); // rows keep being written while no node runs
