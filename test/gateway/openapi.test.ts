@@ -20,7 +20,8 @@ const fixtureApis: readonly ApiModule[] = fixtureInPlace(createFixtureApi());
 
 beforeAll(async () => {
   gw = await startTestGateway({ env: GATEWAY_ENV });
-  withFixture = await startTestGateway({ env: GATEWAY_ENV, apis: fixtureApis });
+  // Another PORT, to see the document's local server follow it (nothing listens there).
+  withFixture = await startTestGateway({ env: { ...GATEWAY_ENV, PORT: '9123' }, apis: fixtureApis });
   doc = (await clientFor(gw.url)('GET', '/openapi.json')).body;
   fixtureDoc = (await clientFor(withFixture.url)('GET', '/openapi.json')).body;
 });
@@ -116,6 +117,17 @@ describe('GET /openapi.json', () => {
     // Every top-level member is one OpenAPI 3.1 allows.
     const allowed = ['openapi', 'info', 'jsonSchemaDialect', 'servers', 'paths', 'webhooks', 'components', 'security', 'tags', 'externalDocs'];
     for (const k of Object.keys(doc)) expect(allowed.includes(k) || k.startsWith('x-'), k).toBe(true);
+  });
+
+  it('names its servers: the host it was fetched from, then {base_url} defaulting to a local npm start on PORT', () => {
+    expect(doc.servers.map((s: Doc) => s.url)).toEqual(['/', '{base_url}']);
+    expect(doc.servers[1].variables.base_url.default).toBe('http://localhost:8080');
+    expect(fixtureDoc.servers[1].variables.base_url.default).toBe('http://localhost:9123');
+    for (const s of doc.servers) expect(typeof s.description).toBe('string');
+  });
+
+  it('states its licence honestly: proprietary, as an SPDX LicenseRef, with no invented URL', () => {
+    expect(doc.info.license).toEqual({ name: 'Proprietary', identifier: 'LicenseRef-Proprietary' });
   });
 
   it('lists exactly the mounted operations, paths in {param} syntax', () => {
