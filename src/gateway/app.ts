@@ -23,7 +23,7 @@ export function createGateway(services: Services, apis: readonly ApiModule[]): K
   // Errors are rendered by the boundary; Koa's default handler would only print them again.
   app.silent = true;
   const routes = apis.flatMap((a) => a.routes);
-  const openapi = JSON.stringify(buildOpenApi(routes));
+  const openapi = JSON.stringify(buildOpenApi(routes, { localPort: services.config.PORT }));
   const router = buildRouter(routes);
 
   app.use(requestContext(services));

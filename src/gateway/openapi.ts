@@ -78,7 +78,38 @@ function parameters(spec: RouteSpec, op: Operation, jsonSchema: SchemaComponents
   return out;
 }
 
-export function buildOpenApi(routes: readonly RouteSpec[], serverUrl?: string): object {
+/**
+ * Where clients send requests. First the relative URL `/`: the host this document was fetched
+ * from, which is right for every deployment (behind the reverse proxy, over TLS, on any port)
+ * without configuring a public address, and is what Swagger UI or Redoc pointed at
+ * /openapi.json call. It is OpenAPI's own default, stated because code generators and linters
+ * do not all apply it. A saved copy has no host to resolve `/` against, so the second entry is
+ * the spec's own `{base_url}` as a variable for the reader to fill in; its default is the gateway
+ * a local `npm start` serves (PORT). Not a literal localhost URL: customers read this document,
+ * and to them that would look like an address of the service (Redocly: no-server-example.com).
+ */
+function servers(localPort: number): object[] {
+  return [
+    { url: '/', description: 'The gateway this document was fetched from' },
+    {
+      url: '{base_url}',
+      // The explanation sits here, not on the variable: @apidevtools/swagger-parser still carries
+      // the 3.1 schema's old typo (`descriptions`) and refuses a variable's `description`
+      // (APIDevTools/swagger-cli#83), a false alarm tools built on it would raise too.
+      description: 'The service at base_url: the scheme, host and port you were given, no trailing slash; the default is a local npm start',
+      variables: { base_url: { default: `http://localhost:${localPort}` } },
+    },
+  ];
+}
+
+/**
+ * A private, paid API: there is no public licence to point at. OpenAPI 3.1's `identifier` is an
+ * SPDX expression, and SPDX names a licence that is not on its list as `LicenseRef-...`. No `url`:
+ * the terms are each customer's agreement, published at no address this document could name.
+ */
+const LICENSE = { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' };
+
+export function buildOpenApi(routes: readonly RouteSpec[], opts: { localPort: number }): object {
   const components = new SchemaComponents();
   const jsonSchema = components.jsonSchema.bind(components);
   const paths: Record<string, Record<string, object>> = {};
@@ -114,8 +145,9 @@ export function buildOpenApi(routes: readonly RouteSpec[], serverUrl?: string): 
       title: 'Ticket market data, live availability and watchlist service',
       version: '1.0',
       description: 'Every request carries the `apikey` header. Credits per operation are in each description and in `x-credits`.',
+      license: LICENSE,
     },
-    ...(serverUrl ? { servers: [{ url: serverUrl }] } : {}),
+    servers: servers(opts.localPort),
     security: [{ apikey: [] }],
     components: { schemas: components.schemas, securitySchemes: { apikey: { type: 'apiKey', in: 'header', name: 'apikey' } } },
     paths,

@@ -1,7 +1,7 @@
 // GET /openapi.json (brief: the gateway serves its OpenAPI 3.1 document): public, a valid
 // OpenAPI 3.1 object whose paths are exactly the mounted operations in {param} syntax, whose
-// references all resolve inside the document, and whose watchlist create body carries the
-// server defaults of spec 2.1.
+// references all resolve inside the document, whose watchlist create body carries the server
+// defaults of spec 2.1, and which Redocly's recommended ruleset passes without a warning.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APIS } from '../../src/apis/index.ts';
 import type { ApiModule } from '../../src/gateway/app.ts';
@@ -20,7 +20,8 @@ const fixtureApis: readonly ApiModule[] = fixtureInPlace(createFixtureApi());
 
 beforeAll(async () => {
   gw = await startTestGateway({ env: GATEWAY_ENV });
-  withFixture = await startTestGateway({ env: GATEWAY_ENV, apis: fixtureApis });
+  // Another PORT, to see the document's local server follow it (nothing listens there).
+  withFixture = await startTestGateway({ env: { ...GATEWAY_ENV, PORT: '9123' }, apis: fixtureApis });
   doc = (await clientFor(gw.url)('GET', '/openapi.json')).body;
   fixtureDoc = (await clientFor(withFixture.url)('GET', '/openapi.json')).body;
 });
@@ -116,6 +117,17 @@ describe('GET /openapi.json', () => {
     // Every top-level member is one OpenAPI 3.1 allows.
     const allowed = ['openapi', 'info', 'jsonSchemaDialect', 'servers', 'paths', 'webhooks', 'components', 'security', 'tags', 'externalDocs'];
     for (const k of Object.keys(doc)) expect(allowed.includes(k) || k.startsWith('x-'), k).toBe(true);
+  });
+
+  it('names its servers: the host it was fetched from, then {base_url} defaulting to a local npm start on PORT', () => {
+    expect(doc.servers.map((s: Doc) => s.url)).toEqual(['/', '{base_url}']);
+    expect(doc.servers[1].variables.base_url.default).toBe('http://localhost:8080');
+    expect(fixtureDoc.servers[1].variables.base_url.default).toBe('http://localhost:9123');
+    for (const s of doc.servers) expect(typeof s.description).toBe('string');
+  });
+
+  it('states its licence honestly: proprietary, as an SPDX LicenseRef, with no invented URL', () => {
+    expect(doc.info.license).toEqual({ name: 'Proprietary', identifier: 'LicenseRef-Proprietary' });
   });
 
   it('lists exactly the mounted operations, paths in {param} syntax', () => {
@@ -237,5 +249,28 @@ describe('validated by an independent OpenAPI 3.1 parser', () => {
     const badStatus = structuredClone(doc);
     Object.values(badStatus.paths[firstPath!] as Record<string, Doc>)[0].responses.notastatus = { description: 'x' };
     await expect(SwaggerParser.validate(badStatus)).rejects.toThrow();
+  });
+});
+
+/** Redocly's recommended ruleset over a document, each problem as one readable line. */
+async function redoclyProblems(d: Doc): Promise<string[]> {
+  const { createConfig, lintFromString } = await import('@redocly/openapi-core');
+  // A config object, not a redocly.yaml looked up from the working directory: the rules are
+  // exactly the recommended set, whoever runs the test from wherever.
+  const config = await createConfig({ extends: ['recommended'] });
+  const problems = await lintFromString({ source: JSON.stringify(d), absoluteRef: 'openapi.json', config });
+  return problems.map((p) => `${p.severity} ${p.ruleId} at ${p.location.map((l) => l.pointer).join(', ')}: ${p.message}`);
+}
+
+describe('linted by Redocly with its recommended rules (issue 14)', () => {
+  it('the served document, and one with every fixture route, have no error and no warning', async () => {
+    for (const d of [doc, fixtureDoc]) expect(await redoclyProblems(d)).toEqual([]);
+  });
+
+  it('the linter is not a rubber stamp: without servers, and with an empty anyOf member, it complains', async () => {
+    const { servers: _dropped, ...bare } = structuredClone(doc);
+    bare.components.schemas.Loose = { anyOf: [{}, { type: 'null' }] };
+    const rules = (await redoclyProblems(bare)).map((p) => p.split(' ').slice(0, 2).join(' '));
+    expect(rules).toEqual(expect.arrayContaining(['error no-empty-servers', 'warn no-illogical-composition-keywords']));
   });
 });

@@ -81,10 +81,19 @@ export function opaqueJsonProblem(value: unknown): string | null {
   return null;
 }
 
-const opaqueJson = z.custom<Json>().superRefine((v, ctx) => {
-  const problem = opaqueJsonProblem(v);
-  if (problem) ctx.addIssue({ code: 'custom', message: problem });
-});
+/**
+ * Any JSON value, null included (spec 2.1: "JSON or null"), so it takes no `.nullable()`: that
+ * would document it as `anyOf: [{}, {type: null}]`, whose empty member already admits null.
+ * z.custom has no JSON Schema of its own (it would be the empty schema); the type list says
+ * "any JSON value" to readers and code generators as well.
+ */
+const opaqueJson = z
+  .custom<Json>()
+  .superRefine((v, ctx) => {
+    const problem = opaqueJsonProblem(v);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem });
+  })
+  .meta({ type: ['object', 'array', 'string', 'number', 'boolean', 'null'] });
 
 export const CHANGE_TYPES = ['stock_increase', 'price_decrease', 'price_increase'] as const;
 
@@ -133,8 +142,8 @@ export const settableFields = {
     .nullable()
     .meta({ description: 'Suppress notifications until this time (RFC 3339 with Z or an offset up to ±15:59; returned in UTC)' }),
   mb_did: text().min(1).max(200).nullable().meta({ description: 'Device id of marketplace B' }),
-  roles_json: opaqueJson.nullable().meta({
-    description: `Opaque JSON, stored and returned as sent (at most ${ROLES_JSON_MAX_CHARS} characters serialised, ${ROLES_JSON_MAX_DEPTH} levels deep)`,
+  roles_json: opaqueJson.meta({
+    description: `Any JSON value or null, opaque: stored and returned as sent (at most ${ROLES_JSON_MAX_CHARS} characters serialised, ${ROLES_JSON_MAX_DEPTH} levels deep)`,
   }),
   webhook_setting_id: externalId.nullable().meta({ description: 'Positive integer id of a webhook setting' }),
   role_id: externalId.nullable().meta({ description: 'Positive integer id of a role' }),
