@@ -70,7 +70,7 @@ export async function startStreamNode(opts: {
 export function asyncApiRoute(): Middleware {
   const body = JSON.stringify(buildAsyncApi());
   return async (ctx, next) => {
-    if ((ctx.method === 'GET' || ctx.method === 'HEAD') && ctx.path === '/asyncapi.json') {
+    if (ctx.method === 'GET' && ctx.path === '/asyncapi.json') {
       ctx.state.operationId = 'asyncapi';
       ctx.type = 'application/json';
       ctx.body = body;

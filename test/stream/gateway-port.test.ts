@@ -85,6 +85,9 @@ describe('stream through the gateway port', () => {
     const doc = await fetch(`http://${base}/asyncapi.json`);
     expect(doc.status).toBe(200);
     expect(((await doc.json()) as { asyncapi: string }).asyncapi).toBe('3.0.0');
+    // GET only, as every route: HEAD is a wrong method (spec 7.1), whatever the path.
+    const head = await fetch(`http://${base}/asyncapi.json`, { method: 'HEAD' });
+    expect(head.status).toBe(404);
     // The HTTP API is untouched.
     expect((await fetch(`http://${base}/watchlist`, { headers: { apikey: a.key } })).status).toBe(200);
   });
