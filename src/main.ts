@@ -97,7 +97,9 @@ async function main(): Promise<void> {
     });
     cleanups.push({ name: 'database', run: () => database.close() });
     if (stopping) return;
-    log.info({ embedded: database.embedded }, 'database ready');
+    log.info({ embedded: database.embedded, cluster: database.clusterDir ?? undefined }, 'database ready');
+    // Not always DATA_DIR/postgres (as root it may be elsewhere: docs/operations.md): say where the data is.
+    if (database.clusterDir) console.log(`\n  Embedded PostgreSQL data: ${database.clusterDir}\n`);
 
     if (config.DEMO_ACCOUNT) {
       const demo = await ensureDemoAccount(database.db, config.dataDir);

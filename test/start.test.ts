@@ -14,6 +14,7 @@ import { createDb } from '../db/connection.ts';
 import { ensureDemoAccount } from '../src/accounts/demo.ts';
 import { PROJECT_ROOT, call, databaseUrl, runTs } from './support/harness.ts';
 import { canConnect } from '../db/embedded.ts';
+import { SHARED_ROOT } from '../db/postgres-user.ts';
 import { devServerFiles } from '../temporal/dev-server.ts';
 import { commandLine, isRunning } from '../temporal/processes.ts';
 import { temporalAddress, uniqueTaskQueue } from './support/temporal.ts';
@@ -44,6 +45,20 @@ async function temporalServersOn(dataDir: string): Promise<number[]> {
 /** Stops a dev server a failed test left behind, found through its pid file. */
 async function killLeftoverTemporal(dataDir: string): Promise<void> {
   for (const pid of await temporalServersOn(dataDir)) process.kill(pid, 'SIGKILL');
+}
+
+/** Stops an embedded PostgreSQL a failed test left behind, found through its pid file (DATA_DIR/postgres may be a link). */
+async function stopLeftoverPostgres(dataDir: string): Promise<void> {
+  const pid = await fs
+    .readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')
+    .then((t) => Number(t.split('\n')[0]))
+    .catch(() => 0);
+  if (pid <= 0) return;
+  try {
+    process.kill(pid, 'SIGQUIT');
+  } catch {
+    // not running
+  }
 }
 
 /** One `npm start` process, in its own process group like a terminal's foreground job. */
@@ -155,18 +170,7 @@ describe('npm start on embedded defaults', () => {
   afterAll(async () => {
     for (const svc of running) svc.kill();
     await killLeftoverTemporal(dataDir);
-    // A failed test may leave the embedded server behind: stop it by its pid file.
-    const pid = await fs
-      .readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')
-      .then((t) => Number(t.split('\n')[0]))
-      .catch(() => 0);
-    if (pid > 0) {
-      try {
-        process.kill(pid, 'SIGQUIT');
-      } catch {
-        // not running
-      }
-    }
+    await stopLeftoverPostgres(dataDir);
     await fs.rm(dataDir, { recursive: true, force: true });
   });
 
@@ -448,14 +452,76 @@ describe('npm start interrupted during its first start-up', () => {
     } finally {
       for (const svc of services) svc.kill();
       await killLeftoverTemporal(dataDir);
-      const pid = await fs
-        .readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')
-        .then((t) => Number(t.split('\n')[0]))
-        .catch(() => 0);
-      if (pid > 0) process.kill(pid, 'SIGQUIT');
+      await stopLeftoverPostgres(dataDir);
       await fs.rm(dataDir, { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+// As root the embedded server runs as user postgres, which cannot search a 0700 directory of
+// root's (/root/app, a `mktemp -d`): its cluster is placed where it can, and found again.
+describe.runIf(process.getuid?.() === 0)('npm start as root with DATA_DIR under a private (0700) directory', () => {
+  it('starts and says where its data is; the admin CLI joins it; the data is there at the next start', async () => {
+    const parent = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-start-private-'));
+    const dataDir = path.join(parent, 'data');
+    const pg = await freePort();
+    const http = await freePort();
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const k of ['DATABASE_URL', 'LOG_LEVEL', 'DEMO_ACCOUNT']) delete env[k];
+    // Only the database is in question: Temporal is the run's server, and nothing else is started.
+    Object.assign(env, {
+      DATA_DIR: dataDir,
+      EMBEDDED_PG_PORT: String(pg),
+      PORT: String(http),
+      METRICS_PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      TEMPORAL_ADDRESS: temporalAddress(),
+      SCRAPE_TASK_QUEUE: uniqueTaskQueue('private-scrapes'),
+      MONITOR_TASK_QUEUE: uniqueTaskQueue('private-monitors'),
+      RUN_WORKER: 'false',
+      RUN_SIMULATOR: 'false',
+      RUN_STREAM: 'false',
+    });
+    const base = `http://127.0.0.1:${http}`;
+    const services: Service[] = [];
+    try {
+      const first = new Service(env);
+      services.push(first);
+      await first.waitFor(READY, 90_000);
+      const cluster = await fs.readlink(path.join(dataDir, 'postgres'));
+      expect(path.dirname(cluster)).toBe(path.join(SHARED_ROOT, 'clusters'));
+      expect(first.stdout).toContain(`Embedded PostgreSQL data: ${cluster}`);
+      expect((await fs.stat(parent)).mode & 0o777).toBe(0o700);
+
+      // The admin CLI, on the same DATA_DIR, finds the running server and joins it.
+      const acct = await runTs('src/admin/cli.ts', ['accounts:create', '--plan', 'free'], env);
+      expect(acct.code, acct.stderr).toBe(0);
+      const made = await runTs('src/admin/cli.ts', ['keys:create', '--account', String(JSON.parse(acct.stdout).account_id)], env);
+      expect(made.code, made.stderr).toBe(0);
+      const key: string = JSON.parse(made.stdout).key;
+      expect((await call(base, 'GET', '/usage', { key })).status).toBe(200);
+      expect(await canConnect(pg)).toBe(true);
+
+      first.interrupt();
+      expect(await exitWithin(first, 10_000), first.stdout + first.stderr).toEqual({ code: 0, signal: null });
+      expect(await waitUntil(async () => !(await canConnect(pg)), 5_000)).toBe(true);
+
+      const second = new Service(env);
+      services.push(second);
+      await second.waitFor(READY, 60_000);
+      expect(second.stdout).toContain(`Embedded PostgreSQL data: ${cluster}`);
+      expect(second.stdout).not.toMatch(/tmk_/); // the demo account of the first start is there
+      expect((await call(base, 'GET', '/usage', { key })).status).toBe(200);
+      second.interrupt();
+      expect(await exitWithin(second, 10_000), second.stdout + second.stderr).toEqual({ code: 0, signal: null });
+    } finally {
+      for (const svc of services) svc.kill();
+      await stopLeftoverPostgres(dataDir);
+      const cluster = await fs.readlink(path.join(dataDir, 'postgres')).catch(() => null);
+      if (cluster) await fs.rm(cluster, { recursive: true, force: true });
+      await fs.rm(parent, { recursive: true, force: true });
+    }
+  }, 180_000);
 });
 
 describe('npm start with DATABASE_URL and TEMPORAL_ADDRESS', () => {

