@@ -176,6 +176,10 @@ function toRunError(err: unknown, ref: EventRef, timeoutMs: number): ScrapeRunEr
       return new ScrapeRunError('blocked', `${ref.platform} is refusing our requests for now (${message}); the scrape was not retried, try again later`);
     }
     if (type === 'internal') return new ScrapeRunError('failed', 'unexpected error during the scrape', { cause: err });
+    // The worker's message names its CHROMIUM_PATH and the fix: the operator's, in the worker's log.
+    if (type === 'browser_missing') {
+      return new ScrapeRunError('failed', `${ref.platform} cannot be scraped right now: the Chromium browser it needs is missing on the server.`, { cause: err });
+    }
     return new ScrapeRunError('failed', message);
   }
   return new ScrapeRunError('unavailable', 'the scrape backend could not be reached', { cause: err });
