@@ -1,11 +1,14 @@
 // Every activity the worker runs, built once per worker process with the resources they share
-// (the scrapers' HTTP fetchers and warm browser). close() releases them at shutdown.
+// (the scrapers' HTTP fetchers and warm browser, and the reports on that browser). close()
+// releases them at shutdown.
 import type { Registry } from 'prom-client';
 import { marketplaceBaseUrls, platformBaseUrls, scrapeRpsPerPlatform, type Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
 import { createFetchPages } from '../src/scrapers/fetch-pages.ts';
 import { createHttpPages } from '../src/scrapers/http-pages.ts';
+import { startBrowserReports } from '../src/scrapers/browser-reports.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
+import { ScrapeFailure } from '../src/scrapers/types.ts';
 import { pollAttemptTimeoutMs, scrapeBackstopMs } from '../workflows/scrape-timing.ts';
 import type { Db } from '../db/connection.ts';
 import { MemberWatch } from '../src/monitors/member-watch.ts';
@@ -48,9 +51,14 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     chromiumPath: config.CHROMIUM_PATH,
     attemptTimeoutMs: backstopMs,
   });
+  // Prints the fix at start-up when Chromium is missing, and tells the gateways (browser-reports.ts).
+  const browserReports = startBrowserReports({ db: deps.db, taskQueue: config.SCRAPE_TASK_QUEUE, chromiumPath: config.CHROMIUM_PATH, log });
   // In the background: the first scrape should not pay for the browser launch (~1 s) or the
   // crawlers' start (~0.4 s), and the worker need not wait for them either.
-  void scrapers.warm().catch((err: unknown) => log.warn({ err }, 'could not warm the scrapers; the first scrape will'));
+  void scrapers.warm().catch((err: unknown) => {
+    // A missing browser was reported above, with its fix; its launch error would only bury that.
+    if (!(err instanceof ScrapeFailure && err.kind === 'browser_missing')) log.warn({ err }, 'could not warm the scrapers; the first scrape will');
+  });
   const alog = log.child({ component: 'activities' });
   // The pollers' own scrapers: the same adapters and the same warm browser, over the lean fetcher
   // (fetch-pages.ts says why a poll does not go through crawlee's).
@@ -88,7 +96,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   return {
     activities: { ...createScrapeActivities(scrapers, alog), ...polls, ...createMonitorActivities({ db: deps.db }), ...tracking },
     close: async () => {
-      await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close()]);
+      await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close(), browserReports.stop()]);
       pollHttp.close();
     },
   };

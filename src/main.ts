@@ -130,7 +130,7 @@ async function main(): Promise<void> {
 
     const services = {
       ...createServices(config, database.db, createRequestPool(config, database.connectionString), log),
-      scrapes: new TemporalScrapeRunner(temporal.client, { taskQueue: config.SCRAPE_TASK_QUEUE, timeoutMs: config.SCRAPE_TIMEOUT_MS }),
+      scrapes: new TemporalScrapeRunner(temporal.client, { taskQueue: config.SCRAPE_TASK_QUEUE, timeoutMs: config.SCRAPE_TIMEOUT_MS, browserReports: database.db }),
       tracking: new TemporalEventTracker(database.db, temporal.client, marketplaceBaseUrls(config), {
         taskQueue: config.MONITOR_TASK_QUEUE,
         scrapeQueue: config.SCRAPE_TASK_QUEUE,

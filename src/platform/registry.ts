@@ -90,6 +90,12 @@ export const PLATFORMS = {
 export type PlatformKey = keyof typeof PLATFORMS;
 export const PLATFORM_KEYS = Object.keys(PLATFORMS) as PlatformKey[];
 
+/**
+ * Platforms that render client-side, so are scraped in the warm Chromium (src/scrapers/browser-pages.ts)
+ * rather than over HTTP: without the browser these, and only these, cannot be scraped.
+ */
+export const BROWSER_PLATFORMS = ['pf_01'] as const satisfies readonly PlatformKey[];
+
 export function isPlatformKey(value: string): value is PlatformKey {
   return Object.hasOwn(PLATFORMS, value);
 }

@@ -4,6 +4,7 @@
 // more than the visit itself on these machines; every failure comes out as a ScrapeFailure.
 import { BrowserPool, PlaywrightPlugin } from '@crawlee/browser-pool';
 import { chromium, errors, type Browser, type Page } from 'playwright-core';
+import { chromiumFix, chromiumFound } from './chromium.ts';
 import { parseRetryAfter } from './retry-after.ts';
 import { blockedFailure, isBlockedStatus, ScrapeFailure, type BrowserSession } from './types.ts';
 
@@ -248,6 +249,8 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
     try {
       page = await pool.newPage();
     } catch (err) {
+      // Looked for only once a launch failed: a missing browser is final, anything else may pass.
+      if (!(await chromiumFound(options.chromiumPath))) throw new ScrapeFailure('browser_missing', chromiumFix(options.chromiumPath), { cause: err });
       throw new ScrapeFailure('upstream', `chromium could not open a page: ${firstLine(err)}`, { cause: err });
     }
     stats.openPages++;

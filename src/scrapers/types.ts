@@ -36,8 +36,9 @@ export type ScrapeData =
  * the input cannot be scraped, or the page cannot be understood. `blocked` (the platform
  * answered 429 or 403) is not retryable either: the platform asked us to back off, and an
  * immediate retry would only hammer it; whoever polls it waits out `retryAfterMs`.
+ * `browser_missing` (no Chromium at CHROMIUM_PATH) is not retryable: no retry installs it.
  */
-export type ScrapeFailureKind = 'not_found' | 'unsupported' | 'malformed' | 'upstream' | 'attempt_timeout' | 'blocked';
+export type ScrapeFailureKind = 'not_found' | 'unsupported' | 'malformed' | 'upstream' | 'attempt_timeout' | 'blocked' | 'browser_missing';
 
 export const RETRYABLE_KINDS: ReadonlySet<ScrapeFailureKind> = new Set(['upstream', 'attempt_timeout']);
 

@@ -1,6 +1,7 @@
 // The warm browser pool on its own, against a small local site: what withPage hands over and
-// returns, which failures become which ScrapeFailure, the page limit and its queue, crash
-// recovery, page reuse without leaking cookies, and that close() leaves no chromium behind.
+// returns, which failures become which ScrapeFailure (a missing chromium among them), the page
+// limit and its queue, crash recovery, page reuse without leaking cookies, and that close()
+// leaves no chromium behind.
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
@@ -187,12 +188,26 @@ describe('browser pages', () => {
     expect(pages.stats()).toMatchObject({ launches: launches + 1, browsers: 1 });
   });
 
-  it('fails upstream when chromium cannot start', async () => {
-    const broken = createBrowserPages({ pages: 1, chromiumPath: '/nonexistent/chromium', timeoutMs: TIMEOUT_MS });
+  it('fails browser_missing, final and with the fix, when there is no chromium at the path', async () => {
+    const missing = createBrowserPages({ pages: 1, chromiumPath: '/nonexistent/chromium', timeoutMs: TIMEOUT_MS });
+    try {
+      const failure = await failureOf(missing.withPage(`${base}/page`, async () => 'x'), 'browser_missing');
+      expect(failure.retryable).toBe(false);
+      expect(failure.message).toBe(
+        'Chromium not found at /nonexistent/chromium: pf_01 cannot be scraped. Install it with `apt-get install -y chromium`, or set CHROMIUM_PATH to a Chromium binary.',
+      );
+      await failureOf(missing.warm(), 'browser_missing');
+    } finally {
+      await missing.close();
+    }
+  });
+
+  it('fails upstream (retryable) when what is at the path does not start as a browser', async () => {
+    const broken = createBrowserPages({ pages: 1, chromiumPath: '/bin/false', timeoutMs: TIMEOUT_MS });
     try {
       const failure = await failureOf(broken.withPage(`${base}/page`, async () => 'x'), 'upstream');
       expect(failure.message).toMatch(/chromium could not open a page/);
-      await failureOf(broken.warm(), 'upstream');
+      expect(failure.retryable).toBe(true);
     } finally {
       await broken.close();
     }

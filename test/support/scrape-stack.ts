@@ -28,9 +28,10 @@ export interface ScrapeStack {
 
 /**
  * Starts the stack before the file's tests and stops it after. `timeoutMs` stands in for the
- * 60 s limit so time-outs are testable in seconds (each attempt gets a third of it).
+ * 60 s limit so time-outs are testable in seconds (each attempt gets a third of it). `env`:
+ * settings of the worker on top of the stack's (e.g. a CHROMIUM_PATH that does not exist).
  */
-export function useScrapeStack(opts: { timeoutMs?: number } = {}): ScrapeStack {
+export function useScrapeStack(opts: { timeoutMs?: number; env?: Record<string, string> } = {}): ScrapeStack {
   const stack = {} as ScrapeStack;
   const cleanups: (() => Promise<void>)[] = [];
   beforeAll(async () => {
@@ -38,7 +39,9 @@ export function useScrapeStack(opts: { timeoutMs?: number } = {}): ScrapeStack {
     const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
     const sim = await startSimulator({ empty: true });
     cleanups.push(() => sim.close());
-    const config = testConfig({ SCRAPE_TIMEOUT_MS: String(timeoutMs), BROWSER_PAGES: '2', SCRAPE_CONCURRENCY: '10' });
+    const taskQueue = uniqueTaskQueue('scrapes');
+    // The worker reports its browser for its own queue, which is the one the runner reads reports of.
+    const config = testConfig({ SCRAPE_TIMEOUT_MS: String(timeoutMs), BROWSER_PAGES: '2', SCRAPE_CONCURRENCY: '10', SCRAPE_TASK_QUEUE: taskQueue, ...opts.env });
     const address = temporalAddress();
     const temporal = await connectTemporal({ address, namespace: TEST_NAMESPACE });
     cleanups.push(() => temporal.close());
@@ -46,7 +49,6 @@ export function useScrapeStack(opts: { timeoutMs?: number } = {}): ScrapeStack {
     cleanups.push(() => db.destroy());
     const { activities, close } = await createActivities({ config, log, db, connectionString: config.DATABASE_URL!, registry: new Registry(), baseUrls: sim.baseUrls });
     cleanups.push(close);
-    const taskQueue = uniqueTaskQueue('scrapes');
     const workers = await startWorkers({
       connection: { address },
       namespace: TEST_NAMESPACE,
@@ -54,7 +56,7 @@ export function useScrapeStack(opts: { timeoutMs?: number } = {}): ScrapeStack {
       log,
       shutdownGraceMs: 1_000,
     });
-    const runner = new TemporalScrapeRunner(temporal.client, { taskQueue, timeoutMs });
+    const runner = new TemporalScrapeRunner(temporal.client, { taskQueue, timeoutMs, browserReports: db });
     const localWorkers = clientOnWorkers(workers, TEST_NAMESPACE);
     runner.startOnLocalWorkers(localWorkers);
     cleanups.push(() => {

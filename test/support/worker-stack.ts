@@ -40,6 +40,8 @@ export interface WorkerStack extends StackBase {
    * as a crash would be. `whileDown` runs while no worker serves the queues.
    */
   restartWorker(opts?: { downMs?: number; whileDown?: () => Promise<void> }): Promise<void>;
+  /** What the child-process worker has printed so far, stdout and stderr (empty in-process). */
+  workerOutput(): string;
 }
 
 export interface WorkerStackSpec<S> {
@@ -61,7 +63,7 @@ export interface WorkerStackSpec<S> {
 }
 
 /** The production worker entry (`npm run worker`) as a child process; resolves once it serves its queues. */
-async function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+async function spawnWorker(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; output: () => string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'temporal/worker-main.ts'], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   await new Promise<void>((resolve, reject) => {
@@ -80,10 +82,8 @@ async function spawnWorker(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
       reject(new Error(`worker exited (${code}) before it was ready:\n${output}`));
     });
   });
-  // Keep draining its output so a full pipe never blocks it.
-  child.stdout!.resume();
-  child.stderr!.resume();
-  return child;
+  // onData keeps reading its output (a full pipe would block it) for tests that look at it.
+  return { child, output: () => output };
 }
 
 async function kill(child: ChildProcess): Promise<void> {
@@ -115,6 +115,7 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
     const base: StackBase = { sim, db, databaseUrl: scratch.url, config, client: temporal.client };
 
     let restartWorker: WorkerStack['restartWorker'];
+    let workerOutput: WorkerStack['workerOutput'] = () => '';
     if (spec.worker === 'child-process') {
       const env: NodeJS.ProcessEnv = {
         ...process.env,
@@ -128,14 +129,15 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
         LOG_LEVEL: 'info',
         ...Object.fromEntries(Object.entries(sim.baseUrls).map(([k, url]) => [`${k.toUpperCase()}_BASE_URL`, url])),
       };
-      let child = await spawnWorker(env);
-      onClose(() => kill(child));
+      let worker = await spawnWorker(env);
+      onClose(() => kill(worker.child));
       restartWorker = async ({ downMs = 0, whileDown } = {}) => {
-        await kill(child);
+        await kill(worker.child);
         await whileDown?.();
         if (downMs) await new Promise((r) => setTimeout(r, downMs));
-        child = await spawnWorker(env);
+        worker = await spawnWorker(env);
       };
+      workerOutput = () => worker.output();
     } else {
       const { activities, close } = await createActivities({ config, log, db, connectionString: scratch.url, registry: new Registry(), baseUrls: sim.baseUrls, ...spec.activities?.(base) });
       onClose(close);
@@ -165,7 +167,7 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
       services: spec.services?.(base),
     });
     onClose(() => gateway.close());
-    Object.assign(stack, await spec.build({ ...base, gateway, restartWorker }, { log, onClose }));
+    Object.assign(stack, await spec.build({ ...base, gateway, restartWorker, workerOutput: () => workerOutput() }, { log, onClose }));
   }, 180_000);
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c().catch(() => {});

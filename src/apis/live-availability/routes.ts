@@ -7,20 +7,28 @@ import { readJsonObject } from '../../gateway/json-body.ts';
 import { NotReadyError, notReadySchema } from '../../gateway/readiness.ts';
 import type { RouteContext } from '../../gateway/route.ts';
 import { parseEventRef, type EventRef } from '../../platform/event-ref.ts';
-import { isPlatformKey, PLATFORM_KEYS, PLATFORMS } from '../../platform/registry.ts';
+import { isPlatformKey, PLATFORM_KEYS, PLATFORMS, type PlatformKey } from '../../platform/registry.ts';
 import { LiveAvailabilityError, liveAvailabilityFailures } from './errors.ts';
-import { detailSchema, platformsResponseSchema, scrapeRequestSchema, scrapeResponseSchema } from './schema.ts';
+import { detailSchema, platformsResponseSchema, scrapeRequestSchema, scrapeResponseSchema, type PlatformDegraded } from './schema.ts';
 import { ScrapeRunError, scrapeWorkflowId } from './scrape-runs.ts';
 
-/** The registry exactly as spec 2.6 lists it (our internal fields stay inside). */
-const PLATFORMS_BODY = JSON.stringify({
-  platforms: Object.fromEntries(
-    PLATFORM_KEYS.map((k) => {
-      const p = PLATFORMS[k];
-      return [k, { description: p.description, sections_type: p.sections_type, regions: p.regions, event_id_example: p.event_id_example }];
-    }),
-  ),
-});
+/**
+ * The registry as spec 2.6 lists it (our internal fields stay inside), plus `degraded`: why the
+ * platform cannot be scraped in full right now, or null. An added field, not a changed one: spec
+ * 1 and 9 let new fields appear and clients ignore unknown keys, while the four fields of 2.6 keep
+ * their meaning (a degraded platform is still listed, as it may come back at any moment).
+ * Always present, null when fine, like the scrape response's own `degraded` (spec 2.5).
+ */
+function platformsBody(degraded: Partial<Record<PlatformKey, PlatformDegraded>>): string {
+  return JSON.stringify({
+    platforms: Object.fromEntries(
+      PLATFORM_KEYS.map((k) => {
+        const p = PLATFORMS[k];
+        return [k, { description: p.description, sections_type: p.sections_type, regions: p.regions, event_id_example: p.event_id_example, degraded: degraded[k] ?? null }];
+      }),
+    ),
+  });
+}
 
 async function scrapeTarget(ctx: RouteContext): Promise<EventRef> {
   const body = await readJsonObject(ctx, ctx.state.services.config.MAX_BODY_BYTES, 'a JSON object with platform, event_id and region');
@@ -50,11 +58,13 @@ export const liveAvailabilityApi: ApiModule = {
   routes: [
     {
       operationId: 'listPlatforms',
-      summary: 'The eleven supported platforms (spec 2.6)',
+      summary: 'The eleven supported platforms (spec 2.6), each with whether it can be scraped in full right now',
       responses: { 200: { description: 'Registry', schema: platformsResponseSchema } },
       handler: async (ctx) => {
+        const runner = ctx.state.services.scrapes;
+        const degraded = runner ? await runner.degradedPlatforms((err) => ctx.state.log.warn({ err }, 'browser reports unread; no platform marked degraded')) : {};
         ctx.type = 'application/json';
-        ctx.body = PLATFORMS_BODY;
+        ctx.body = platformsBody(degraded);
       },
     },
     {
@@ -66,7 +76,10 @@ export const liveAvailabilityApi: ApiModule = {
         400: { description: 'Unknown platform, bad event id or region, or a body that is not a JSON object', schema: detailSchema },
         404: { description: 'Event not found on the platform', schema: detailSchema },
         408: { description: 'The platform took longer than 60 seconds', schema: detailSchema },
-        500: { description: 'Unexpected error during the scrape, or the platform refusing requests (429/403); not billed', schema: detailSchema },
+        500: {
+          description: 'Unexpected error during the scrape, the platform refusing requests (429/403), or its browser missing on the server (see `degraded` in GET /events/platforms); not billed',
+          schema: detailSchema,
+        },
       },
       handler: async (ctx) => {
         const ref = await scrapeTarget(ctx);

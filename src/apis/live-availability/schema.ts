@@ -14,12 +14,23 @@ export const scrapeRequestSchema = z
   })
   .meta({ id: 'ScrapeRequest' });
 
+/** Why a platform cannot be scraped in full right now (GET /events/platforms); see platformEntrySchema. */
+export const platformDegradedSchema = z.enum(['browser_missing']);
+export type PlatformDegraded = z.infer<typeof platformDegradedSchema>;
+
 export const platformEntrySchema = z
   .object({
     description: z.string().nullable(),
     sections_type: z.enum(['OfferSections', 'SeatMapSections']),
     regions: z.array(z.string()).nullable().meta({ description: 'Lower-case region codes; null means not restricted' }),
     event_id_example: z.string().meta({ description: 'A bare id or a full event URL' }),
+    degraded: platformDegradedSchema
+      .nullable()
+      .meta({
+        description:
+          'Added to spec 2.6 (an additive field): null when the platform can be scraped in full. `browser_missing`: a scrape ' +
+          'worker has no Chromium, so scrapes of this client-rendered platform answer 500 until it is installed.',
+      }),
   })
   .meta({ id: 'PlatformEntry' });
 

@@ -6,10 +6,14 @@
 import { type Client, WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure, TimeoutFailure } from '@temporalio/common';
 import proto from '@temporalio/proto';
+import type { Db } from '../../../db/connection.ts';
 import { CachedProbe, NotReadyError, PROBE_DEADLINE_MS } from '../../gateway/readiness.ts';
 import { targetKey, type EventRef } from '../../platform/event-ref.ts';
+import { BROWSER_PLATFORMS, type PlatformKey } from '../../platform/registry.ts';
+import { BrowserReports } from '../../scrapers/browser-reports.ts';
 import type { ScrapeResponse } from '../../scrapers/response.ts';
 import type { ScrapeEventInput, scrapeEvent } from '../../../workflows/scrape-event.ts';
+import type { PlatformDegraded } from './schema.ts';
 
 /** `blocked`: the platform refused us (429 or 403); the run did not retry it, so as not to hammer it. */
 export type ScrapeRunFailureKind = 'not_found' | 'timeout' | 'blocked' | 'failed' | 'unavailable';
@@ -32,6 +36,11 @@ export interface ScrapeRunner {
    * otherwise. `onFailure` receives the underlying error, for the log.
    */
   assertReady(onFailure?: (err: unknown) => void): Promise<void>;
+  /**
+   * Platforms whose scrapes cannot run in full on the workers behind this runner, with why
+   * (GET /events/platforms). `onFailure` receives an error that left the answer unknown.
+   */
+  degradedPlatforms(onFailure?: (err: unknown) => void): Promise<Partial<Record<PlatformKey, PlatformDegraded>>>;
 }
 
 const { TaskQueueType } = proto.temporal.api.enums.v1;
@@ -58,10 +67,15 @@ const START_DEADLINE_MS = 5_000;
 const RESULT_GRACE_MS = 3_000;
 
 export class TemporalScrapeRunner implements ScrapeRunner {
+  private readonly browsers: BrowserReports | null;
+
+  /** `browserReports`: the database the scrape workers report their browser to (none: never degraded). */
   constructor(
     private readonly client: Client,
-    private readonly options: { taskQueue: string; timeoutMs: number },
-  ) {}
+    private readonly options: { taskQueue: string; timeoutMs: number; browserReports?: Db },
+  ) {
+    this.browsers = options.browserReports ? new BrowserReports(options.browserReports, options.taskQueue) : null;
+  }
 
   private localWorkers: Client | null = null;
 
@@ -69,6 +83,12 @@ export class TemporalScrapeRunner implements ScrapeRunner {
 
   assertReady(onFailure?: (err: unknown) => void): Promise<void> {
     return this.readiness.assertReady(onFailure);
+  }
+
+  /** The browser platforms, while a worker on the task queue reports its Chromium missing. */
+  async degradedPlatforms(onFailure?: (err: unknown) => void): Promise<Partial<Record<PlatformKey, PlatformDegraded>>> {
+    if (!(await this.browsers?.missing(onFailure))) return {};
+    return Object.fromEntries(BROWSER_PLATFORMS.map((p) => [p, 'browser_missing' as const]));
   }
 
   /**
@@ -176,6 +196,10 @@ function toRunError(err: unknown, ref: EventRef, timeoutMs: number): ScrapeRunEr
       return new ScrapeRunError('blocked', `${ref.platform} is refusing our requests for now (${message}); the scrape was not retried, try again later`);
     }
     if (type === 'internal') return new ScrapeRunError('failed', 'unexpected error during the scrape', { cause: err });
+    // The worker's message names its CHROMIUM_PATH and the fix: the operator's, in the worker's log.
+    if (type === 'browser_missing') {
+      return new ScrapeRunError('failed', `${ref.platform} cannot be scraped right now: the Chromium browser it needs is missing on the server.`, { cause: err });
+    }
     return new ScrapeRunError('failed', message);
   }
   return new ScrapeRunError('unavailable', 'the scrape backend could not be reached', { cause: err });

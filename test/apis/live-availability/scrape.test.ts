@@ -48,7 +48,7 @@ const SPEC_REGISTRY: Record<string, { sections_type: string; regions: string[] |
 };
 
 describe('GET /events/platforms', () => {
-  it('answers the registry of spec 2.6 exactly, for 5 credits', async () => {
+  it('answers the registry of spec 2.6 exactly, plus degraded (null: the worker has its browser), for 5 credits', async () => {
     await freshAccount();
     const r = await api('GET', '/events/platforms', { key: acct.key });
     expect(r.status).toBe(200);
@@ -56,7 +56,9 @@ describe('GET /events/platforms', () => {
     expect(Object.keys(r.body.platforms).sort()).toEqual(Object.keys(SPEC_REGISTRY));
     for (const [key, spec] of Object.entries(SPEC_REGISTRY)) {
       const entry = r.body.platforms[key];
-      expect(Object.keys(entry).sort()).toEqual(['description', 'event_id_example', 'regions', 'sections_type']);
+      // `degraded` is added to spec 2.6's four fields (additive, spec 9); missing-browser.test.ts sets it.
+      expect(Object.keys(entry).sort()).toEqual(['degraded', 'description', 'event_id_example', 'regions', 'sections_type']);
+      expect(entry.degraded, key).toBeNull();
       expect(entry.sections_type).toBe(spec.sections_type);
       expect(entry.regions).toEqual(spec.regions);
       expect(entry.description === null || typeof entry.description === 'string').toBe(true);
