@@ -63,16 +63,21 @@ async function main(): Promise<void> {
       process.exit(1);
     }, STOP_DEADLINE_MS);
     exitCode = code;
+    const stopStarted = performance.now();
     await startup;
+    // How long each step took, in the last line: a slow stop says where it waited.
+    const steps: Record<string, number> = {};
     for (const c of cleanups.reverse()) {
+      const t0 = performance.now();
       try {
         await c.run();
       } catch (err) {
         log.error({ err, step: c.name }, 'error while stopping');
         exitCode ||= 1;
       }
+      steps[c.name] = Math.round(performance.now() - t0);
     }
-    log.info('stopped');
+    log.info({ ms: Math.round(performance.now() - stopStarted), steps }, 'stopped');
     process.exit(exitCode);
   };
   /**

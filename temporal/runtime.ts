@@ -90,17 +90,24 @@ export async function startLocalWorkers(
   // Loaded only by processes that run workers: the scrapers pull in crawlee and playwright.
   const { createActivities } = await import('../activities/index.ts');
   const db = createDb({ connectionString: opts.connectionString, poolMax: 10, applicationName: 'worker', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
-  const undo: (() => Promise<unknown>)[] = [() => db.destroy()];
+  const undo: { name: string; run: () => Promise<unknown> }[] = [{ name: 'database', run: () => db.destroy() }];
   const unwind = async () => {
-    for (const u of undo.reverse()) await u().catch((err: unknown) => wlog.warn({ err }, 'error while stopping the worker'));
+    // Timed, as npm start's own steps are: a slow stop says where it waited.
+    const steps: Record<string, number> = {};
+    for (const u of undo.reverse()) {
+      const t0 = performance.now();
+      await u.run().catch((err: unknown) => wlog.warn({ err, step: u.name }, 'error while stopping the worker'));
+      steps[u.name] = Math.round(performance.now() - t0);
+    }
+    wlog.info({ steps }, 'worker stopped');
   };
   try {
     const temporal = await connectTemporal({ address, namespace: config.TEMPORAL_NAMESPACE });
-    undo.push(() => temporal.close());
+    undo.push({ name: 'temporal client', run: () => temporal.close() });
     // A TEMPORAL_ADDRESS server (docker-compose's) gets the search attributes from the first worker.
     await ensureSearchAttributes(temporal.connection, config.TEMPORAL_NAMESPACE, wlog);
     const { activities, close } = await createActivities({ config, log: wlog, db, connectionString: opts.connectionString, registry: opts.registry });
-    undo.push(close);
+    undo.push({ name: 'activities', run: close });
     const queues = taskQueues(config);
     const workers = await startWorkers({
       connection: { address },
@@ -113,7 +120,7 @@ export async function startLocalWorkers(
       log: wlog,
       shutdownGraceMs: opts.shutdownGraceMs,
     });
-    undo.push(() => workers.stop());
+    undo.push({ name: 'workers', run: () => workers.stop() });
     const relays = {
       connectionString: opts.connectionString,
       db,
@@ -123,9 +130,9 @@ export async function startLocalWorkers(
       log: wlog,
     };
     const membership = startMembershipRelay(relays);
-    undo.push(() => membership.stop());
+    undo.push({ name: 'membership relay', run: () => membership.stop() });
     const relay = startMonitorRelay(relays);
-    undo.push(() => relay.stop());
+    undo.push({ name: 'monitor relay', run: () => relay.stop() });
     return { stop: unwind, client: clientOnWorkers(workers, config.TEMPORAL_NAMESPACE) };
   } catch (err) {
     await unwind();

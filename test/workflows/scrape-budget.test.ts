@@ -37,6 +37,7 @@ describe('a scrape at the real 60 s limit', { timeout: 120_000 }, () => {
     expect(await hits(stack.sim, 'pf_03', at45.url)).toBe(1);
     expect(c).toMatchObject({ e: { kind: 'timeout' } });
     expect(c.ms).toBeGreaterThanOrEqual(LIMIT_MS - 200);
-    expect(c.ms).toBeLessThan(LIMIT_MS + 1_000);
+    // Under the gateway's own wait (limit + 3 s): the run itself answered, at the limit.
+    expect(c.ms).toBeLessThan(LIMIT_MS + 2_000);
   });
 });

@@ -54,8 +54,9 @@ describe('scrapeEvent workflow', () => {
     const took = Date.now() - started;
     expect(took).toBeGreaterThanOrEqual(stack.timeoutMs - 200);
     // The activity gives up at the deadline itself: no waiting on Temporal's own time-out, which
-    // arrived up to 3 s late on a loaded machine (then the gateway's grace answered instead).
-    expect(took).toBeLessThan(stack.timeoutMs + 1_000);
+    // arrived up to 3 s late on a loaded machine (then the gateway's grace, limit + 3 s, answered
+    // instead). 4.55 s on a quiet machine; the bound leaves room for a loaded one.
+    expect(took).toBeLessThan(stack.timeoutMs + 2_000);
     expect(await hits(stack.sim, 'pf_03', url)).toBe(1);
   });
 
