@@ -250,7 +250,8 @@ describe('subscriptions:set and usage:set', () => {
   });
 });
 
-describe.concurrent('errors: non-zero exit, message on stderr, nothing on stdout', () => {
+// Concurrent: a dozen CLI processes start at once, which on a loaded machine took past 30 s.
+describe.concurrent('errors: non-zero exit, message on stderr, nothing on stdout', { timeout: 90_000 }, () => {
   it('no command', async () => {
     expect(await adminFails()).toMatch(/usage/);
   });
