@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2016 # single-quoted JavaScript template literals, expanded by node
 # Checks the production image's configuration (Dockerfile: Debian trixie, Node 24, trixie's
 # chromium, deploy/image-uws.sh's uWebSockets.js) on a machine with no container engine: a
 # debootstrapped trixie root (glibc 2.41) stands in for the image, and the project's own tests

@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2016 # single-quoted JavaScript template literals, expanded by node
 # The production image's uWebSockets.js (see docs/node-versions.md). Run after `npm ci` in the
 # image (Debian trixie, Node 24); deploy/check-trixie-image.sh runs it the same way.
 #
