@@ -1,12 +1,17 @@
 # Production image for the service's Node processes: the gateway (src/main.ts), the Temporal
 # worker (temporal/worker-main.ts, which drives Debian's chromium for client-rendered platforms)
 # and the simulator (src/simulator/main.ts). TypeScript runs through tsx.
-FROM node:20-bookworm-slim AS deps
+# Node 24 on Debian trixie: the only uWebSockets.js build with a Node 24 binary needs glibc 2.38
+# (bookworm has 2.36), so deploy/image-uws.sh swaps it in here, after npm ci; development and CI
+# stay on Node 20 with package.json's build. Why, and how this is checked without a container
+# engine (deploy/check-trixie-image.sh): docs/node-versions.md.
+FROM node:24-trixie-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY deploy/image-uws.sh ./deploy/
+RUN npm ci --omit=dev --ignore-scripts && sh deploy/image-uws.sh && npm cache clean --force
 
-FROM node:20-bookworm-slim
+FROM node:24-trixie-slim
 ENV NODE_ENV=production
 RUN apt-get update && apt-get install -y --no-install-recommends chromium && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
