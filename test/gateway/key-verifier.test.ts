@@ -127,6 +127,10 @@ describe('KeyVerifier', () => {
       for (const a of accounts) await keys.verify(a.key); // each due for a refresh
       await settle();
       expect(await coldAnswer).toMatchObject({ keyId: cold.keyId });
+      // The refresh's answer may still be on its way on a loaded machine (100 ms was not always
+      // enough): what matters is that the request was sent before it, so wait for it.
+      const deadline = Date.now() + 5_000;
+      while (!order.includes('refresh answered') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     } finally {
       db.off('query', onQuery).off('query-response', onResponse);
     }

@@ -109,7 +109,13 @@ export async function call(
     payload = JSON.stringify(opts.body);
     headers['content-type'] ??= 'application/json';
   }
-  const res = await fetch(base + path, { method, headers, body: payload });
+  const res = await fetch(base + path, { method, headers, body: payload }).catch((err: unknown) => {
+    // A kept-alive socket the server closed as idle, reused before its FIN was read: the
+    // request never reached the server, so sending it once more on a new socket is safe. Seen
+    // only on a loaded machine (the client's 4 s idle timer fired late against the server's 5 s).
+    if (!isStaleSocketReset(err)) throw err;
+    return fetch(base + path, { method, headers, body: payload });
+  });
   const text = await res.text();
   let body: unknown = null;
   try {
@@ -118,6 +124,11 @@ export async function call(
     body = null;
   }
   return { status: res.status, headers: res.headers, text, body };
+}
+
+function isStaleSocketReset(err: unknown): boolean {
+  const cause = (err as { cause?: { code?: string } } | null)?.cause;
+  return err instanceof TypeError && err.message === 'fetch failed' && (cause?.code === 'ECONNRESET' || cause?.code === 'UND_ERR_SOCKET');
 }
 
 /** The checkout's root directory (where package.json lives). */
