@@ -158,6 +158,17 @@ const schema = z.object({
   STREAM_RETENTION_HOURS: positiveInt.default(168),
   /** Safety re-read of the log when no NOTIFY arrived (milliseconds). */
   STREAM_POLL_MS: z.coerce.number().int().min(100).default(5_000),
+  // --- Webhooks (src/webhooks/, src/apis/webhooks/) ---
+  /**
+   * 32 bytes in base64 that seal webhook URLs and signing secrets at rest; every process of a
+   * deployment needs the same one. Unset: `npm start` keeps one in DATA_DIR/webhook-secret.key.
+   */
+  WEBHOOK_SECRET_KEY: z
+    .string()
+    .refine((v) => /^[A-Za-z0-9+/]{43}=$/.test(v) && Buffer.from(v, 'base64').length === 32, 'must be 32 bytes in base64 (openssl rand -base64 32)')
+    .optional(),
+  /** Local development and tests only: webhooks may use http and reach private and loopback addresses. */
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: flag('false'),
   // Each platform's base URL (PF_01_BASE_URL .. PF_11_BASE_URL) and each marketplace's
   // (MARKETPLACE_A_BASE_URL, MARKETPLACE_B_BASE_URL) defaults to the simulator; they are read by
   // platformBaseUrls() and marketplaceBaseUrls() below, not listed one by one here.

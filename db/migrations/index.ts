@@ -9,6 +9,7 @@ import * as m005 from './005_market_data_catalog.ts';
 import * as m006 from './006_market_data_stats.ts';
 import * as m007 from './007_event_tracking.ts';
 import * as m008 from './008_monitor_members.ts';
+import * as m009 from './009_webhooks.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '006_market_data_stats': m006,
   '007_event_tracking': m007,
   '008_monitor_members': m008,
+  '009_webhooks': m009,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
