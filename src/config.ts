@@ -169,6 +169,16 @@ const schema = z.object({
     .optional(),
   /** Local development and tests only: webhooks may use http and reach private and loopback addresses. */
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: flag('false'),
+  /** Task queue of the webhook deliveries, apart so a slow endpoint never holds up monitors or scrapes. */
+  WEBHOOK_TASK_QUEUE: z.string().min(1).default('webhooks'),
+  /** Delivery attempts one worker runs at once. */
+  WEBHOOK_CONCURRENCY: positiveInt.default(200),
+  /** Waits between delivery attempts in ms, comma-separated (default: src/webhooks/retry-schedule.ts, about 31.7 h). */
+  WEBHOOK_RETRY_SCHEDULE_MS: z
+    .string()
+    .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, 'must be a comma-separated list of milliseconds')
+    .transform((v) => v.split(',').map((x) => Number(x.trim())))
+    .optional(),
   // Each platform's base URL (PF_01_BASE_URL .. PF_11_BASE_URL) and each marketplace's
   // (MARKETPLACE_A_BASE_URL, MARKETPLACE_B_BASE_URL) defaults to the simulator; they are read by
   // platformBaseUrls() and marketplaceBaseUrls() below, not listed one by one here.

@@ -10,6 +10,7 @@ import * as m006 from './006_market_data_stats.ts';
 import * as m007 from './007_event_tracking.ts';
 import * as m008 from './008_monitor_members.ts';
 import * as m009 from './009_webhooks.ts';
+import * as m010 from './010_webhook_deliveries.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '007_event_tracking': m007,
   '008_monitor_members': m008,
   '009_webhooks': m009,
+  '010_webhook_deliveries': m010,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

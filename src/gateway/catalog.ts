@@ -70,6 +70,10 @@ export const OPERATIONS = {
   updateWebhook: { method: 'PATCH', path: '/webhooks/:id', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
   deleteWebhook: { method: 'DELETE', path: '/webhooks/:id', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
   rotateWebhookSecret: { method: 'POST', path: '/webhooks/:id/rotate-secret', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
+  listWebhookDeliveries: { method: 'GET', path: '/webhooks/:id/deliveries', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
+  testWebhook: { method: 'POST', path: '/webhooks/:id/test', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
+  // A malformed delivery id is the API's 404 (`no delivery with that id`), checked by its handler.
+  retryWebhookDelivery: { method: 'POST', path: '/webhooks/:id/deliveries/:delivery_id/retry', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
   // 4.4 Account
   getUsage: { method: 'GET', path: '/usage', api: 'account', cost: 0 },
 } as const satisfies Record<string, Operation>;

@@ -16,6 +16,10 @@ import {
   webhookSchema,
 } from './schema.ts';
 import { TooManyWebhooksError, WebhookStore } from './store.ts';
+import { DELIVERIES_PAGE_DEFAULT, deliveriesQuery, deliveryPageSchema, deliveryParams, deliverySchema, DeliveryStore } from './deliveries.ts';
+
+/** How long POST /webhooks/{id}/test waits for the ping's first attempt (a send is bounded at 10 s). */
+const PING_WAIT_MS = 12_000;
 
 const errorBody = { description: '`{error: string}`' };
 const invalidBody = { description: '`{error}` for invalid input (the URL rules included); `{detail}` when the body is not JSON' };
@@ -34,6 +38,14 @@ function store(ctx: RouteContext): WebhookStore {
 
 function webhookId(ctx: RouteContext): number {
   return Number((ctx as unknown as { params: { id: string } }).params.id);
+}
+
+const deliveryNotFound = () => new WatchlistError(404, 'no delivery with that id');
+
+function deliveryId(ctx: RouteContext): number {
+  const raw = (ctx as unknown as { params: { delivery_id: string } }).params.delivery_id;
+  if (!/^[1-9][0-9]{0,15}$/.test(raw)) throw deliveryNotFound();
+  return Number(raw);
 }
 
 function rules(ctx: RouteContext): UrlRules {
@@ -135,6 +147,71 @@ export const webhooksApi: ApiModule = {
         if (secret === null) throw notFound();
         if (secret === 'no_secret') throw new WatchlistError(400, 'a discord webhook has no secret: its URL is the secret (PATCH a new url instead)');
         ctx.body = { secret };
+      },
+    },
+    {
+      operationId: 'listWebhookDeliveries',
+      summary: 'Deliveries of one webhook, newest first, with every attempt; paginated by `before`',
+      request: { params: webhookIdParams, query: deliveriesQuery },
+      responses: { 200: { description: 'One page', schema: deliveryPageSchema }, 400: errorBody, 404: errorBody },
+      handler: async (ctx) => {
+        const accountId = ctx.state.principal!.accountId;
+        const query = deliveriesQuery.safeParse(ctx.query);
+        if (!query.success) {
+          const issue = query.error.issues[0]!;
+          throw new WatchlistError(400, issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message);
+        }
+        if (!(await store(ctx).get(accountId, webhookId(ctx)))) throw notFound();
+        ctx.body = await new DeliveryStore(ctx.state.services.db).page(accountId, webhookId(ctx), query.data.limit ?? DELIVERIES_PAGE_DEFAULT, query.data.before);
+      },
+    },
+    {
+      operationId: 'testWebhook',
+      summary: 'Send a `ping` message now; answers the delivery once its first attempt is done (or after 12 s, still pending)',
+      request: { params: webhookIdParams },
+      responses: {
+        201: { description: 'The ping\'s delivery', schema: deliverySchema },
+        400: { description: '`{error}`: the webhook is not active, or is a discord webhook (not delivered yet)' },
+        404: errorBody,
+      },
+      handler: async (ctx) => {
+        const accountId = ctx.state.principal!.accountId;
+        const hook = await store(ctx).get(accountId, webhookId(ctx));
+        if (!hook) throw notFound();
+        if (!hook.active) throw new WatchlistError(400, 'the webhook is not active');
+        if (hook.kind !== 'standard') throw new WatchlistError(400, 'discord webhooks are not delivered yet');
+        const deliveries = new DeliveryStore(ctx.state.services.db);
+        const id = await deliveries.ping(accountId, hook.id);
+        const deadline = Date.now() + PING_WAIT_MS;
+        let delivery = await deliveries.get(accountId, hook.id, id);
+        while (delivery && delivery.attempts.length === 0 && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 100));
+          delivery = await deliveries.get(accountId, hook.id, id);
+        }
+        ctx.status = 201;
+        ctx.body = delivery;
+      },
+    },
+    {
+      operationId: 'retryWebhookDelivery',
+      summary: 'Send a delivery again: the same message (same webhook-id) through a new run of the retry schedule',
+      request: { params: deliveryParams },
+      responses: {
+        202: { description: 'The delivery, pending again', schema: deliverySchema },
+        400: { description: '`{error}`: the delivery is still pending, or the webhook is not active' },
+        404: errorBody,
+      },
+      handler: async (ctx) => {
+        const accountId = ctx.state.principal!.accountId;
+        const hook = await store(ctx).get(accountId, webhookId(ctx));
+        if (!hook) throw notFound();
+        if (!hook.active) throw new WatchlistError(400, 'the webhook is not active');
+        const deliveries = new DeliveryStore(ctx.state.services.db);
+        const result = await deliveries.retry(accountId, hook.id, deliveryId(ctx));
+        if (result === null) throw deliveryNotFound();
+        if (result === 'pending') throw new WatchlistError(400, 'the delivery is still pending; it is retried on its schedule');
+        ctx.status = 202;
+        ctx.body = await deliveries.get(accountId, hook.id, deliveryId(ctx));
       },
     },
   ],

@@ -1,0 +1,96 @@
+// The webhook delivery activity: one attempt of one delivery. Reads the delivery and its
+// webhook, signs and sends (src/webhooks/http-send.ts), records the attempt and the new state
+// in one transaction, and tells the workflow whether and when to try again.
+import type { Db } from '../db/connection.ts';
+import type { Logger } from '../src/logger.ts';
+import { send } from '../src/webhooks/http-send.ts';
+import { nextDelayMs, retryAfterMs, verdictFor } from '../src/webhooks/retry-schedule.ts';
+import type { SecretBox } from '../src/webhooks/secret-box.ts';
+import { signedHeaders } from '../src/webhooks/signing.ts';
+
+export type AttemptOutcome = { done: true } | { done: false; delayMs: number };
+
+export interface WebhookActivityDeps {
+  db: Db;
+  box: SecretBox;
+  log: Logger;
+  allowPrivateNetworks: boolean;
+  /** Waits between attempts (retry-schedule.ts DEFAULT_SCHEDULE_MS unless configured). */
+  scheduleMs: readonly number[];
+  timeoutMs?: number;
+}
+
+export interface WebhookActivities {
+  attemptWebhookDelivery(deliveryId: number): Promise<AttemptOutcome>;
+}
+
+type Row = Record<string, unknown>;
+
+/** The secrets that sign now: the current one, and the one a rotation replaced until it expires. */
+function signingSecrets(hook: Row, box: SecretBox, accountId: number, now: Date): string[] {
+  const out = [box.open(hook.secret_sealed as string, accountId)];
+  const expires = hook.previous_secret_expires_at as Date | null;
+  if (hook.previous_secret_sealed && expires && expires > now) out.push(box.open(hook.previous_secret_sealed as string, accountId));
+  return out;
+}
+
+export function createWebhookActivities(deps: WebhookActivityDeps): WebhookActivities {
+  const { db, box, log } = deps;
+
+  async function finish(deliveryId: number, state: 'delivered' | 'failed', reason: string | null): Promise<AttemptOutcome> {
+    await db('webhook_deliveries')
+      .where({ id: deliveryId, state: 'pending' })
+      .update({ state, failure_reason: reason, next_attempt_at: null, updated_at: db.raw('statement_timestamp()') });
+    return { done: true };
+  }
+
+  return {
+    async attemptWebhookDelivery(deliveryId) {
+      const delivery = await db('webhook_deliveries').where({ id: deliveryId }).first();
+      if (!delivery || delivery.state !== 'pending') return { done: true };
+      const accountId = Number(delivery.account_id);
+      const hook = await db('webhooks').where({ id: delivery.webhook_id }).first();
+      if (!hook || hook.deleted) return finish(deliveryId, 'failed', 'the webhook was deleted');
+      if (!hook.active) return finish(deliveryId, 'failed', 'the webhook is not active');
+
+      const now = new Date();
+      const body = delivery.body as string;
+      const headers = hook.kind === 'standard' ? signedHeaders(signingSecrets(hook, box, accountId, now), delivery.message_id, Math.floor(now.getTime() / 1000), body) : {};
+      const url = box.open(hook.url_sealed, accountId);
+      const outcome = await send(url, headers, body, { allowPrivateNetworks: deps.allowPrivateNetworks, timeoutMs: deps.timeoutMs });
+
+      const verdict = verdictFor(outcome.status);
+      const attempts = Number(delivery.attempt_count) + 1;
+      const delayMs =
+        verdict === 'retry' ? nextDelayMs(attempts, deps.scheduleMs, outcome.status === 429 ? retryAfterMs(header(outcome.headers['retry-after'])) : null, Math.random()) : null;
+      const state = verdict === 'delivered' ? 'delivered' : verdict === 'permanent' || delayMs === null ? 'failed' : 'pending';
+      const reason =
+        verdict === 'permanent' ? `the endpoint answered ${outcome.status} (not retried)` : state === 'failed' ? `no success after ${attempts} attempts` : null;
+      await db.transaction(async (trx) => {
+        await trx('webhook_attempts').insert({
+          delivery_id: deliveryId,
+          attempted_at: now,
+          status_code: outcome.status,
+          error: outcome.error,
+          latency_ms: outcome.latencyMs,
+        });
+        await trx('webhook_deliveries')
+          .where({ id: deliveryId })
+          .update({
+            state,
+            attempt_count: attempts,
+            failure_reason: reason,
+            next_attempt_at: state === 'pending' ? new Date(Date.now() + delayMs!) : null,
+            updated_at: trx.raw('statement_timestamp()'),
+          });
+      });
+      // The webhook's id only: its URL may carry a token and never reaches the log.
+      log.debug({ delivery_id: deliveryId, webhook_id: Number(hook.id), status: outcome.status, error: outcome.error, state }, 'webhook attempt');
+      return state === 'pending' ? { done: false, delayMs: delayMs! } : { done: true };
+    },
+  };
+}
+
+function header(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v[0] : v;
+}

@@ -1,0 +1,63 @@
+// A webhook receiver on loopback for the delivery tests. It verifies every request with the
+// `standardwebhooks` package (the reference implementation, not our own signer) against the
+// secrets it is given, records what came, and answers as the test scripts it: a status (with
+// headers) per request, or a hang until the sender gives up.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
+
+export interface Received {
+  at: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+  /** For each secret given, whether the reference verifier accepted the request. */
+  verified: boolean[];
+}
+
+export type Answer = { status: number; headers?: Record<string, string>; body?: string } | 'hang';
+
+export interface Receiver {
+  url: string;
+  received: Received[];
+  /** Secrets to verify with (replaced, not added to). */
+  secrets: string[];
+  /** What to answer next; shifts one per request, then `fallback`. */
+  script: Answer[];
+  fallback: Answer;
+  /** Connections accepted (a refused send never makes one). */
+  connections: number;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(secrets: string[] = []): Promise<Receiver> {
+  const r = { received: [] as Received[], secrets, script: [] as Answer[], fallback: { status: 204 } as Answer, connections: 0 } as Receiver;
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks).toString('utf8');
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+      const verified = r.secrets.map((s) => {
+        try {
+          new Webhook(s).verify(body, headers);
+          return true;
+        } catch {
+          return false;
+        }
+      });
+      r.received.push({ at: Date.now(), headers: req.headers, body, verified });
+      const answer = r.script.shift() ?? r.fallback;
+      if (answer === 'hang') return;
+      res.writeHead(answer.status, answer.headers);
+      res.end(answer.body ?? '');
+    });
+  });
+  server.on('connection', () => r.connections++);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  r.close = async () => {
+    server.closeAllConnections();
+    await new Promise((done) => server.close(done));
+  };
+  return r;
+}
