@@ -1,10 +1,11 @@
 // The webhook delivery activity: one attempt of one delivery. Reads the delivery and its
 // webhook, signs and sends (src/webhooks/http-send.ts), records the attempt and the new state
 // in one transaction, and tells the workflow whether and when to try again.
+import type { Knex } from 'knex';
 import type { Db } from '../db/connection.ts';
 import type { Logger } from '../src/logger.ts';
 import { send } from '../src/webhooks/http-send.ts';
-import { nextDelayMs, retryAfterMs, verdictFor } from '../src/webhooks/retry-schedule.ts';
+import { DISABLE_AFTER_FAILING_MS, nextDelayMs, retryAfterMs, verdictFor } from '../src/webhooks/retry-schedule.ts';
 import type { SecretBox } from '../src/webhooks/secret-box.ts';
 import { signedHeaders } from '../src/webhooks/signing.ts';
 
@@ -83,12 +84,39 @@ export function createWebhookActivities(deps: WebhookActivityDeps): WebhookActiv
             next_attempt_at: state === 'pending' ? new Date(Date.now() + delayMs!) : null,
             updated_at: trx.raw('statement_timestamp()'),
           });
+        await trackHealth(trx, Number(hook.id), verdict === 'delivered', now, outcome.status, outcome.error);
       });
       // The webhook's id only: its URL may carry a token and never reaches the log.
       log.debug({ delivery_id: deliveryId, webhook_id: Number(hook.id), status: outcome.status, error: outcome.error, state }, 'webhook attempt');
       return state === 'pending' ? { done: false, delayMs: delayMs! } : { done: true };
     },
   };
+}
+
+/**
+ * A success ends the webhook's failing run; a failure starts one, and a run that has lasted
+ * DISABLE_AFTER_FAILING_MS turns the webhook off, saying why. Its pending deliveries then fail
+ * at their next attempt; PATCH {active: true} turns it back on.
+ */
+async function trackHealth(trx: Knex.Transaction, webhookId: number, ok: boolean, now: Date, status: number | null, error: string | null): Promise<void> {
+  if (ok) {
+    await trx('webhooks').where({ id: webhookId }).whereNotNull('failing_since').update({ failing_since: null });
+    return;
+  }
+  const [row] = await trx('webhooks')
+    .where({ id: webhookId })
+    .update({ failing_since: trx.raw('COALESCE(failing_since, ?)', [now]) })
+    .returning(['failing_since', 'active']);
+  const since = row?.failing_since as Date | undefined;
+  if (!row?.active || !since || now.getTime() - since.getTime() < DISABLE_AFTER_FAILING_MS) return;
+  const last = status === null ? (error ?? 'no answer') : `HTTP ${status}`;
+  await trx('webhooks')
+    .where({ id: webhookId })
+    .update({
+      active: false,
+      disabled_reason: `every delivery attempt failed for 5 days (since ${since.toISOString()}; last: ${last})`,
+      updated_at: trx.raw('statement_timestamp()'),
+    });
 }
 
 function header(v: string | string[] | undefined): string | undefined {

@@ -11,6 +11,7 @@ import * as m007 from './007_event_tracking.ts';
 import * as m008 from './008_monitor_members.ts';
 import * as m009 from './009_webhooks.ts';
 import * as m010 from './010_webhook_deliveries.ts';
+import * as m011 from './011_webhook_failing_since.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   '008_monitor_members': m008,
   '009_webhooks': m009,
   '010_webhook_deliveries': m010,
+  '011_webhook_failing_since': m011,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

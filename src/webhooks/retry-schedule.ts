@@ -9,6 +9,8 @@
  */
 export const DEFAULT_SCHEDULE_MS: readonly number[] = [5e3, 30e3, 120e3, 600e3, 1_800e3, 3_600e3, 7_200e3, 14_400e3, 28_800e3, 28_800e3, 28_800e3];
 export const JITTER = 0.2;
+/** A webhook whose attempts have all failed for this long is turned off (disabled_reason says why). */
+export const DISABLE_AFTER_FAILING_MS = 5 * 24 * 3600e3;
 /** A Retry-After longer than this is capped: the endpoint still gets its full schedule. */
 export const MAX_RETRY_AFTER_MS = 3_600e3;
 

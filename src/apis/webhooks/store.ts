@@ -82,7 +82,11 @@ export class WebhookStore {
     if (patch.description !== undefined) columns.description = patch.description;
     if (patch.active !== undefined) columns.active = patch.active;
     // Turning a webhook back on is how its owner acknowledges why it was turned off.
-    if (patch.active === true) columns.disabled_reason = null;
+    if (patch.active === true) {
+      columns.disabled_reason = null;
+      // A fresh start: the 5-day clock counts from the next failure.
+      columns.failing_since = null;
+    }
     const [row] = await this.live(this.db, accountId, id).update(columns).returning('*');
     return row ? this.render(row) : null;
   }

@@ -142,6 +142,32 @@ describe('standard delivery', () => {
   });
 });
 
+describe('an endpoint failing for 5 days', () => {
+  it('is turned off with a disabled_reason; a success before that ends the failing run', async () => {
+    const { hook, itemId, receiver: rx } = await setup();
+    rx.script = [{ status: 500 }];
+    const first = await stack.notify(acct.accountId, itemId);
+    await settled(first);
+    // Failing since the first 500, then the success cleared it.
+    expect((await stack.db('webhooks').where({ id: hook.id }).first()).failing_since).toBeNull();
+
+    rx.fallback = { status: 503 };
+    await stack.db('webhooks').where({ id: hook.id }).update({ failing_since: new Date(Date.now() - 5 * 24 * 3600e3 - 60_000) });
+    const nid = await stack.notify(acct.accountId, itemId);
+    const d = await settled(nid);
+    expect(d.state).toBe('failed');
+    expect(d.failure_reason).toBe('the webhook is not active');
+    expect(rx.received).toHaveLength(3);
+    const got = await call(stack.gateway.url, 'GET', `/webhooks/${hook.id}`, { key: acct.key });
+    expect(got.body.active).toBe(false);
+    expect(got.body.disabled_reason).toMatch(/failed for 5 days .*HTTP 503/);
+    // The owner turns it back on: reason and failing run cleared.
+    const on = await call(stack.gateway.url, 'PATCH', `/webhooks/${hook.id}`, { key: acct.key, body: { active: true } });
+    expect(on.body).toMatchObject({ active: true, disabled_reason: null });
+    expect((await stack.db('webhooks').where({ id: hook.id }).first()).failing_since).toBeNull();
+  });
+});
+
 describe('POST /webhooks/{id}/test and the deliveries list', () => {
   it('sends a ping now and answers its delivery', async () => {
     const { hook, receiver: rx } = await setup();
