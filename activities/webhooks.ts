@@ -8,6 +8,8 @@ import { send } from '../src/webhooks/http-send.ts';
 import { DISABLE_AFTER_FAILING_MS, nextDelayMs, retryAfterMs, verdictFor } from '../src/webhooks/retry-schedule.ts';
 import type { SecretBox } from '../src/webhooks/secret-box.ts';
 import { signedHeaders } from '../src/webhooks/signing.ts';
+import { discordMessage, discordRetryAfterMs, type ItemRoles } from '../src/webhooks/discord-message.ts';
+import type { DeliveryBody } from '../src/webhooks/outbox.ts';
 
 export type AttemptOutcome = { done: true } | { done: false; delayMs: number };
 
@@ -45,6 +47,13 @@ export function createWebhookActivities(deps: WebhookActivityDeps): WebhookActiv
     return { done: true };
   }
 
+  /** The roles a Discord message mentions: the item's as they stand now (null for a ping). */
+  async function itemRoles(notificationId: unknown): Promise<ItemRoles | null> {
+    if (notificationId == null) return null;
+    const row = await db('notifications as n').join('watchlist_items as i', 'i.id', 'n.item_id').where('n.id', notificationId).first('i.role_id', 'i.roles_json');
+    return row ? { role_id: row.role_id == null ? null : Number(row.role_id), roles_json: row.roles_json } : null;
+  }
+
   return {
     async attemptWebhookDelivery(deliveryId) {
       const delivery = await db('webhook_deliveries').where({ id: deliveryId }).first();
@@ -56,14 +65,17 @@ export function createWebhookActivities(deps: WebhookActivityDeps): WebhookActiv
 
       const now = new Date();
       const body = delivery.body as string;
-      const headers = hook.kind === 'standard' ? signedHeaders(signingSecrets(hook, box, accountId, now), delivery.message_id, Math.floor(now.getTime() / 1000), body) : {};
+      const discord = hook.kind === 'discord';
+      const payload = discord ? JSON.stringify(discordMessage(JSON.parse(body) as DeliveryBody, await itemRoles(delivery.notification_id))) : body;
+      const headers = discord ? {} : signedHeaders(signingSecrets(hook, box, accountId, now), delivery.message_id, Math.floor(now.getTime() / 1000), body);
       const url = box.open(hook.url_sealed, accountId);
-      const outcome = await send(url, headers, body, { allowPrivateNetworks: deps.allowPrivateNetworks, timeoutMs: deps.timeoutMs });
+      const outcome = await send(url, headers, payload, { allowPrivateNetworks: deps.allowPrivateNetworks, timeoutMs: deps.timeoutMs });
 
       const verdict = verdictFor(outcome.status);
       const attempts = Number(delivery.attempt_count) + 1;
-      const delayMs =
-        verdict === 'retry' ? nextDelayMs(attempts, deps.scheduleMs, outcome.status === 429 ? retryAfterMs(header(outcome.headers['retry-after'])) : null, Math.random()) : null;
+      // On a 429, Discord's `retry_after` (body, fractional seconds) before the Retry-After header.
+      const wait = outcome.status === 429 ? ((discord ? discordRetryAfterMs(outcome.body) : null) ?? retryAfterMs(header(outcome.headers['retry-after']))) : null;
+      const delayMs = verdict === 'retry' ? nextDelayMs(attempts, deps.scheduleMs, wait, Math.random()) : null;
       const state = verdict === 'delivered' ? 'delivered' : verdict === 'permanent' || delayMs === null ? 'failed' : 'pending';
       const reason =
         verdict === 'permanent' ? `the endpoint answered ${outcome.status} (not retried)` : state === 'failed' ? `no success after ${attempts} attempts` : null;

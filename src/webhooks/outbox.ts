@@ -35,8 +35,6 @@ export async function enqueueDeliveries(trx: Knex.Transaction, ids: readonly num
     })
     .whereIn('n.id', ids)
     .where({ 'n.kind': 'notification', 'w.active': true, 'w.deleted': false, 'i.deleted': false })
-    // Discord's message format is not built yet: only standard webhooks receive deliveries.
-    .where('w.kind', 'standard')
     .orderBy('n.id')
     .select('n.id', 'n.account_id', 'n.kind', 'n.payload', 'n.created_at', 'w.id as webhook_id');
   if (rows.length === 0) return 0;

@@ -171,7 +171,7 @@ export const webhooksApi: ApiModule = {
       request: { params: webhookIdParams },
       responses: {
         201: { description: 'The ping\'s delivery', schema: deliverySchema },
-        400: { description: '`{error}`: the webhook is not active, or is a discord webhook (not delivered yet)' },
+        400: { description: '`{error}`: the webhook is not active' },
         404: errorBody,
       },
       handler: async (ctx) => {
@@ -179,7 +179,6 @@ export const webhooksApi: ApiModule = {
         const hook = await store(ctx).get(accountId, webhookId(ctx));
         if (!hook) throw notFound();
         if (!hook.active) throw new WatchlistError(400, 'the webhook is not active');
-        if (hook.kind !== 'standard') throw new WatchlistError(400, 'discord webhooks are not delivered yet');
         const deliveries = new DeliveryStore(ctx.state.services.db);
         const id = await deliveries.ping(accountId, hook.id);
         const deadline = Date.now() + PING_WAIT_MS;
