@@ -96,6 +96,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
         log: alog,
         allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
         scheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_SCHEDULE_MS,
+        perEndpointConcurrency: config.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
       })
     : {};
   return {

@@ -21,6 +21,8 @@ export interface WebhookActivityDeps {
   /** Waits between attempts (retry-schedule.ts DEFAULT_SCHEDULE_MS unless configured). */
   scheduleMs: readonly number[];
   timeoutMs?: number;
+  /** Attempts to one webhook this worker runs at once (WEBHOOK_PER_ENDPOINT_CONCURRENCY). */
+  perEndpointConcurrency: number;
 }
 
 export interface WebhookActivities {
@@ -39,6 +41,8 @@ function signingSecrets(hook: Row, box: SecretBox, accountId: number, now: Date)
 
 export function createWebhookActivities(deps: WebhookActivityDeps): WebhookActivities {
   const { db, box, log } = deps;
+  /** Attempts in flight per webhook id, in this worker. */
+  const inFlight = new Map<number, number>();
 
   async function finish(deliveryId: number, state: 'delivered' | 'failed', reason: string | null): Promise<AttemptOutcome> {
     await db('webhook_deliveries')
@@ -69,7 +73,20 @@ export function createWebhookActivities(deps: WebhookActivityDeps): WebhookActiv
       const payload = discord ? JSON.stringify(discordMessage(JSON.parse(body) as DeliveryBody, await itemRoles(delivery.notification_id))) : body;
       const headers = discord ? {} : signedHeaders(signingSecrets(hook, box, accountId, now), delivery.message_id, Math.floor(now.getTime() / 1000), body);
       const url = box.open(hook.url_sealed, accountId);
-      const outcome = await send(url, headers, payload, { allowPrivateNetworks: deps.allowPrivateNetworks, timeoutMs: deps.timeoutMs });
+      // A slow or dead endpoint may hold only its share of the worker's slots: past it, this
+      // attempt is put off (not counted, nothing sent) and the slot goes to other endpoints.
+      const webhookId = Number(hook.id);
+      const busy = inFlight.get(webhookId) ?? 0;
+      if (busy >= deps.perEndpointConcurrency) return { done: false, delayMs: 1_000 + Math.floor(Math.random() * 2_000) };
+      inFlight.set(webhookId, busy + 1);
+      let outcome;
+      try {
+        outcome = await send(url, headers, payload, { allowPrivateNetworks: deps.allowPrivateNetworks, timeoutMs: deps.timeoutMs });
+      } finally {
+        const left = (inFlight.get(webhookId) ?? 1) - 1;
+        if (left > 0) inFlight.set(webhookId, left);
+        else inFlight.delete(webhookId);
+      }
 
       const verdict = verdictFor(outcome.status);
       const attempts = Number(delivery.attempt_count) + 1;

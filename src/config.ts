@@ -173,6 +173,8 @@ const schema = z.object({
   WEBHOOK_TASK_QUEUE: z.string().min(1).default('webhooks'),
   /** Delivery attempts one worker runs at once. */
   WEBHOOK_CONCURRENCY: positiveInt.default(200),
+  /** Delivery attempts to one webhook one worker runs at once: a slow endpoint holds at most this many slots. */
+  WEBHOOK_PER_ENDPOINT_CONCURRENCY: positiveInt.default(4),
   /** Waits between delivery attempts in ms, comma-separated (default: src/webhooks/retry-schedule.ts, about 31.7 h). */
   WEBHOOK_RETRY_SCHEDULE_MS: z
     .string()

@@ -14,7 +14,7 @@ export interface Received {
   verified: boolean[];
 }
 
-export type Answer = { status: number; headers?: Record<string, string>; body?: string } | 'hang';
+export type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang';
 
 export interface Receiver {
   url: string;
@@ -26,12 +26,18 @@ export interface Receiver {
   fallback: Answer;
   /** Connections accepted (a refused send never makes one). */
   connections: number;
+  /** Requests being answered now, and the most at once. */
+  inFlight: number;
+  maxInFlight: number;
   close(): Promise<void>;
 }
 
 export async function startReceiver(secrets: string[] = []): Promise<Receiver> {
-  const r = { received: [] as Received[], secrets, script: [] as Answer[], fallback: { status: 204 } as Answer, connections: 0 } as Receiver;
+  const r = { received: [] as Received[], secrets, script: [] as Answer[], fallback: { status: 204 } as Answer, connections: 0, inFlight: 0, maxInFlight: 0 } as Receiver;
   const server = http.createServer((req, res) => {
+    r.inFlight++;
+    r.maxInFlight = Math.max(r.maxInFlight, r.inFlight);
+    res.on('close', () => r.inFlight--);
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -48,8 +54,10 @@ export async function startReceiver(secrets: string[] = []): Promise<Receiver> {
       r.received.push({ at: Date.now(), headers: req.headers, body, verified });
       const answer = r.script.shift() ?? r.fallback;
       if (answer === 'hang') return;
-      res.writeHead(answer.status, answer.headers);
-      res.end(answer.body ?? '');
+      setTimeout(() => {
+        res.writeHead(answer.status, answer.headers);
+        res.end(answer.body ?? '');
+      }, answer.delayMs ?? 0);
     });
   });
   server.on('connection', () => r.connections++);

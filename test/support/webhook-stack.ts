@@ -32,6 +32,7 @@ export interface WebhookStackOptions {
   scheduleMs?: number[];
   /** Per-attempt timeout, ms (production: 10 s). */
   timeoutMs?: number;
+  perEndpointConcurrency?: number;
 }
 
 let counter = 0;
@@ -55,6 +56,7 @@ export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
       allowPrivateNetworks: true,
       scheduleMs: opts.scheduleMs ?? [300, 600, 1_200, 2_400, 4_800],
       timeoutMs: opts.timeoutMs,
+      perEndpointConcurrency: opts.perEndpointConcurrency ?? 4,
     });
     workers = await startWorkers({
       connection: { address: temporalAddress() },
