@@ -1,6 +1,7 @@
 // Reading and re-sending an account's webhook deliveries: the list (newest first, by id
 // cursor), a ping enqueued by POST /webhooks/{id}/test and a manual retry, which puts the same
 // message (same webhook-id, same body) through a new delivery run.
+import type { Knex } from 'knex';
 import { z } from 'zod';
 import type { Db } from '../../../db/connection.ts';
 import { DELIVERIES_CHANNEL, enqueuePing } from '../../webhooks/outbox.ts';
@@ -110,27 +111,34 @@ export class DeliveryStore {
   }
 
   /**
-   * Sends the delivery again: back to pending under the next generation (a new workflow run),
-   * same message. A delivery still pending is left to its run. Null: no such delivery.
+   * Sends the delivery again (requeueDelivery). A delivery still pending is left to its run.
+   * Null: no such delivery.
    */
   async retry(accountId: number, webhookId: number, id: number): Promise<'pending' | 'retried' | null> {
-    return this.db.transaction(async (trx) => {
-      const row = await trx('webhook_deliveries').where({ id: String(id), account_id: accountId, webhook_id: String(webhookId) }).forUpdate().first('state');
-      if (!row) return null;
-      if (row.state === 'pending') return 'pending';
-      await trx('webhook_deliveries')
-        .where({ id: String(id) })
-        .update({
-          state: 'pending',
-          failure_reason: null,
-          attempt_count: 0,
-          next_attempt_at: trx.raw('statement_timestamp()'),
-          dispatched: false,
-          generation: trx.raw('generation + 1'),
-          updated_at: trx.raw('statement_timestamp()'),
-        });
-      await trx.raw('SELECT pg_notify(?, ?)', [DELIVERIES_CHANNEL, '']);
-      return 'retried';
-    });
+    return this.db.transaction((trx) => requeueDelivery(trx, { id: String(id), account_id: accountId, webhook_id: String(webhookId) }));
   }
+}
+
+/**
+ * Puts a finished delivery back to pending under the next generation (a new workflow run of the
+ * same message: same webhook-id, same body) and wakes the dispatcher. Used by the API's retry
+ * and by `npm run ops -- webhooks:retry`.
+ */
+export async function requeueDelivery(trx: Knex.Transaction, where: Record<string, unknown>): Promise<'pending' | 'retried' | null> {
+  const row = await trx('webhook_deliveries').where(where).forUpdate().first('id', 'state');
+  if (!row) return null;
+  if (row.state === 'pending') return 'pending';
+  await trx('webhook_deliveries')
+    .where({ id: row.id })
+    .update({
+      state: 'pending',
+      failure_reason: null,
+      attempt_count: 0,
+      next_attempt_at: trx.raw('statement_timestamp()'),
+      dispatched: false,
+      generation: trx.raw('generation + 1'),
+      updated_at: trx.raw('statement_timestamp()'),
+    });
+  await trx.raw('SELECT pg_notify(?, ?)', [DELIVERIES_CHANNEL, '']);
+  return 'retried';
 }
