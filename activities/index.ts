@@ -17,6 +17,9 @@ import { createMonitorActivities } from './monitors.ts';
 import { createPollActivities } from './poll-shard.ts';
 import { createScrapeActivities } from './scrape.ts';
 import { createTrackingActivities } from './tracking.ts';
+import { createWebhookActivities } from './webhooks.ts';
+import { SecretBox } from '../src/webhooks/secret-box.ts';
+import { DEFAULT_SCHEDULE_MS } from '../src/webhooks/retry-schedule.ts';
 
 export interface Activities {
   activities: Record<string, (...args: never[]) => Promise<unknown>>;
@@ -93,8 +96,19 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     intervalMs: config.TRACK_INTERVAL_MS,
     http,
   });
+  // Without a key (a process that never stores webhooks) deliveries cannot open their secrets.
+  const webhooks = config.WEBHOOK_SECRET_KEY
+    ? createWebhookActivities({
+        db: deps.db,
+        box: new SecretBox(config.WEBHOOK_SECRET_KEY),
+        log: alog,
+        allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+        scheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_SCHEDULE_MS,
+        perEndpointConcurrency: config.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
+      })
+    : {};
   return {
-    activities: { ...createScrapeActivities(scrapers, alog), ...polls, ...createMonitorActivities({ db: deps.db }), ...tracking },
+    activities: { ...createScrapeActivities(scrapers, alog), ...polls, ...createMonitorActivities({ db: deps.db }), ...tracking, ...webhooks },
     close: async () => {
       await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close(), browserReports.stop()]);
       pollHttp.close();

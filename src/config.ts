@@ -158,6 +158,29 @@ const schema = z.object({
   STREAM_RETENTION_HOURS: positiveInt.default(168),
   /** Safety re-read of the log when no NOTIFY arrived (milliseconds). */
   STREAM_POLL_MS: z.coerce.number().int().min(100).default(5_000),
+  // --- Webhooks (src/webhooks/, src/apis/webhooks/) ---
+  /**
+   * 32 bytes in base64 that seal webhook URLs and signing secrets at rest; every process of a
+   * deployment needs the same one. Unset: `npm start` keeps one in DATA_DIR/webhook-secret.key.
+   */
+  WEBHOOK_SECRET_KEY: z
+    .string()
+    .refine((v) => /^[A-Za-z0-9+/]{43}=$/.test(v) && Buffer.from(v, 'base64').length === 32, 'must be 32 bytes in base64 (openssl rand -base64 32)')
+    .optional(),
+  /** Local development and tests only: webhooks may use http and reach private and loopback addresses. */
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: flag('false'),
+  /** Task queue of the webhook deliveries, apart so a slow endpoint never holds up monitors or scrapes. */
+  WEBHOOK_TASK_QUEUE: z.string().min(1).default('webhooks'),
+  /** Delivery attempts one worker runs at once. */
+  WEBHOOK_CONCURRENCY: positiveInt.default(200),
+  /** Delivery attempts to one webhook one worker runs at once: a slow endpoint holds at most this many slots. */
+  WEBHOOK_PER_ENDPOINT_CONCURRENCY: positiveInt.default(4),
+  /** Waits between delivery attempts in ms, comma-separated (default: src/webhooks/retry-schedule.ts, about 31.7 h). */
+  WEBHOOK_RETRY_SCHEDULE_MS: z
+    .string()
+    .regex(/^\s*\d+(\s*,\s*\d+)*\s*$/, 'must be a comma-separated list of milliseconds')
+    .transform((v) => v.split(',').map((x) => Number(x.trim())))
+    .optional(),
   // Each platform's base URL (PF_01_BASE_URL .. PF_11_BASE_URL) and each marketplace's
   // (MARKETPLACE_A_BASE_URL, MARKETPLACE_B_BASE_URL) defaults to the simulator; they are read by
   // platformBaseUrls() and marketplaceBaseUrls() below, not listed one by one here.

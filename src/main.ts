@@ -15,6 +15,7 @@ import { startLocalWorkers, startTemporal } from '../temporal/runtime.ts';
 import { TemporalScrapeRunner } from './apis/live-availability/scrape-runs.ts';
 import { TemporalEventTracker } from './market-data/tracking-service.ts';
 import { startSimulator } from './simulator/server.ts';
+import { ensureWebhookKey } from './webhooks/secret-box.ts';
 import { forwardStreamUpgrades } from './stream/forward.ts';
 import { STREAM_PATH } from './stream/protocol.ts';
 import { asyncApiRoute, startStreamNode } from './stream/start.ts';
@@ -35,8 +36,13 @@ const SIGNAL_GRACE_MS = 300;
 const STOP_DEADLINE_MS = 15_000;
 
 async function main(): Promise<void> {
-  const config = loadConfigOrExit();
+  const loaded = loadConfigOrExit();
+  // Webhook URLs and secrets are sealed at rest; without a key in the environment, one is kept
+  // in DATA_DIR (made on first start) so data sealed by an earlier run still opens.
+  const webhookKey = await ensureWebhookKey(loaded.WEBHOOK_SECRET_KEY, loaded.dataDir);
+  const config = { ...loaded, WEBHOOK_SECRET_KEY: webhookKey.key };
   const log = createLogger(config.LOG_LEVEL);
+  if (webhookKey.created) log.info({ file: webhookKey.file }, 'created the webhook encryption key');
   const started = performance.now();
 
   // What to undo on the way out, newest first. Signal handlers are in place from the start: a

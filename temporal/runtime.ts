@@ -16,6 +16,7 @@ import { clientOnWorkers, startWorkers } from './worker.ts';
 import { createDb } from '../db/connection.ts';
 import { startMembershipRelay } from '../src/monitors/membership.ts';
 import { startMonitorRelay } from '../src/monitors/relay.ts';
+import { startDispatcher } from '../src/webhooks/dispatcher.ts';
 
 /** Activity slots on the monitors queue: every shard poller's activity holds one for its whole run. */
 const MONITOR_ACTIVITY_SLOTS = 1_000;
@@ -116,6 +117,7 @@ export async function startLocalWorkers(
         { taskQueue: queues.scrapes, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: config.SCRAPE_CONCURRENCY },
         // Every shard poll is a long-running activity on this queue: room for all of them.
         { taskQueue: queues.monitors, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: MONITOR_ACTIVITY_SLOTS },
+        { taskQueue: queues.webhooks, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: config.WEBHOOK_CONCURRENCY },
       ],
       log: wlog,
       shutdownGraceMs: opts.shutdownGraceMs,
@@ -133,6 +135,8 @@ export async function startLocalWorkers(
     undo.push({ name: 'membership relay', run: () => membership.stop() });
     const relay = startMonitorRelay(relays);
     undo.push({ name: 'monitor relay', run: () => relay.stop() });
+    const dispatcher = startDispatcher({ db, connectionString: opts.connectionString, client: temporal.client, taskQueue: queues.webhooks, log: wlog });
+    undo.push({ name: 'webhook dispatcher', run: () => dispatcher.stop() });
     return { stop: unwind, client: clientOnWorkers(workers, config.TEMPORAL_NAMESPACE) };
   } catch (err) {
     await unwind();

@@ -8,8 +8,10 @@ export interface TaskQueues {
   scrapes: string;
   /** MONITOR_TASK_QUEUE: watchlist monitors, shard pollers and their poll loops, event tracking. */
   monitors: string;
+  /** WEBHOOK_TASK_QUEUE: webhook deliveries, so a slow endpoint holds up nothing else. */
+  webhooks: string;
 }
 
-export function taskQueues(config: Pick<Config, 'SCRAPE_TASK_QUEUE' | 'MONITOR_TASK_QUEUE'>): TaskQueues {
-  return { scrapes: config.SCRAPE_TASK_QUEUE, monitors: config.MONITOR_TASK_QUEUE };
+export function taskQueues(config: Pick<Config, 'SCRAPE_TASK_QUEUE' | 'MONITOR_TASK_QUEUE' | 'WEBHOOK_TASK_QUEUE'>): TaskQueues {
+  return { scrapes: config.SCRAPE_TASK_QUEUE, monitors: config.MONITOR_TASK_QUEUE, webhooks: config.WEBHOOK_TASK_QUEUE };
 }

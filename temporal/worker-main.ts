@@ -8,10 +8,13 @@ import { Metrics } from '../src/gateway/metrics.ts';
 import { createLogger } from '../src/logger.ts';
 import { startLocalWorkers } from './runtime.ts';
 import { installSdkLogging } from './sdk-logging.ts';
+import { ensureWebhookKey } from '../src/webhooks/secret-box.ts';
 
 const STOP_DEADLINE_MS = 30_000;
 
-const config = loadConfigOrExit();
+const loaded = loadConfigOrExit();
+// The same key as the gateway's: from the environment, else the one `npm start` keeps in DATA_DIR.
+const config = { ...loaded, WEBHOOK_SECRET_KEY: (await ensureWebhookKey(loaded.WEBHOOK_SECRET_KEY, loaded.dataDir)).key };
 const log = createLogger(config.LOG_LEVEL).child({ process: 'worker' });
 installSdkLogging(log);
 // Without TEMPORAL_ADDRESS, join the dev server a local `npm start` (RUN_WORKER=false) runs.

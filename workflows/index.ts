@@ -3,3 +3,4 @@ export { scrapeEvent } from './scrape-event.ts';
 export { shardPoller } from './shard-poller.ts';
 export { trackEvent } from './track-event.ts';
 export { watchlistMonitor } from './watchlist-monitor.ts';
+export { webhookDelivery } from './webhook-delivery.ts';

@@ -10,6 +10,9 @@ import * as m006 from './006_market_data_stats.ts';
 import * as m007 from './007_event_tracking.ts';
 import * as m008 from './008_monitor_members.ts';
 import * as m009 from './009_scrape_worker_browsers.ts';
+import * as m010 from './010_webhooks.ts';
+import * as m011 from './011_webhook_deliveries.ts';
+import * as m012 from './012_webhook_failing_since.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -25,6 +28,9 @@ const migrations: Record<string, Migration> = {
   '007_event_tracking': m007,
   '008_monitor_members': m008,
   '009_scrape_worker_browsers': m009,
+  '010_webhooks': m010,
+  '011_webhook_deliveries': m011,
+  '012_webhook_failing_since': m012,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -4,5 +4,7 @@ import { accountApi } from './account/routes.ts';
 import { liveAvailabilityApi } from './live-availability/routes.ts';
 import { marketDataApi } from './market-data/routes.ts';
 import { watchlistApi } from './watchlist/routes.ts';
+import { webhooksApi } from './webhooks/routes.ts';
 
-export const APIS: readonly ApiModule[] = [marketDataApi, liveAvailabilityApi, watchlistApi, accountApi];
+// The account's webhooks answer under the Watchlist API's grant and envelope (issue 15).
+export const APIS: readonly ApiModule[] = [marketDataApi, liveAvailabilityApi, watchlistApi, webhooksApi, accountApi];

@@ -63,6 +63,17 @@ export const OPERATIONS = {
   getWatchlistItem: { method: 'GET', path: '/watchlist/:id', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
   updateWatchlistItem: { method: 'PATCH', path: '/watchlist/:id', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
   deleteWatchlistItem: { method: 'DELETE', path: '/watchlist/:id', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
+  // Webhooks (issue 15): the account's delivery endpoints, under the Watchlist grant
+  listWebhooks: { method: 'GET', path: '/webhooks', api: 'watchlist', cost: 0 },
+  createWebhook: { method: 'POST', path: '/webhooks', api: 'watchlist', cost: 0 },
+  getWebhook: { method: 'GET', path: '/webhooks/:id', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
+  updateWebhook: { method: 'PATCH', path: '/webhooks/:id', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
+  deleteWebhook: { method: 'DELETE', path: '/webhooks/:id', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
+  rotateWebhookSecret: { method: 'POST', path: '/webhooks/:id/rotate-secret', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
+  listWebhookDeliveries: { method: 'GET', path: '/webhooks/:id/deliveries', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
+  testWebhook: { method: 'POST', path: '/webhooks/:id/test', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
+  // A malformed delivery id is the API's 404 (`no delivery with that id`), checked by its handler.
+  retryWebhookDelivery: { method: 'POST', path: '/webhooks/:id/deliveries/:delivery_id/retry', pathPatterns: WATCHLIST_ID, api: 'watchlist', cost: 0 },
   // 4.4 Account
   getUsage: { method: 'GET', path: '/usage', api: 'account', cost: 0 },
 } as const satisfies Record<string, Operation>;

@@ -12,6 +12,8 @@ import type { Metrics } from './metrics.ts';
 import type { ScrapeRunner } from '../apis/live-availability/scrape-runs.ts';
 import type { EventTracker } from '../market-data/tracking-service.ts';
 import type { SearchVocabulary } from '../market-data/search-vocabulary.ts';
+import type { SecretBox } from '../webhooks/secret-box.ts';
+import type { HostLookup } from '../webhooks/url-rules.ts';
 
 export interface Services {
   config: Config;
@@ -29,6 +31,10 @@ export interface Services {
   scrapes?: ScrapeRunner;
   /** Market Data event tracking (Temporal); absent when no Temporal server is configured: 503. */
   tracking?: EventTracker;
+  /** Seals webhook URLs and secrets; absent without WEBHOOK_SECRET_KEY: the webhook routes answer 500. */
+  webhookSecrets?: SecretBox;
+  /** Resolves webhook hosts for the address check (tests inject a fake: no real DNS). */
+  webhookLookup: HostLookup;
 }
 
 export interface RequestState {

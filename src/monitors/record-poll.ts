@@ -7,11 +7,13 @@
 // Exactly once, whoever runs it and however often: the target's advisory lock serialises two
 // pollers of one target (a worker taken for dead while still running), the member rows are
 // locked while their baselines move, and every notification carries a dedupe key (item, from
-// snapshot, to snapshot, section, kind) that turns a second write into a no-op.
+// snapshot, to snapshot, section, kind) that turns a second write into a no-op. The webhook
+// deliveries of new notifications are enqueued in the same transaction (src/webhooks/outbox.ts).
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
 import { appendToLog, type LogEntry } from '../notifications/log.ts';
+import { enqueueDeliveries } from '../webhooks/outbox.ts';
 import { detectChanges, type MonitorConfig } from './changes.ts';
 import type { TargetSnapshot } from './snapshot.ts';
 
@@ -130,6 +132,8 @@ export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapsh
       if (from && from.id < current.id) entries.push(...memberEntries(m, from, current, poll.scrapedAt));
     }
     const ids = await appendToLog(trx, entries);
+    // In the same transaction: a notification of an item naming a webhook is never without its delivery.
+    await enqueueDeliveries(trx, ids);
     await trx('monitor_members')
       .whereIn(
         'item_id',

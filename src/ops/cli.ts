@@ -3,10 +3,11 @@
 // dev server `npm start` runs (127.0.0.1:TEMPORAL_PORT); monitors:blocked reads DATABASE_URL.
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
-import { loadConfigOrExit } from '../config.ts';
+import { loadConfigOrExit, type Config } from '../config.ts';
 import { temporalDataConverter } from '../../temporal/payload-codec.ts';
 import { listFailedScrapes, parseSince, retryScrape } from './failed-scrapes.ts';
 import { listPollers, showMonitor, troubledTargets } from './monitors.ts';
+import { listFailedDeliveries, retryDelivery } from './webhooks.ts';
 
 const USAGE = `usage: npm run ops -- <command> [options]
 
@@ -15,9 +16,32 @@ const USAGE = `usage: npm run ops -- <command> [options]
   scrapes:retry --all-failed [--since 1h]           the same for every failed scrape run
   monitors:blocked [--platform pf_03]               watched targets a platform refuses (429/403) or that keep failing
   monitors:show <item id>                           an item's monitor: config version, state, baseline, last notification
-  monitors:pollers [--platform pf_03]               the running shard pollers and their last run`;
+  monitors:pollers [--platform pf_03]               the running shard pollers and their last run
+  webhooks:failed [--since 1h]                      webhook deliveries that gave up (newest first)
+  webhooks:retry <delivery id>                      send a failed delivery again (same webhook-id)
+  webhooks:retry --all-failed [--since 1h]          the same for every failed delivery`;
 
 class UsageError extends Error {}
+
+/** The webhook commands: the database only (the worker's dispatcher starts the new runs). */
+async function webhooksCommand(config: Config, command: string, rest: string[], values: { since?: string; 'all-failed'?: boolean }): Promise<unknown> {
+  const since = parseSince(values.since ?? '1h');
+  if (command === 'webhooks:retry' && !values['all-failed'] && (rest.length !== 1 || !/^[1-9][0-9]{0,15}$/.test(rest[0]!))) {
+    throw new UsageError('webhooks:retry needs one delivery id (see webhooks:failed) or --all-failed');
+  }
+  if (command === 'webhooks:failed' && rest.length) throw new UsageError(`unexpected argument ${rest[0]}`);
+  const { openDatabase } = await import('../runtime/database.ts');
+  const database = await openDatabase(config, (msg) => console.error(msg), { applicationName: 'ops', poolMax: 2 });
+  try {
+    if (command === 'webhooks:failed') return await listFailedDeliveries(database.db, since);
+    if (!values['all-failed']) return await retryDelivery(database.db, Number(rest[0]));
+    const out = [];
+    for (const f of await listFailedDeliveries(database.db, since)) out.push(await retryDelivery(database.db, f.delivery_id));
+    return out;
+  } finally {
+    await database.close();
+  }
+}
 
 async function main(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({
@@ -28,6 +52,7 @@ async function main(argv: string[]): Promise<unknown> {
   const [command, ...rest] = positionals;
   if (values.help || !command) throw new UsageError('');
   const config = loadConfigOrExit();
+  if (command === 'webhooks:failed' || command === 'webhooks:retry') return webhooksCommand(config, command, rest, values);
   if (command === 'monitors:blocked') {
     if (rest.length) throw new UsageError(`unexpected argument ${rest[0]}`);
     const { openDatabase } = await import('../runtime/database.ts');

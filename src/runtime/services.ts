@@ -10,6 +10,8 @@ import { AdmissionGroups } from '../gateway/admissions.ts';
 import { RateLimiter } from '../gateway/rate-limit.ts';
 import { SearchVocabulary } from '../market-data/search-vocabulary.ts';
 import type { Services } from '../gateway/request-state.ts';
+import { SecretBox } from '../webhooks/secret-box.ts';
+import { systemLookup } from '../webhooks/url-rules.ts';
 
 /** The per-request pool for a database (db/pool.ts), sized by the configuration. */
 export function createRequestPool(config: Config, connectionString: string): Pool {
@@ -29,6 +31,8 @@ export function createServices(config: Config, db: Db, pool: Pool, log: Logger, 
     limiter: new RateLimiter(admissions, pool),
     metrics,
     searchVocabulary: new SearchVocabulary(pool),
+    webhookSecrets: config.WEBHOOK_SECRET_KEY ? new SecretBox(config.WEBHOOK_SECRET_KEY) : undefined,
+    webhookLookup: systemLookup,
   };
 }
 

@@ -263,7 +263,8 @@ const valid: Record<string, fc.Arbitrary<unknown>> = {
   muted_until: timestamp.filter((t) => !/^0001-01-01|^9999-12-31|[+-](1[6-9]|2\d):\d\d$/.test(t)),
   mb_did: cleanText(40),
   roles_json: fc.jsonValue({ maxDepth: 3 }),
-  webhook_setting_id: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }),
+  // An id must name an active webhook of the account (issue 15): test/apis/webhooks/items.test.ts.
+  webhook_setting_id: fc.constant(null),
   role_id: fc.integer({ min: 1, max: 1_000_000 }),
   website_id: fc.integer({ min: 1, max: 1_000_000 }),
   notes: fc.string({ maxLength: 200 }),

@@ -18,8 +18,11 @@ export function databaseUrl(): string {
   return inject('databaseUrl');
 }
 
+/** The key that seals webhook URLs and secrets in tests (WEBHOOK_SECRET_KEY; 32 bytes). */
+export const TEST_WEBHOOK_KEY = Buffer.alloc(32, 7).toString('base64');
+
 export function testConfig(env: Record<string, string> = {}): Config {
-  return loadConfig({ DATABASE_URL: databaseUrl(), LOG_LEVEL: 'silent', KEY_CACHE_TTL_MS: '200', ...env });
+  return loadConfig({ DATABASE_URL: databaseUrl(), LOG_LEVEL: 'silent', KEY_CACHE_TTL_MS: '200', WEBHOOK_SECRET_KEY: TEST_WEBHOOK_KEY, ...env });
 }
 
 export interface TestGateway {

@@ -2,11 +2,11 @@
 import type { z } from 'zod';
 import type { Db } from '../../../db/connection.ts';
 import type { ApiModule } from '../../gateway/app.ts';
-import { readJsonObject } from '../../gateway/json-body.ts';
 import { CachedProbe, notReadySchema, probeFor } from '../../gateway/readiness.ts';
 import type { RouteContext } from '../../gateway/route.ts';
 import { parseEventRef } from '../../platform/event-ref.ts';
 import { normaliseRegion, PLATFORMS } from '../../platform/registry.ts';
+import { readWatchlistBody } from './body.ts';
 import { notFound, WatchlistError, watchlistFailures } from './errors.ts';
 import {
   createItemSchema,
@@ -17,7 +17,7 @@ import {
   updateItemSchema,
   watchlistItemSchema,
 } from './schema.ts';
-import { TooManyItemsError, WatchlistStore } from './store.ts';
+import { TooManyItemsError, UnknownWebhookError, WatchlistStore } from './store.ts';
 
 const errorBody = { description: '`{error: string}`' };
 
@@ -26,29 +26,16 @@ const databaseProbe = probeFor<Db>(
   (db) => new CachedProbe(async () => void (await db.raw('SELECT 1')), { unavailableMessage: 'the watchlist database cannot be reached' }),
 );
 
-function describeIssue(issue: z.core.$ZodIssue): string {
-  const path = issue.path.map(String).join('.');
-  const message =
-    issue.code === 'unrecognized_keys' ? `unknown field${issue.keys.length > 1 ? 's' : ''}: ${issue.keys.join(', ')}` : issue.message;
-  return path ? `${path}: ${message}` : message;
-}
-
-async function parseBody<S extends z.ZodType>(ctx: RouteContext, schema: S, fixed: readonly string[]): Promise<z.output<S>> {
-  const body = await readJsonObject(ctx, ctx.state.services.config.MAX_BODY_BYTES);
-  // Spec 7.4: a body that is not JSON at all is `{detail}`; every other refusal is `{error}`.
-  if (!body.ok) throw new WatchlistError(body.problem === 'too_large' ? 413 : 400, body.message, body.problem === 'invalid' ? 'detail' : 'error');
-  const { value } = body;
-  for (const f of SERVER_FIELDS) {
-    if (Object.hasOwn(value, f)) throw new WatchlistError(400, `${f} is assigned by the server and cannot be sent`);
-  }
-  for (const f of fixed) {
-    if (Object.hasOwn(value, f)) {
-      throw new WatchlistError(400, `${f} identifies the monitored target and cannot be changed; create a new item instead`);
+function parseBody<S extends z.ZodType>(ctx: RouteContext, schema: S, fixed: readonly string[]): Promise<z.output<S>> {
+  return readWatchlistBody(ctx, schema, (value) => {
+    for (const f of SERVER_FIELDS) {
+      if (Object.hasOwn(value, f)) return `${f} is assigned by the server and cannot be sent`;
     }
-  }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) throw new WatchlistError(400, describeIssue(parsed.error.issues[0]!));
-  return parsed.data;
+    for (const f of fixed) {
+      if (Object.hasOwn(value, f)) return `${f} identifies the monitored target and cannot be changed; create a new item instead`;
+    }
+    return null;
+  });
 }
 
 function store(ctx: RouteContext): WatchlistStore {
@@ -95,7 +82,7 @@ export const watchlistApi: ApiModule = {
         try {
           ctx.body = await store(ctx).create(ctx.state.principal!.accountId, { ...fields, region }, ctx.state.services.config.WATCHLIST_MAX_ITEMS);
         } catch (err) {
-          if (err instanceof TooManyItemsError) throw new WatchlistError(400, err.message);
+          if (err instanceof TooManyItemsError || err instanceof UnknownWebhookError) throw new WatchlistError(400, err.message);
           throw err;
         }
         ctx.status = 201;

@@ -145,7 +145,11 @@ export const settableFields = {
   roles_json: opaqueJson.meta({
     description: `Any JSON value or null, opaque: stored and returned as sent (at most ${ROLES_JSON_MAX_CHARS} characters serialised, ${ROLES_JSON_MAX_DEPTH} levels deep)`,
   }),
-  webhook_setting_id: externalId.nullable().meta({ description: 'Positive integer id of a webhook setting' }),
+  webhook_setting_id: externalId.nullable().meta({
+    description:
+      'Id of an active webhook of the account (POST /webhooks) that receives this item\'s notifications besides the stream; ' +
+      'any other id is refused (400). Deleting the webhook sets it back to null.',
+  }),
   role_id: externalId.nullable().meta({ description: 'Positive integer id of a role' }),
   website_id: externalId.nullable().meta({ description: 'Positive integer id of a website' }),
   notes: text().max(2000).nullable().meta({ description: 'Free text, at most 2000 characters' }),

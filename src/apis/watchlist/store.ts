@@ -79,6 +79,21 @@ function toColumns(fields: Partial<CreateItem>): Row {
 }
 
 export class TooManyItemsError extends Error {}
+/** webhook_setting_id names no active webhook of the account. */
+export class UnknownWebhookError extends Error {}
+
+type Change = { op: 'create' | 'update' | 'delete'; item: WatchlistItem };
+
+/**
+ * Why an item of `accountId` may not name webhook `id`, or null. Read under the writers' lock,
+ * which deleting a webhook also takes, so no item can come to name a deleted one.
+ */
+async function webhookRefusal(trx: Knex.Transaction, accountId: number, id: number): Promise<string | null> {
+  const hook = await trx('webhooks').where({ id: String(id), account_id: accountId, deleted: false }).first('active');
+  if (!hook) return `webhook_setting_id: no webhook with id ${id} belongs to the account (create one with POST /webhooks)`;
+  if (!hook.active) return `webhook_setting_id: webhook ${id} is not active`;
+  return null;
+}
 
 export class WatchlistStore {
   constructor(private readonly db: Db) {}
@@ -97,6 +112,10 @@ export class WatchlistStore {
     const created = await this.write(async (trx) => {
       const live = await trx('watchlist_items').where({ client_id: accountId, deleted: false }).count('* as n').first();
       if (Number(live?.n) >= maxItems) throw new TooManyItemsError(`an account may hold at most ${maxItems} watchlist items`);
+      if (fields.webhook_setting_id != null) {
+        const refusal = await webhookRefusal(trx, accountId, fields.webhook_setting_id);
+        if (refusal) throw new UnknownWebhookError(refusal);
+      }
       const [row] = await trx('watchlist_items')
         .insert({ ...toColumns(fields), client_id: accountId, created_at: trx.raw(WRITE_TIME), updated_at: trx.raw(WRITE_TIME) })
         .returning('*');
@@ -122,6 +141,9 @@ export class WatchlistStore {
       const current = await trx('watchlist_items').where({ id, client_id: accountId, deleted: false }).forUpdate().first();
       if (!current) return null;
       refusal = check({ ...renderItem(current), ...patch } as WatchlistItem);
+      // Only a PATCH that names a webhook is checked: an item keeps naming a webhook that was
+      // deactivated since (its notifications are then not delivered there).
+      if (!refusal && patch.webhook_setting_id != null) refusal = await webhookRefusal(trx, accountId, patch.webhook_setting_id);
       if (refusal) return null;
       const [row] = await trx('watchlist_items')
         .where({ id })
@@ -146,30 +168,51 @@ export class WatchlistStore {
     return item !== null;
   }
 
+  /**
+   * Removes a webhook (`remove`, false when there is none) and clears webhook_setting_id on every
+   * live item of the account naming it, in one transaction under the writers' lock. Each cleared
+   * item is an ordinary update: its monitor and the account's stream clients see it.
+   */
+  async detachWebhook(accountId: number, webhookId: number, remove: (trx: Knex.Transaction) => Promise<boolean>): Promise<boolean> {
+    return this.db.transaction(async (trx) => {
+      await trx.raw('SELECT pg_advisory_xact_lock(?)', [WRITER_LOCK]);
+      if (!(await remove(trx))) return false;
+      const rows = await trx('watchlist_items')
+        .where({ client_id: accountId, webhook_setting_id: String(webhookId), deleted: false })
+        .update({ webhook_setting_id: null, updated_at: trx.raw(WRITE_TIME) })
+        .returning('*');
+      for (const row of rows.sort((a: Row, b: Row) => Number(a.id) - Number(b.id))) await this.record(trx, { op: 'update', item: renderItem(row) });
+      return true;
+    });
+  }
+
   /** Runs one serialised write and records its change; `fn` returns null when nothing changed. */
-  private async write(
-    fn: (trx: Knex.Transaction) => Promise<{ op: 'create' | 'update' | 'delete'; item: WatchlistItem } | null>,
-  ): Promise<WatchlistItem | null> {
+  private async write(fn: (trx: Knex.Transaction) => Promise<Change | null>): Promise<WatchlistItem | null> {
     return this.db.transaction(async (trx) => {
       await trx.raw('SELECT pg_advisory_xact_lock(?)', [WRITER_LOCK]);
       const change = await fn(trx);
       if (!change) return null;
-      const [{ id }] = await trx('watchlist_changes')
-        .insert({ account_id: change.item.client_id, item_id: change.item.id, op: change.op, item: JSON.stringify(change.item) })
-        .returning('id');
-      await trx.raw('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, String(id)]);
-      // The account's stream clients see the change too (and a resuming client gets it in order
-      // with the notifications).
-      await appendToLog(trx, [
-        {
-          accountId: change.item.client_id,
-          itemId: change.item.id,
-          kind: 'watchlist',
-          dedupeKey: `watchlist:${id}`,
-          payload: { op: change.op, item_id: change.item.id, item: change.item },
-        },
-      ]);
+      await this.record(trx, change);
       return change.item;
     });
+  }
+
+  /** The change row, its NOTIFY and the stream's `watchlist` message for one written item. */
+  private async record(trx: Knex.Transaction, change: Change): Promise<void> {
+    const [{ id }] = await trx('watchlist_changes')
+      .insert({ account_id: change.item.client_id, item_id: change.item.id, op: change.op, item: JSON.stringify(change.item) })
+      .returning('id');
+    await trx.raw('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, String(id)]);
+    // The account's stream clients see the change too (and a resuming client gets it in order
+    // with the notifications).
+    await appendToLog(trx, [
+      {
+        accountId: change.item.client_id,
+        itemId: change.item.id,
+        kind: 'watchlist',
+        dedupeKey: `watchlist:${id}`,
+        payload: { op: change.op, item_id: change.item.id, item: change.item },
+      },
+    ]);
   }
 }

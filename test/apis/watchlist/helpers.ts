@@ -155,7 +155,8 @@ export const SAMPLE_VALUES: Record<string, unknown> = {
   muted_until: '2031-01-02T03:04:05.678Z',
   mb_did: 'device-1234',
   roles_json: { roles: [1, 'two', { three: null, four: [true, 4.5] }], name: 'x' },
-  webhook_setting_id: 11,
+  // Must name an active webhook of the account (issue 15); test/apis/webhooks/items.test.ts covers real ids.
+  webhook_setting_id: null,
   role_id: 12,
   website_id: 13,
   notes: 'hello, watchlist',

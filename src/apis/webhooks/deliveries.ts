@@ -1,0 +1,144 @@
+// Reading and re-sending an account's webhook deliveries: the list (newest first, by id
+// cursor), a ping enqueued by POST /webhooks/{id}/test and a manual retry, which puts the same
+// message (same webhook-id, same body) through a new delivery run.
+import type { Knex } from 'knex';
+import { z } from 'zod';
+import type { Db } from '../../../db/connection.ts';
+import { DELIVERIES_CHANNEL, enqueuePing } from '../../webhooks/outbox.ts';
+
+export const DELIVERIES_PAGE_DEFAULT = 20;
+export const DELIVERIES_PAGE_MAX = 100;
+
+const timestamp = z.iso.datetime();
+
+export const attemptSchema = z.object({
+  attempted_at: timestamp,
+  status_code: z.number().int().nullable().meta({ description: 'The endpoint\'s status; null when no answer came' }),
+  error: z.string().nullable().meta({ description: 'Why no answer came (timeout, connection refused, address refused); null with a status' }),
+  latency_ms: z.number().int(),
+});
+
+export const deliverySchema = z
+  .object({
+    id: z.number().int(),
+    webhook_id: z.number().int(),
+    notification_id: z.number().int().nullable().meta({ description: 'The stream message delivered; null for a ping' }),
+    type: z.enum(['notification', 'ping']),
+    message_id: z.string().meta({ description: 'The `webhook-id` header: the same on every attempt and on a retry' }),
+    state: z.enum(['pending', 'delivered', 'failed']),
+    failure_reason: z.string().nullable(),
+    next_attempt_at: timestamp.nullable(),
+    created_at: timestamp,
+    attempts: z.array(attemptSchema).meta({ description: 'Oldest first' }),
+  })
+  .meta({ id: 'WebhookDelivery' });
+
+export const deliveryPageSchema = z
+  .object({
+    data: z.array(deliverySchema),
+    next_before: z.number().int().nullable().meta({ description: 'Pass as `before` for the next (older) page; null on the last page' }),
+  })
+  .meta({ id: 'WebhookDeliveryPage' });
+
+export const deliveriesQuery = z.strictObject({
+  limit: z
+    .string()
+    .regex(/^[0-9]{1,3}$/, 'must be an integer')
+    .transform(Number)
+    .refine((n) => n >= 1 && n <= DELIVERIES_PAGE_MAX, `must be from 1 to ${DELIVERIES_PAGE_MAX}`)
+    .optional()
+    .meta({ description: `Deliveries per page, 1..${DELIVERIES_PAGE_MAX} (default ${DELIVERIES_PAGE_DEFAULT})` }),
+  before: z
+    .string()
+    .regex(/^[1-9][0-9]{0,15}$/, 'must be a delivery id')
+    .transform(Number)
+    .optional()
+    .meta({ description: 'Only deliveries older than this id (the previous page\'s next_before)' }),
+});
+
+export const deliveryParams = z.object({
+  id: z.string().regex(/^[1-9][0-9]{0,15}$/).meta({ description: 'Webhook id' }),
+  delivery_id: z.string().regex(/^[1-9][0-9]{0,15}$/).meta({ description: 'Delivery id' }),
+});
+
+export type Delivery = z.output<typeof deliverySchema>;
+type Row = Record<string, unknown>;
+
+const iso = (v: unknown) => (v == null ? null : (v as Date).toISOString());
+
+export class DeliveryStore {
+  constructor(private readonly db: Db) {}
+
+  private async render(rows: Row[]): Promise<Delivery[]> {
+    const ids = rows.map((r) => r.id as string);
+    const attempts: Row[] = ids.length ? await this.db('webhook_attempts').whereIn('delivery_id', ids).orderBy('id') : [];
+    return rows.map((r) => ({
+      id: Number(r.id),
+      webhook_id: Number(r.webhook_id),
+      notification_id: r.notification_id == null ? null : Number(r.notification_id),
+      type: r.type as Delivery['type'],
+      message_id: r.message_id as string,
+      state: r.state as Delivery['state'],
+      failure_reason: r.failure_reason as string | null,
+      next_attempt_at: iso(r.next_attempt_at),
+      created_at: iso(r.created_at)!,
+      attempts: attempts
+        .filter((a) => a.delivery_id === r.id)
+        .map((a) => ({
+          attempted_at: iso(a.attempted_at)!,
+          status_code: a.status_code as number | null,
+          error: a.error as string | null,
+          latency_ms: a.latency_ms as number,
+        })),
+    }));
+  }
+
+  async page(accountId: number, webhookId: number, limit: number, before?: number): Promise<{ data: Delivery[]; next_before: number | null }> {
+    const q = this.db('webhook_deliveries').where({ account_id: accountId, webhook_id: String(webhookId) });
+    if (before !== undefined) q.andWhere('id', '<', before);
+    const rows: Row[] = await q.orderBy('id', 'desc').limit(limit + 1);
+    const data = await this.render(rows.slice(0, limit));
+    return { data, next_before: rows.length > limit ? data.at(-1)!.id : null };
+  }
+
+  async get(accountId: number, webhookId: number, id: number): Promise<Delivery | null> {
+    const row = await this.db('webhook_deliveries').where({ id: String(id), account_id: accountId, webhook_id: String(webhookId) }).first();
+    return row ? (await this.render([row]))[0]! : null;
+  }
+
+  async ping(accountId: number, webhookId: number): Promise<number> {
+    return this.db.transaction((trx) => enqueuePing(trx, accountId, webhookId));
+  }
+
+  /**
+   * Sends the delivery again (requeueDelivery). A delivery still pending is left to its run.
+   * Null: no such delivery.
+   */
+  async retry(accountId: number, webhookId: number, id: number): Promise<'pending' | 'retried' | null> {
+    return this.db.transaction((trx) => requeueDelivery(trx, { id: String(id), account_id: accountId, webhook_id: String(webhookId) }));
+  }
+}
+
+/**
+ * Puts a finished delivery back to pending under the next generation (a new workflow run of the
+ * same message: same webhook-id, same body) and wakes the dispatcher. Used by the API's retry
+ * and by `npm run ops -- webhooks:retry`.
+ */
+export async function requeueDelivery(trx: Knex.Transaction, where: Record<string, unknown>): Promise<'pending' | 'retried' | null> {
+  const row = await trx('webhook_deliveries').where(where).forUpdate().first('id', 'state');
+  if (!row) return null;
+  if (row.state === 'pending') return 'pending';
+  await trx('webhook_deliveries')
+    .where({ id: row.id })
+    .update({
+      state: 'pending',
+      failure_reason: null,
+      attempt_count: 0,
+      next_attempt_at: trx.raw('statement_timestamp()'),
+      dispatched: false,
+      generation: trx.raw('generation + 1'),
+      updated_at: trx.raw('statement_timestamp()'),
+    });
+  await trx.raw('SELECT pg_notify(?, ?)', [DELIVERIES_CHANNEL, '']);
+  return 'retried';
+}

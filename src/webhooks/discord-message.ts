@@ -1,0 +1,96 @@
+// The Discord execute-webhook message for a delivery: `content` mentions the item's roles
+// (role_id and the ids found in roles_json), `allowed_mentions` permits exactly those roles and
+// nothing else (no @everyone, no users), and one embed gives the event, platform, section,
+// before and after (price, stock) and the change type. Discord's length limits are enforced by
+// truncation, so a long section or event name never turns a delivery into a 400.
+import type { DeliveryBody } from './outbox.ts';
+
+// https://discord.com/developers/docs/resources/message#embed-object-embed-limits
+export const DISCORD_LIMITS = { content: 2000, title: 256, description: 4096, fieldName: 256, fieldValue: 1024, fields: 25, embedTotal: 6000, roles: 100 };
+
+const SNOWFLAKE = /^[1-9][0-9]{0,19}$/;
+
+export interface ItemRoles {
+  role_id: number | null;
+  roles_json: unknown;
+}
+
+/**
+ * Role ids to mention: role_id, then from roles_json (opaque in the spec) any snowflake found
+ * as an array element, or under `roles` / `role_ids` of an object, as a number or a string.
+ * Anything else in roles_json is ignored. Deduplicated, at most 100 (Discord's bound).
+ */
+export function roleIds(item: ItemRoles): string[] {
+  const out: string[] = [];
+  const add = (v: unknown) => {
+    const s = typeof v === 'number' && Number.isSafeInteger(v) ? String(v) : typeof v === 'string' ? v.trim() : '';
+    if (SNOWFLAKE.test(s) && !out.includes(s)) out.push(s);
+  };
+  if (item.role_id !== null) add(item.role_id);
+  const r = item.roles_json;
+  const list = Array.isArray(r) ? r : r && typeof r === 'object' ? ((r as Record<string, unknown>).roles ?? (r as Record<string, unknown>).role_ids) : null;
+  if (Array.isArray(list)) for (const v of list) add(typeof v === 'object' && v !== null ? (v as Record<string, unknown>).id : v);
+  return out.slice(0, DISCORD_LIMITS.roles);
+}
+
+function cut(text: string, max: number): string {
+  const chars = [...text];
+  return chars.length <= max ? text : chars.slice(0, max - 1).join('') + '…';
+}
+
+function side(v: unknown, currency: unknown): string {
+  const o = (v ?? {}) as Record<string, unknown>;
+  const money = (x: unknown) => (x === null || x === undefined ? 'none' : `${x}${currency ? ` ${String(currency)}` : ''}`);
+  return `stock ${o.stock ?? 0}, min price ${money(o.min_price)}, avg price ${money(o.avg_price)}`;
+}
+
+export function discordMessage(body: DeliveryBody, item: ItemRoles | null): Record<string, unknown> {
+  // Only whole mentions that fit, with room left for the text after them.
+  const roles: string[] = [];
+  let mentions = '';
+  for (const id of item ? roleIds(item) : []) {
+    const next = mentions ? `${mentions} <@&${id}>` : `<@&${id}>`;
+    if (next.length > DISCORD_LIMITS.content - 200) break;
+    roles.push(id);
+    mentions = next;
+  }
+  if (body.type === 'ping') {
+    return { content: 'Webhook test: this channel receives the ticket alerts of its watchlist items.', allowed_mentions: { parse: [] } };
+  }
+  const d = body.data;
+  const fields: [string, unknown][] = [
+    ['Event', d.event],
+    ['Platform', d.platform],
+    ['Region', d.region],
+    ['Section', d.section],
+    ['Change', d.change_type],
+    ['Before', side(d.before, d.currency)],
+    ['After', side(d.after, d.currency)],
+  ];
+  const embed = {
+    title: cut(`Ticket alert: ${String(d.change_type ?? 'change')}`, DISCORD_LIMITS.title),
+    description: cut(`${String(d.platform ?? '')} · ${String(d.section ?? '')}`, DISCORD_LIMITS.description),
+    timestamp: body.timestamp,
+    fields: fields
+      .filter(([, v]) => v !== undefined && v !== null && v !== '')
+      .slice(0, DISCORD_LIMITS.fields)
+      .map(([name, value]) => ({ name: cut(name, DISCORD_LIMITS.fieldName), value: cut(String(value), 200), inline: name !== 'Event' })),
+    footer: { text: `notification ${String(d.id)}` },
+  };
+  // Each field value is cut to 200, the description to 4096: the total stays under 6000 only
+  // if the description is bounded by what is left.
+  const used = embed.title.length + embed.footer.text.length + embed.fields.reduce((n, f) => n + f.name.length + f.value.length, 0);
+  embed.description = cut(embed.description, Math.max(1, Math.min(DISCORD_LIMITS.description, DISCORD_LIMITS.embedTotal - used - 1)));
+  const content = cut(mentions ? `${mentions} ${String(d.change_type ?? '')} on ${String(d.section ?? '')}` : `${String(d.change_type ?? '')} on ${String(d.section ?? '')}`, DISCORD_LIMITS.content);
+  return { content, embeds: [embed], allowed_mentions: { parse: [], roles } };
+}
+
+/** Discord's 429 body carries `retry_after` in seconds (fractional). */
+export function discordRetryAfterMs(text: string): number | null {
+  try {
+    const v = (JSON.parse(text) as { retry_after?: unknown }).retry_after;
+    return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? Math.ceil(v * 1000) : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,51 @@
+// A slow endpoint holds at most its share of the worker (issue 15): with the per-endpoint bound
+// at 2, a receiver that takes 1.5 s per answer never sees more than 2 requests at once, every
+// message still arrives, and another endpoint's delivery goes through meanwhile.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventually, newAccount, type TestAccount } from '../../support/harness.ts';
+import { startReceiver, type Receiver } from '../../support/webhook-receiver.ts';
+import { useWebhookStack } from '../../support/webhook-stack.ts';
+import { createItem } from '../watchlist/helpers.ts';
+import { createWebhook } from './helpers.ts';
+
+const stack = useWebhookStack({ perEndpointConcurrency: 2 });
+let acct: TestAccount;
+let slow: Receiver;
+let fast: Receiver;
+
+beforeAll(async () => {
+  acct = await newAccount(stack.db);
+  slow = await startReceiver();
+  fast = await startReceiver();
+});
+
+afterAll(async () => {
+  await slow?.close();
+  await fast?.close();
+});
+
+describe('per-endpoint concurrency', () => {
+  it('bounds a slow endpoint and does not hold up another', async () => {
+    slow.fallback = { status: 204, delayMs: 1_500 };
+    const slowHook = await createWebhook(stack.gateway.url, acct.key, { url: slow.url });
+    const fastHook = await createWebhook(stack.gateway.url, acct.key, { url: fast.url });
+    const slowItem = await createItem(stack.gateway.url, acct.key, { webhook_setting_id: slowHook.id });
+    const fastItem = await createItem(stack.gateway.url, acct.key, { webhook_setting_id: fastHook.id });
+    const slowIds: number[] = [];
+    for (let i = 0; i < 6; i++) slowIds.push(await stack.notify(acct.accountId, slowItem.id));
+    await eventually(async () => (slow.inFlight >= 2 ? true : undefined), 20_000, 20);
+    const sent = Date.now();
+    await stack.notify(acct.accountId, fastItem.id);
+    await eventually(async () => (fast.received.length === 1 ? true : undefined), 20_000, 20);
+    expect(Date.now() - sent).toBeLessThan(1_500);
+    await eventually(async () => {
+      const row = await stack.db('webhook_deliveries').whereIn('notification_id', slowIds).where({ state: 'delivered' }).count('* as n').first();
+      return Number(row?.n) === 6 ? true : undefined;
+    }, 60_000);
+    expect(slow.maxInFlight).toBe(2);
+    expect(new Set(slow.received.map((r) => r.headers['webhook-id'])).size).toBe(6);
+    // Put-off attempts are not attempts: each delivery has exactly its one successful attempt.
+    const attempts = await stack.db('webhook_attempts as a').join('webhook_deliveries as d', 'd.id', 'a.delivery_id').whereIn('d.notification_id', slowIds).count('* as n').first();
+    expect(Number(attempts?.n)).toBe(6);
+  });
+});

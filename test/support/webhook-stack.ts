@@ -1,0 +1,98 @@
+// The webhook delivery path for a test file, all real: the file's own scratch database (its
+// dispatcher sees only its deliveries), a gateway over it that lets webhooks reach loopback
+// (WEBHOOK_ALLOW_PRIVATE_NETWORKS), a worker on a unique queue with the real delivery activity
+// and workflow, and the dispatcher. Retry waits are short so a schedule plays out in seconds.
+import type { Client } from '@temporalio/client';
+import { afterAll, beforeAll } from 'vitest';
+import { createWebhookActivities } from '../../activities/webhooks.ts';
+import { createDb, type Db } from '../../db/connection.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../db/scratch.ts';
+import { createLogger } from '../../src/logger.ts';
+import { appendToLog } from '../../src/notifications/log.ts';
+import { startDispatcher, type Dispatcher } from '../../src/webhooks/dispatcher.ts';
+import { enqueueDeliveries } from '../../src/webhooks/outbox.ts';
+import { SecretBox } from '../../src/webhooks/secret-box.ts';
+import { connectTemporal } from '../../temporal/client.ts';
+import { WORKFLOWS_PATH } from '../../temporal/runtime.ts';
+import { startWorkers, type Workers } from '../../temporal/worker.ts';
+import { databaseUrl, startTestGateway, TEST_WEBHOOK_KEY, type TestGateway } from './harness.ts';
+import { cachedBundle, temporalAddress, TEST_NAMESPACE, uniqueTaskQueue } from './temporal.ts';
+
+export interface WebhookStack {
+  db: Db;
+  gateway: TestGateway;
+  client: Client;
+  taskQueue: string;
+  /** Writes one notification for the item, as a poll does (log row and deliveries in one transaction). */
+  notify(accountId: number, itemId: number, payload?: Record<string, unknown>): Promise<number>;
+}
+
+export interface WebhookStackOptions {
+  /** Waits between attempts, ms. */
+  scheduleMs?: number[];
+  /** Per-attempt timeout, ms (production: 10 s). */
+  timeoutMs?: number;
+  perEndpointConcurrency?: number;
+}
+
+let counter = 0;
+
+export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
+  const stack = {} as WebhookStack;
+  let scratch: ScratchDatabase;
+  let workers: Workers;
+  let dispatcher: Dispatcher;
+  let closeClient: () => Promise<void>;
+  beforeAll(async () => {
+    scratch = await createScratchDatabase('tm_webhooks', databaseUrl());
+    stack.db = createDb({ connectionString: scratch.url, poolMax: 5 });
+    stack.gateway = await startTestGateway({ env: { DATABASE_URL: scratch.url, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
+    stack.taskQueue = uniqueTaskQueue('webhooks');
+    const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
+    const activities = createWebhookActivities({
+      db: stack.db,
+      box: new SecretBox(TEST_WEBHOOK_KEY),
+      log,
+      allowPrivateNetworks: true,
+      scheduleMs: opts.scheduleMs ?? [300, 600, 1_200, 2_400, 4_800],
+      timeoutMs: opts.timeoutMs,
+      perEndpointConcurrency: opts.perEndpointConcurrency ?? 4,
+    });
+    workers = await startWorkers({
+      connection: { address: temporalAddress() },
+      namespace: TEST_NAMESPACE,
+      queues: [{ taskQueue: stack.taskQueue, workflowsPath: WORKFLOWS_PATH, activities, workflowBundle: await cachedBundle(WORKFLOWS_PATH) }],
+      log,
+      shutdownGraceMs: 1_000,
+    });
+    const temporal = await connectTemporal({ address: temporalAddress(), namespace: TEST_NAMESPACE });
+    stack.client = temporal.client;
+    closeClient = temporal.close;
+    // Workflow ids name delivery ids and every file shares the run's namespace.
+    await stack.db.raw(`ALTER SEQUENCE webhook_deliveries_id_seq RESTART WITH ${1 + Math.floor(Math.random() * 2 ** 40)}`);
+    dispatcher = startDispatcher({ db: stack.db, connectionString: scratch.url, client: stack.client, taskQueue: stack.taskQueue, log });
+    stack.notify = (accountId, itemId, payload = {}) =>
+      stack.db.transaction(async (trx) => {
+        const ids = await appendToLog(trx, [
+          {
+            accountId,
+            itemId,
+            kind: 'notification',
+            dedupeKey: `test:${process.pid}:${++counter}:${Math.random()}`,
+            payload: { item_id: itemId, change_type: 'stock_increase', platform: 'pf_03', section: 'Floor A', before: { stock: 1 }, after: { stock: 5 }, ...payload },
+          },
+        ]);
+        await enqueueDeliveries(trx, ids);
+        return ids[0]!;
+      });
+  }, 120_000);
+  afterAll(async () => {
+    await dispatcher?.stop();
+    await workers?.stop();
+    await closeClient?.();
+    await stack.gateway?.close();
+    await stack.db?.destroy();
+    await scratch?.drop();
+  });
+  return stack;
+}

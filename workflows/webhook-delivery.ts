@@ -1,0 +1,32 @@
+// webhookDelivery: one message to one webhook, durably, until it is delivered, refused for good
+// or its retry schedule is spent. Each attempt is an activity that sends and records the
+// outcome and says how long to wait before the next one (the schedule, with its jitter and
+// Retry-After, lives in src/webhooks/retry-schedule.ts); the wait is a durable timer, so a
+// worker crash or restart loses nothing. A crash during a send re-runs the attempt: at-least-once,
+// under the same webhook-id.
+import { proxyActivities, sleep } from '@temporalio/workflow';
+import type { WebhookActivities } from '../activities/webhooks.ts';
+
+export interface WebhookDeliveryInput {
+  deliveryId: number;
+}
+
+export function webhookDeliveryId(deliveryId: number, generation: number): string {
+  return `webhook-delivery-${deliveryId}-${generation}`;
+}
+
+const { attemptWebhookDelivery } = proxyActivities<WebhookActivities>({
+  // A send is bounded at 10 s; the rest is two short statements.
+  startToCloseTimeout: '30 seconds',
+  // Only the activity's own failures (the database unreachable, a crash) are retried here; an
+  // endpoint's failures are outcomes, paced by the schedule.
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+export async function webhookDelivery(input: WebhookDeliveryInput): Promise<void> {
+  for (;;) {
+    const outcome = await attemptWebhookDelivery(input.deliveryId);
+    if (outcome.done) return;
+    await sleep(outcome.delayMs);
+  }
+}
