@@ -564,8 +564,9 @@ describe('npm start with DATABASE_URL and TEMPORAL_ADDRESS', () => {
           svc.kill();
         }
       }
-      // Nothing was written under DATA_DIR: no embedded server, no demo key.
-      expect(await fs.readdir(dataDir)).toEqual([]);
+      // Nothing under DATA_DIR but the webhook sealing key (WEBHOOK_SECRET_KEY unset): no
+      // embedded server, no demo key.
+      expect(await fs.readdir(dataDir)).toEqual(['webhook-secret.key']);
     } finally {
       await fs.rm(dataDir, { recursive: true, force: true });
     }

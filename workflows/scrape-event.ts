@@ -13,9 +13,32 @@ export interface ScrapeEventInput {
   ref: EventRef;
   /** The request's whole limit, retries included. */
   timeoutMs: number;
+  /**
+   * When that limit ends (epoch ms), counted from the request's start by the gateway: a run whose
+   * first workflow task waited in a busy queue has only what is left. Absent in runs started
+   * before it existed: the limit then counts from the workflow task.
+   */
+  deadlineMs?: number;
+}
+
+/** What is left of the request's limit now; never more than the limit (a clock ahead of ours). */
+function timeLeftMs(input: ScrapeEventInput): number {
+  if (input.deadlineMs === undefined) return input.timeoutMs;
+  return Math.min(input.timeoutMs, input.deadlineMs - Date.now());
+}
+
+function timedOut(input: ScrapeEventInput): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: 'timeout',
+    message: `${input.ref.platform} took longer than ${Math.round(input.timeoutMs / 1000)} seconds`,
+    nonRetryable: true,
+  });
 }
 
 export async function scrapeEvent(input: ScrapeEventInput): Promise<ScrapeResponse> {
+  // Date.now() in a workflow is the workflow task's time: deterministic on replay.
+  const leftMs = timeLeftMs(input);
+  if (leftMs < 1) throw timedOut(input);
   // A local activity: it runs on the worker that holds the workflow task, so a scrape costs
   // one workflow task instead of three task dispatches (measured: bench:scrape). Scrapes are
   // short and bounded, which is what local activities are for; their retries and time-outs
@@ -23,8 +46,8 @@ export async function scrapeEvent(input: ScrapeEventInput): Promise<ScrapeRespon
   const { scrapePlatform } = proxyLocalActivities<ScrapeActivities>({
     // Every attempt may take what is left of the request's limit; the activity enforces it
     // itself, Temporal's bounds are the backstop (scrape-timing.ts).
-    scheduleToCloseTimeout: input.timeoutMs,
-    startToCloseTimeout: input.timeoutMs,
+    scheduleToCloseTimeout: leftMs,
+    startToCloseTimeout: leftMs,
     // Which failures are final is decided once, where they arise: the activity marks them
     // non-retryable (ScrapeFailure.retryable), so the policy here only shapes the backoff.
     retry: SCRAPE_RETRY,
@@ -34,13 +57,7 @@ export async function scrapeEvent(input: ScrapeEventInput): Promise<ScrapeRespon
   } catch (err) {
     if (err instanceof ActivityFailure) {
       const cause = err.cause;
-      if (cause instanceof TimeoutFailure) {
-        throw ApplicationFailure.create({
-          type: 'timeout',
-          message: `${input.ref.platform} took longer than ${Math.round(input.timeoutMs / 1000)} seconds`,
-          nonRetryable: true,
-        });
-      }
+      if (cause instanceof TimeoutFailure) throw timedOut(input);
       if (cause instanceof ApplicationFailure) {
         // The last attempt's failure, retyped as the run's own so callers read one level.
         throw ApplicationFailure.create({ type: cause.type ?? 'internal', message: cause.message, nonRetryable: true });

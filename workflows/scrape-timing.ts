@@ -2,7 +2,8 @@
 // (spec 4.2: a scrape "can take up to 60 seconds"), and each attempt may use all the time that is
 // left, so a platform that answers slowly but validly (25 s, 45 s) is answered rather than cut off
 // by a per-attempt share. A failed attempt is retried only within what remains: the local
-// activity's schedule-to-close bound is the request's limit.
+// activity's schedule-to-close bound is what is left of the request's limit, counted from the
+// gateway's start of the request (a run that waited for a worker has less).
 //
 // The limit is enforced by the activity itself (activities/scrape.ts aborts its scrape at the
 // deadline and fails it as `timeout`), not by waiting for Temporal to time the attempt out: a

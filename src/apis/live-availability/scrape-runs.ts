@@ -129,7 +129,8 @@ export class TemporalScrapeRunner implements ScrapeRunner {
 
   async run(ref: EventRef): Promise<ScrapeResponse> {
     const { taskQueue, timeoutMs } = this.options;
-    const input: ScrapeEventInput = { ref, timeoutMs };
+    // The limit counts from here, the request's start, however long the run waits for a worker.
+    const input: ScrapeEventInput = { ref, timeoutMs, deadlineMs: Date.now() + timeoutMs };
     let handle;
     try {
       // Bounded: the SDK retries an unreachable frontend for a long time, and the client
