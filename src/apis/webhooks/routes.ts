@@ -63,6 +63,15 @@ function refuseServerFields(value: Record<string, unknown>): string | null {
   return f ? `${f} is assigned by the server and cannot be sent` : null;
 }
 
+
+/** The path's webhook of this account, which must be active to send anything: else 404 or 400. */
+async function activeWebhook(ctx: RouteContext, accountId: number) {
+  const hook = await store(ctx).get(accountId, webhookId(ctx));
+  if (!hook) throw notFound();
+  if (!hook.active) throw new WatchlistError(400, 'the webhook is not active');
+  return hook;
+}
+
 export const webhooksApi: ApiModule = {
   api: 'watchlist',
   failures: watchlistFailures,
@@ -176,9 +185,7 @@ export const webhooksApi: ApiModule = {
       },
       handler: async (ctx) => {
         const accountId = ctx.state.principal!.accountId;
-        const hook = await store(ctx).get(accountId, webhookId(ctx));
-        if (!hook) throw notFound();
-        if (!hook.active) throw new WatchlistError(400, 'the webhook is not active');
+        const hook = await activeWebhook(ctx, accountId);
         const deliveries = new DeliveryStore(ctx.state.services.db);
         const id = await deliveries.ping(accountId, hook.id);
         const deadline = Date.now() + PING_WAIT_MS;
@@ -202,9 +209,7 @@ export const webhooksApi: ApiModule = {
       },
       handler: async (ctx) => {
         const accountId = ctx.state.principal!.accountId;
-        const hook = await store(ctx).get(accountId, webhookId(ctx));
-        if (!hook) throw notFound();
-        if (!hook.active) throw new WatchlistError(400, 'the webhook is not active');
+        const hook = await activeWebhook(ctx, accountId);
         const deliveries = new DeliveryStore(ctx.state.services.db);
         const result = await deliveries.retry(accountId, hook.id, deliveryId(ctx));
         if (result === null) throw deliveryNotFound();
