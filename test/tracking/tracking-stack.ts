@@ -71,11 +71,13 @@ export function useTrackingStack(opts: { intervalMs?: number; worker?: 'in-proce
         add: (body) => call(gateway.url, 'POST', '/svc/data/events/add', { key, body }),
         put: (marketplace, id, body) => putEvent(sim, marketplace, id, body),
         record,
+        // 90 s: after a worker SIGKILL the run waits out its workflow task's time-out and the new
+        // worker's start; under a full parallel run that once took past 45 s.
         scraped: (marketplace, id, scrapes = 1) =>
           eventually(async () => {
             const r = await record(marketplace, id);
             return r && r.status === 'active' && r.scrape_count >= scrapes ? r : undefined;
-          }),
+          }, 90_000),
       };
     },
   });
