@@ -129,8 +129,9 @@ export class TemporalScrapeRunner implements ScrapeRunner {
 
   async run(ref: EventRef): Promise<ScrapeResponse> {
     const { taskQueue, timeoutMs } = this.options;
-    // The limit counts from here, the request's start, however long the run waits for a worker.
-    const input: ScrapeEventInput = { ref, timeoutMs, deadlineMs: Date.now() + timeoutMs };
+    // No deadlineMs yet: counted from the request's start, a run that waited for a worker still
+    // starting timed out in a fresh-clone test run; the limit counts from the run's first task.
+    const input: ScrapeEventInput = { ref, timeoutMs };
     let handle;
     try {
       // Bounded: the SDK retries an unreachable frontend for a long time, and the client
