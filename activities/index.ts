@@ -1,6 +1,6 @@
 // Every activity the worker runs, built once per worker process with the resources they share
-// (the scrapers' HTTP fetchers and warm browser, and the reports on that browser). close()
-// releases them at shutdown.
+// (the scrapers' HTTP fetchers and warm browser, and the reports on that browser). handBack()
+// ends the long-running shard polls when the worker begins to stop; close() releases the rest.
 import type { Registry } from 'prom-client';
 import { marketplaceBaseUrls, platformBaseUrls, scrapeRpsPerPlatform, type Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
@@ -23,6 +23,8 @@ import { DEFAULT_SCHEDULE_MS } from '../src/webhooks/retry-schedule.ts';
 
 export interface Activities {
   activities: Record<string, (...args: never[]) => Promise<unknown>>;
+  /** Ends the shard polls in flight, each handing its schedule back (poll-shard.ts). */
+  handBack(): void;
   close(): Promise<void>;
 }
 
@@ -108,7 +110,8 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
       })
     : {};
   return {
-    activities: { ...createScrapeActivities(scrapers, alog), ...polls, ...createMonitorActivities({ db: deps.db }), ...tracking, ...webhooks },
+    activities: { ...createScrapeActivities(scrapers, alog), ...polls.activities, ...createMonitorActivities({ db: deps.db }), ...tracking, ...webhooks },
+    handBack: polls.handBack,
     close: async () => {
       await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close(), browserReports.stop()]);
       pollHttp.close();

@@ -13,8 +13,12 @@
 // the schedule; nothing is missed (baselines live in the database, so the next poll diffs from
 // the last recorded state) and nothing is written twice (record-poll's locks and dedupe keys).
 // A run returns after MONITOR_POLL_RUN_MS with its schedule, so the workflow's history stays
-// bounded; it returns `idle` once the shard has had no members for an interval.
+// bounded; it returns `idle` once the shard has had no members for an interval. When its worker
+// begins to stop, every run returns its schedule at once (handBack) rather than polling on
+// through the shutdown grace that on-demand scrapes get: a poll cut short is simply due again,
+// and the shard's next run starts on whichever worker serves the queue.
 import { setMaxListeners } from 'node:events';
+import { setTimeout as delay } from 'node:timers/promises';
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Db } from '../db/connection.ts';
 import type { Logger } from '../src/logger.ts';
@@ -46,6 +50,15 @@ export interface PollShardResult {
 
 export interface PollActivities {
   pollShard(input: PollShardInput): Promise<PollShardResult>;
+}
+
+export interface ShardPolling {
+  activities: PollActivities;
+  /**
+   * Ends every run in flight now, each returning its schedule. Call it once the worker has
+   * stopped taking tasks (Worker.shutdown), or the shard's next run could start here again.
+   */
+  handBack(): void;
 }
 
 export interface PollShardOptions {
@@ -97,6 +110,10 @@ class ShardLoop {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly log: Logger;
   private wakeUp: () => void = () => {};
+  /** Aborted by handBack: the run ends as if its time were up, and polls in flight are dropped. */
+  private readonly handedBack = new AbortController();
+  /** The activity's cancellation or the hand-back, whichever comes first. */
+  private readonly stopSignal: AbortSignal;
   private reloadWanted = true;
   private lastReload = 0;
   private reported = { targets: 0, blocked: 0 };
@@ -113,6 +130,13 @@ class ShardLoop {
     // Every poll in flight listens to the activity's cancellation (its fetch, its wait): more than
     // Node's default 50 listeners on a full shard, which is expected, not a leak.
     setMaxListeners(MAX_IN_FLIGHT + 16, ctx.cancellationSignal);
+    this.stopSignal = AbortSignal.any([ctx.cancellationSignal, this.handedBack.signal]);
+    setMaxListeners(MAX_IN_FLIGHT + 16, this.stopSignal);
+  }
+
+  handBack(): void {
+    this.handedBack.abort();
+    this.wakeUp();
   }
 
   async run(): Promise<PollShardResult> {
@@ -121,13 +145,13 @@ class ShardLoop {
       this.reloadWanted = true;
       this.wakeUp();
     });
-    const signal = this.ctx.cancellationSignal;
+    const cancelled = this.ctx.cancellationSignal;
     const endsAt = Date.now() + this.opts.runMs;
     let emptySince: number | null = null;
     let idle = false;
     let lastBeat = 0;
     try {
-      for (let first = true; !signal.aborted; first = false) {
+      for (let first = true; !this.stopSignal.aborted; first = false) {
         const now = Date.now();
         if ((this.reloadWanted && now - this.lastReload >= MIN_RELOAD_GAP_MS) || now - this.lastReload >= FULL_RELOAD_MS) {
           await this.reload(first ? carried : null);
@@ -154,7 +178,7 @@ class ShardLoop {
         await this.sleep(now, endsAt);
       }
       await Promise.allSettled(this.inFlight);
-      if (signal.aborted) throw new CancelledFailure('the shard poll was cancelled');
+      if (cancelled.aborted) throw new CancelledFailure('the shard poll was cancelled');
     } finally {
       unsubscribe();
       this.report(Date.now(), true);
@@ -171,12 +195,12 @@ class ShardLoop {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
-        this.ctx.cancellationSignal.removeEventListener('abort', done);
+        this.stopSignal.removeEventListener('abort', done);
         this.wakeUp = () => {};
         resolve();
       };
       const timer = setTimeout(done, Math.max(0, until - now));
-      this.ctx.cancellationSignal.addEventListener('abort', done);
+      this.stopSignal.addEventListener('abort', done);
       this.wakeUp = done;
     });
   }
@@ -214,9 +238,11 @@ class ShardLoop {
   }
 
   private async poll(t: ScheduledTarget, sendAt: number): Promise<void> {
-    const signal = this.ctx.cancellationSignal;
+    const signal = this.stopSignal;
     const platform = this.input.platform;
-    if (sendAt > Date.now()) await new Promise((r) => setTimeout(r, sendAt - Date.now()));
+    // Abortable: a full shard's slots reach seconds ahead (64 polls at 5 a second), and a stop
+    // waiting them out took past 10 s.
+    if (sendAt > Date.now()) await delay(sendAt - Date.now(), undefined, { signal }).catch(() => {});
     if (signal.aborted || !this.schedule.targets.has(t.key)) return;
     // The platform said "back off" after this slot was handed out: wait for the pause's end.
     if (this.pacer.pausedUntil > Date.now()) {
@@ -291,8 +317,22 @@ class ShardLoop {
   }
 }
 
-export function createPollActivities(opts: PollShardOptions): PollActivities {
+export function createPollActivities(opts: PollShardOptions): ShardPolling {
+  const running = new Set<ShardLoop>();
   return {
-    pollShard: (input) => new ShardLoop(opts, input, Context.current()).run(),
+    activities: {
+      pollShard: async (input) => {
+        const loop = new ShardLoop(opts, input, Context.current());
+        running.add(loop);
+        try {
+          return await loop.run();
+        } finally {
+          running.delete(loop);
+        }
+      },
+    },
+    handBack: () => {
+      for (const loop of running) loop.handBack();
+    },
   };
 }

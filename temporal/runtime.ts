@@ -107,7 +107,7 @@ export async function startLocalWorkers(
     undo.push({ name: 'temporal client', run: () => temporal.close() });
     // A TEMPORAL_ADDRESS server (docker-compose's) gets the search attributes from the first worker.
     await ensureSearchAttributes(temporal.connection, config.TEMPORAL_NAMESPACE, wlog);
-    const { activities, close } = await createActivities({ config, log: wlog, db, connectionString: opts.connectionString, registry: opts.registry });
+    const { activities, handBack, close } = await createActivities({ config, log: wlog, db, connectionString: opts.connectionString, registry: opts.registry });
     undo.push({ name: 'activities', run: close });
     const queues = taskQueues(config);
     const workers = await startWorkers({
@@ -121,6 +121,7 @@ export async function startLocalWorkers(
       ],
       log: wlog,
       shutdownGraceMs: opts.shutdownGraceMs,
+      onShutdown: handBack,
     });
     undo.push({ name: 'workers', run: () => workers.stop() });
     const relays = {

@@ -24,6 +24,11 @@ export interface StartWorkersOptions {
   log: Log;
   /** How long activities in flight get to finish on stop before they are cancelled. */
   shutdownGraceMs?: number;
+  /**
+   * Called on stop once the workers take no more tasks: long-running activities that need not
+   * use the grace end here (the shard polls hand their schedule back).
+   */
+  onShutdown?: () => void;
 }
 
 export interface Workers {
@@ -108,6 +113,7 @@ export async function startWorkers(opts: StartWorkersOptions): Promise<Workers> 
         for (const w of workers) {
           if (w.getState() === 'RUNNING') w.shutdown();
         }
+        opts.onShutdown?.();
         // With the server gone (Ctrl-C reaches the dev server too), the SDK keeps retrying a
         // workflow task completion and shutdown never ends: give up after the grace period
         // plus a margin. Nothing is lost: unfinished tasks run again from history.

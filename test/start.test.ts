@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createDb } from '../db/connection.ts';
+import { createScratchDatabase } from '../db/scratch.ts';
 import { ensureDemoAccount } from '../src/accounts/demo.ts';
 import { PROJECT_ROOT, call, databaseUrl, runTs } from './support/harness.ts';
 import { canConnect } from '../db/embedded.ts';
@@ -527,16 +528,16 @@ describe.runIf(process.getuid?.() === 0)('npm start as root with DATA_DIR under 
 describe('npm start with DATABASE_URL and TEMPORAL_ADDRESS', () => {
   it('uses that database and that Temporal (no embedded servers) and stops cleanly with exit 0 on SIGINT and SIGTERM', async () => {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-start-url-'));
+    // A database of its own: in the run's shared one, this service's shard pollers would poll
+    // every other test's watchlist items (a stop while pollers are busy: test/monitors/pollers).
+    const scratch = await createScratchDatabase('tm_start_url', databaseUrl());
     try {
       for (const signal of ['SIGINT', 'SIGTERM'] as const) {
         const http = await freePort();
         const env: NodeJS.ProcessEnv = { ...process.env };
         for (const k of ['PORT', 'METRICS_PORT', 'EMBEDDED_PG_PORT', 'HOST', 'LOG_LEVEL']) delete env[k];
         Object.assign(env, {
-          DATABASE_URL: databaseUrl(),
-          // The run's database is shared with the billing tests, which plant reservations hours
-          // old for their own sweepers: this service's sweeper must not release them first.
-          RESERVATION_TIMEOUT_MS: String(7 * 24 * 3_600_000),
+          DATABASE_URL: scratch.url,
           DATA_DIR: dataDir,
           DEMO_ACCOUNT: 'false',
           PORT: String(http),
@@ -569,6 +570,7 @@ describe('npm start with DATABASE_URL and TEMPORAL_ADDRESS', () => {
       expect(await fs.readdir(dataDir)).toEqual(['webhook-secret.key']);
     } finally {
       await fs.rm(dataDir, { recursive: true, force: true });
+      await scratch.drop();
     }
   }, 90_000);
 });

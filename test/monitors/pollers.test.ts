@@ -14,7 +14,9 @@ import { baselined, eventually, notificationsOf, notPolled, useMonitorStack } fr
 import { hits, putEvent, section } from '../support/scrape-stack.ts';
 
 const RPS = 5;
-const stack = useMonitorStack({ intervalMs: 300, env: { MONITOR_SHARDS_PER_PLATFORM: '1', SCRAPE_RPS_PER_PLATFORM: `pf_03=${RPS}` } });
+/** A worker's stop lets on-demand scrapes finish for this long; the shard polls do not wait for it. */
+const GRACE_MS = 10_000;
+const stack = useMonitorStack({ intervalMs: 300, shutdownGraceMs: GRACE_MS, env: { MONITOR_SHARDS_PER_PLATFORM: '1', SCRAPE_RPS_PER_PLATFORM: `pf_03=${RPS}` } });
 
 const stalls = (stock: number, extra: Record<string, unknown> = {}) => ({ region: 'fr', sections: [section('Stalls', 80, stock)], ...extra });
 
@@ -110,6 +112,38 @@ describe('shard pollers', { timeout: 120_000 }, () => {
     // burst of one), shared with nothing else in this file now.
     expect(polls).toBeGreaterThanOrEqual(RPS * 4 * 0.6);
     expect(polls).toBeLessThanOrEqual(RPS * 4 + 2);
+    for (const { id } of items) await remove(acct.key, id);
+  });
+
+  it('a worker stop ends its shard polls at once, paced ones too (none after it), and the next worker polls on', async () => {
+    const acct = await stack.account();
+    // 30 targets at 5 requests a second: the shard's paced slots reach 6 s ahead.
+    const items: { id: number; event: string }[] = [];
+    for (let i = 0; i < 30; i++) items.push(await watch(acct.key));
+    for (const { id } of items) await baselined(stack, id, 60_000);
+    const count = async () => (await Promise.all(items.map((i) => hits(stack.sim, 'pf_03', i.event)))).reduce((a, b) => a + b, 0);
+    const stopping = Date.now();
+    let stopMs = -1;
+    let pollsWhileDown = -1;
+    await stack.restartWorker({
+      whileDown: async () => {
+        stopMs = Date.now() - stopping;
+        const before = await count();
+        // A loop left running would poll ~7 of these targets meanwhile.
+        await new Promise((r) => setTimeout(r, 1_500));
+        pollsWhileDown = (await count()) - before;
+      },
+    });
+    expect(pollsWhileDown).toBe(0);
+    // Not the grace on-demand scrapes get (GRACE_MS), nor the paced slots' 6 s.
+    expect(stopMs).toBeLessThan(4_000);
+    const [first] = items;
+    await putEvent(stack.sim, 'pf_03', first!.event, stalls(4));
+    const rows = await eventually(async () => {
+      const all = (await notificationsOf(stack, acct.accountId)).filter((r) => r.itemId === first!.id);
+      return all.length ? all : undefined;
+    }, 30_000);
+    expect(rows.map((r) => [(r.payload.before as { stock: number }).stock, (r.payload.after as { stock: number }).stock])).toEqual([[1, 4]]);
     for (const { id } of items) await remove(acct.key, id);
   });
 

@@ -20,7 +20,7 @@ export interface MonitorStack extends WorkerStack {
 }
 
 export function useMonitorStack(
-  opts: { intervalMs?: number; worker?: 'in-process' | 'child-process'; pollRunMs?: number; env?: Record<string, string> } = {},
+  opts: { intervalMs?: number; worker?: 'in-process' | 'child-process'; pollRunMs?: number; shutdownGraceMs?: number; env?: Record<string, string> } = {},
 ): MonitorStack {
   return useWorkerStack<MonitorStack>({
     database: 'tm_monitors',
@@ -34,6 +34,7 @@ export function useMonitorStack(
       ...opts.env,
     },
     worker: opts.worker,
+    shutdownGraceMs: opts.shutdownGraceMs,
     queues: (config) => [config.SCRAPE_TASK_QUEUE, config.MONITOR_TASK_QUEUE],
     childEnv: ({ config }) => ({
       MONITOR_INTERVAL_MS: String(config.MONITOR_INTERVAL_MS),

@@ -50,6 +50,8 @@ export interface WorkerStackSpec<S> {
   /** Settings on top of testConfig's (the scratch DATABASE_URL is added). */
   env: Record<string, string>;
   worker?: 'in-process' | 'child-process';
+  /** How long an in-process worker's stop lets activities finish (default 500 ms). */
+  shutdownGraceMs?: number;
   /** The queues an in-process worker serves (a child process serves the production ones). */
   queues(config: Config): string[];
   /** The activities' test settings for an in-process worker. */
@@ -139,7 +141,7 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
       };
       workerOutput = () => worker.output();
     } else {
-      const { activities, close } = await createActivities({ config, log, db, connectionString: scratch.url, registry: new Registry(), baseUrls: sim.baseUrls, ...spec.activities?.(base) });
+      const { activities, handBack, close } = await createActivities({ config, log, db, connectionString: scratch.url, registry: new Registry(), baseUrls: sim.baseUrls, ...spec.activities?.(base) });
       onClose(close);
       const workflowBundle = await cachedBundle(WORKFLOWS_PATH);
       const startWorker = () =>
@@ -148,7 +150,8 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
           namespace: TEST_NAMESPACE,
           queues: spec.queues(config).map((taskQueue) => ({ taskQueue, workflowsPath: WORKFLOWS_PATH, activities, workflowBundle })),
           log,
-          shutdownGraceMs: 500,
+          shutdownGraceMs: spec.shutdownGraceMs ?? 500,
+          onShutdown: handBack,
         });
       let workers = await startWorker();
       onClose(() => workers.stop());
