@@ -1,6 +1,7 @@
 // The webhook delivery activity: one attempt of one delivery. Reads the delivery and its
 // webhook, signs and sends (src/webhooks/http-send.ts), records the attempt and the new state
 // in one transaction, and tells the workflow whether and when to try again.
+import { Context } from '@temporalio/activity';
 import type { Knex } from 'knex';
 import type { Db } from '../db/connection.ts';
 import type { Logger } from '../src/logger.ts';
@@ -30,6 +31,9 @@ export interface WebhookActivities {
 }
 
 type Row = Record<string, unknown>;
+
+/** Under the workflow's heartbeat timeout, with room for a busy event loop. */
+const HEARTBEAT_EVERY_MS = 1_000;
 
 /** The secrets that sign now: the current one, and the one a rotation replaced until it expires. */
 function signingSecrets(hook: Row, box: SecretBox, accountId: number, now: Date): string[] {
@@ -79,10 +83,15 @@ export function createWebhookActivities(deps: WebhookActivityDeps): WebhookActiv
       const busy = inFlight.get(webhookId) ?? 0;
       if (busy >= deps.perEndpointConcurrency) return { done: false, delayMs: 1_000 + Math.floor(Math.random() * 2_000) };
       inFlight.set(webhookId, busy + 1);
+      // Heartbeats while the send is out: a worker that dies mid-send is noticed within the
+      // heartbeat timeout (workflows/webhook-delivery.ts), not the attempt's whole time-out.
+      const ctx = Context.current();
+      const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
       let outcome;
       try {
         outcome = await send(url, headers, payload, { allowPrivateNetworks: deps.allowPrivateNetworks, timeoutMs: deps.timeoutMs });
       } finally {
+        clearInterval(beat);
         const left = (inFlight.get(webhookId) ?? 1) - 1;
         if (left > 0) inFlight.set(webhookId, left);
         else inFlight.delete(webhookId);

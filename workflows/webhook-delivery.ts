@@ -18,6 +18,9 @@ export function webhookDeliveryId(deliveryId: number, generation: number): strin
 const { attemptWebhookDelivery } = proxyActivities<WebhookActivities>({
   // A send is bounded at 10 s; the rest is two short statements.
   startToCloseTimeout: '30 seconds',
+  // The attempt heartbeats every second while its send is out: a worker that dies mid-send has
+  // the attempt run again (same webhook-id) after this, not after the 30 s above.
+  heartbeatTimeout: '5 seconds',
   // Only the activity's own failures (the database unreachable, a crash) are retried here; an
   // endpoint's failures are outcomes, paced by the schedule.
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },

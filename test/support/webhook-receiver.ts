@@ -29,6 +29,10 @@ export interface Receiver {
   /** Requests being answered now, and the most at once. */
   inFlight: number;
   maxInFlight: number;
+  /** Stops listening: connections to its port are refused until up(). */
+  down(): Promise<void>;
+  /** Listens again, on the same port. */
+  up(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -62,10 +66,15 @@ export async function startReceiver(secrets: string[] = []): Promise<Receiver> {
   });
   server.on('connection', () => r.connections++);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  r.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
-  r.close = async () => {
+  const port = (server.address() as AddressInfo).port;
+  r.url = `http://127.0.0.1:${port}/hook`;
+  r.down = async () => {
     server.closeAllConnections();
     await new Promise((done) => server.close(done));
+  };
+  r.up = () => new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  r.close = async () => {
+    if (server.listening) await r.down();
   };
   return r;
 }

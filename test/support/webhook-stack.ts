@@ -37,6 +37,23 @@ export interface WebhookStackOptions {
 
 let counter = 0;
 
+/** One notification for the item, as a poll writes it: the log row and its deliveries in one transaction. */
+export function writeNotification(db: Db, accountId: number, itemId: number, payload: Record<string, unknown> = {}): Promise<number> {
+  return db.transaction(async (trx) => {
+    const ids = await appendToLog(trx, [
+      {
+        accountId,
+        itemId,
+        kind: 'notification',
+        dedupeKey: `test:${process.pid}:${++counter}:${Math.random()}`,
+        payload: { item_id: itemId, change_type: 'stock_increase', platform: 'pf_03', section: 'Floor A', before: { stock: 1 }, after: { stock: 5 }, ...payload },
+      },
+    ]);
+    await enqueueDeliveries(trx, ids);
+    return ids[0]!;
+  });
+}
+
 export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
   const stack = {} as WebhookStack;
   let scratch: ScratchDatabase;
@@ -71,20 +88,7 @@ export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
     // Workflow ids name delivery ids and every file shares the run's namespace.
     await stack.db.raw(`ALTER SEQUENCE webhook_deliveries_id_seq RESTART WITH ${1 + Math.floor(Math.random() * 2 ** 40)}`);
     dispatcher = startDispatcher({ db: stack.db, connectionString: scratch.url, client: stack.client, taskQueue: stack.taskQueue, log });
-    stack.notify = (accountId, itemId, payload = {}) =>
-      stack.db.transaction(async (trx) => {
-        const ids = await appendToLog(trx, [
-          {
-            accountId,
-            itemId,
-            kind: 'notification',
-            dedupeKey: `test:${process.pid}:${++counter}:${Math.random()}`,
-            payload: { item_id: itemId, change_type: 'stock_increase', platform: 'pf_03', section: 'Floor A', before: { stock: 1 }, after: { stock: 5 }, ...payload },
-          },
-        ]);
-        await enqueueDeliveries(trx, ids);
-        return ids[0]!;
-      });
+    stack.notify = (accountId, itemId, payload = {}) => writeNotification(stack.db, accountId, itemId, payload);
   }, 120_000);
   afterAll(async () => {
     await dispatcher?.stop();

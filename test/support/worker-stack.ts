@@ -58,6 +58,8 @@ export interface WorkerStackSpec<S> {
   activities?(base: StackBase): Pick<ActivityDeps, 'marketplaceBaseUrls'>;
   /** What a child-process worker needs besides its database, Temporal, queues and platform URLs. */
   childEnv(base: StackBase): Record<string, string>;
+  /** Settings the gateway gets on top of testConfig's (the scratch DATABASE_URL is added). */
+  gatewayEnv?: Record<string, string>;
   /** Services the gateway is given in place of its own. */
   services?(base: StackBase): Partial<Services>;
   /** The file's stack from the common one; `onClose` adds a stop to run after the file's tests. */
@@ -166,7 +168,7 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
     const gateway = await startTestGateway({
       db,
       pool: createRequestPool(config, scratch.url),
-      env: { DATABASE_URL: scratch.url },
+      env: { ...spec.gatewayEnv, DATABASE_URL: scratch.url },
       services: spec.services?.(base),
     });
     onClose(() => gateway.close());
