@@ -89,8 +89,32 @@ const schema = z.object({
   DB_POOL_MAX: positiveInt.default(20),
   /** Create a demo account and key on first start (printed once). */
   DEMO_ACCOUNT: flag('true'),
-  /** Which billing provider backs plans and subscriptions. */
-  BILLING_PROVIDER: z.enum(['local']).default('local'),
+  /** Which billing provider backs plans and subscriptions: `local` (PostgreSQL) or `stripe`. */
+  BILLING_PROVIDER: z.enum(['local', 'stripe']).default('local'),
+  // --- Stripe (src/billing/stripe/), read only when BILLING_PROVIDER=stripe ---
+  /** A secret or restricted API key: `sk_live_…`, `sk_test_…`, `rk_live_…` or `rk_test_…`. */
+  STRIPE_SECRET_KEY: z
+    .string()
+    .regex(/^[sr]k_(live|test)_[A-Za-z0-9]+$/, 'must be a Stripe secret key (sk_live_…, sk_test_…, rk_live_… or rk_test_…)')
+    .optional(),
+  /** The signing secret of the Stripe webhook endpoint that posts to /billing/stripe/webhook (`whsec_…`). */
+  STRIPE_WEBHOOK_SECRET: z
+    .string()
+    .regex(/^whsec_[A-Za-z0-9+/=]+$/, 'must be a Stripe webhook signing secret (whsec_…)')
+    .optional(),
+  /** Where the Stripe API is: unset for Stripe itself; stripe-mock's URL in tests. */
+  STRIPE_API_BASE: z
+    .url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://127.0.0.1:12111' })
+    .refine((v) => {
+      const u = new URL(v);
+      return (u.pathname === '/' || u.pathname === '') && !u.search && !u.hash && !u.username && !u.password;
+    }, 'must be a bare origin (scheme, host and port, no path, query or credentials)')
+    .optional(),
+  /** The Billing Meter's event name that captured credits are reported under. */
+  STRIPE_METER_EVENT_NAME: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,100}$/, 'must be 1 to 100 letters, digits, _ . or -')
+    .default('api_credits'),
 
   // --- Temporal (temporal/) ---
   /** host:port of a Temporal frontend; when unset, `npm start` runs `temporal server start-dev`. */
@@ -190,6 +214,14 @@ export type Config = z.infer<typeof schema> & { dataDir: string };
 
 export class ConfigError extends Error {}
 
+/** Stripe billing cannot start without its API key and its webhook signing secret. */
+function requireStripeSettings(c: z.infer<typeof schema>, ctx: z.RefinementCtx): void {
+  if (c.BILLING_PROVIDER !== 'stripe') return;
+  for (const name of ['STRIPE_SECRET_KEY', 'STRIPE_WEBHOOK_SECRET'] as const) {
+    if (!c[name]) ctx.addIssue({ code: 'custom', path: [name], message: 'is required when BILLING_PROVIDER=stripe' });
+  }
+}
+
 /** For entry points: the configuration, or exit 2 with the message naming the bad variable. */
 export function loadConfigOrExit(): Config {
   try {
@@ -207,7 +239,7 @@ export function loadConfigOrExit(): Config {
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // Empty strings mean "unset" so `PORT= npm start` behaves like no PORT at all.
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
-  const parsed = schema.safeParse(cleaned);
+  const parsed = schema.superRefine(requireStripeSettings).safeParse(cleaned);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);

@@ -13,6 +13,7 @@ import * as m009 from './009_scrape_worker_browsers.ts';
 import * as m010 from './010_webhooks.ts';
 import * as m011 from './011_webhook_deliveries.ts';
 import * as m012 from './012_webhook_failing_since.ts';
+import * as m013 from './013_stripe_events.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -31,6 +32,7 @@ const migrations: Record<string, Migration> = {
   '010_webhooks': m010,
   '011_webhook_deliveries': m011,
   '012_webhook_failing_since': m012,
+  '013_stripe_events': m013,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

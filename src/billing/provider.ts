@@ -3,7 +3,8 @@
 // (PostgreSQL); a Stripe-backed provider implements the same contract.
 
 export const SERVED_STATUSES = ['active', 'trialing'] as const;
-export const SUBSCRIPTION_STATUSES = ['active', 'trialing', 'past_due', 'paused', 'canceled', 'unpaid'] as const;
+// Stripe's statuses, every one: only active and trialing are served (spec 3.2).
+export const SUBSCRIPTION_STATUSES = ['active', 'trialing', 'past_due', 'paused', 'canceled', 'unpaid', 'incomplete', 'incomplete_expired'] as const;
 export type SubscriptionStatus = (typeof SUBSCRIPTION_STATUSES)[number];
 
 export function isServed(status: SubscriptionStatus): boolean {

@@ -8,6 +8,7 @@ import { requestContext } from './request-context.ts';
 import type { RequestState, Services } from './request-state.ts';
 import type { RouteSpec } from './route.ts';
 import { buildRouter } from './router.ts';
+import { STRIPE_WEBHOOK_PATH } from '../billing/stripe/webhook-endpoint.ts';
 
 export interface ApiModule {
   api: ApiName;
@@ -34,6 +35,11 @@ export function createGateway(services: Services, apis: readonly ApiModule[]): K
       ctx.state.operationId = 'openapi';
       ctx.type = 'application/json';
       ctx.body = openapi;
+      return;
+    }
+    // Stripe's callback: signed by Stripe, not by an API key, and never metered.
+    if (ctx.method === 'POST' && ctx.path === STRIPE_WEBHOOK_PATH && ctx.state.services.stripeWebhook) {
+      await ctx.state.services.stripeWebhook(ctx);
       return;
     }
     await next();

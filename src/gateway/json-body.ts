@@ -16,44 +16,9 @@ export type JsonBody =
  * answer has been written.
  */
 export async function readJsonBody(ctx: Context, limit: number): Promise<JsonBody> {
-  const declared = Number(ctx.get('content-length') || 0);
-  if (declared > limit) {
-    // Node discards an unread body after the answer; closing bounds how much it reads.
-    ctx.set('Connection', 'close');
-    return { kind: 'too_large', limit };
-  }
-  const req = ctx.req;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  if (req.readableEnded) return { kind: 'empty' };
-  const outcome = await new Promise<'complete' | 'too_large' | 'abandoned'>((resolve, reject) => {
-    const done = (result: 'complete' | 'too_large' | 'abandoned', err?: Error) => {
-      req.off('data', onData);
-      req.off('end', onEnd);
-      req.off('error', onError);
-      req.off('close', onClose);
-      if (err) reject(err);
-      else resolve(result);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limit) chunks.push(chunk);
-      else if (size > 2 * limit) {
-        req.pause();
-        done('abandoned');
-      }
-    };
-    const onEnd = () => done(size > limit ? 'too_large' : 'complete');
-    const onError = (err: Error) => done('complete', err);
-    const onClose = () => done('complete', new Error('request closed before its body was complete'));
-    req.on('data', onData);
-    req.on('end', onEnd);
-    req.on('error', onError);
-    req.on('close', onClose);
-  });
-  if (outcome === 'abandoned') ctx.set('Connection', 'close');
-  if (outcome !== 'complete') return { kind: 'too_large', limit };
-  const text = Buffer.concat(chunks).toString('utf8');
+  const raw = await readRawBody(ctx, limit);
+  if (raw.kind === 'too_large') return raw;
+  const text = raw.text;
   if (text.trim() === '') return { kind: 'empty' };
   try {
     return { kind: 'json', value: JSON.parse(text) };
@@ -83,4 +48,49 @@ export async function readJsonObject(ctx: Context, limit: number, expected = 'a 
     return { ok: false, problem: 'not_object', message: `body must be ${expected}` };
   }
   return { ok: true, value: value as Record<string, unknown> };
+}
+
+/**
+ * The body as text, read as readJsonBody describes; for a caller that must see the exact bytes
+ * (a signature over them: the Stripe webhook).
+ */
+export async function readRawBody(ctx: Context, limit: number): Promise<{ kind: 'text'; text: string } | { kind: 'too_large'; limit: number }> {
+  const declared = Number(ctx.get('content-length') || 0);
+  if (declared > limit) {
+    // Node discards an unread body after the answer; closing bounds how much it reads.
+    ctx.set('Connection', 'close');
+    return { kind: 'too_large', limit };
+  }
+  const req = ctx.req;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  if (req.readableEnded) return { kind: 'text', text: '' };
+  const outcome = await new Promise<'complete' | 'too_large' | 'abandoned'>((resolve, reject) => {
+    const done = (result: 'complete' | 'too_large' | 'abandoned', err?: Error) => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+      if (err) reject(err);
+      else resolve(result);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+      else if (size > 2 * limit) {
+        req.pause();
+        done('abandoned');
+      }
+    };
+    const onEnd = () => done(size > limit ? 'too_large' : 'complete');
+    const onError = (err: Error) => done('complete', err);
+    const onClose = () => done('complete', new Error('request closed before its body was complete'));
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
+  });
+  if (outcome === 'abandoned') ctx.set('Connection', 'close');
+  if (outcome !== 'complete') return { kind: 'too_large', limit };
+  return { kind: 'text', text: Buffer.concat(chunks).toString('utf8') };
 }

@@ -14,6 +14,7 @@ import type { EventTracker } from '../market-data/tracking-service.ts';
 import type { SearchVocabulary } from '../market-data/search-vocabulary.ts';
 import type { SecretBox } from '../webhooks/secret-box.ts';
 import type { HostLookup } from '../webhooks/url-rules.ts';
+import type { StripeWebhookHandler } from '../billing/stripe/webhook-endpoint.ts';
 
 export interface Services {
   config: Config;
@@ -35,6 +36,8 @@ export interface Services {
   webhookSecrets?: SecretBox;
   /** Resolves webhook hosts for the address check (tests inject a fake: no real DNS). */
   webhookLookup: HostLookup;
+  /** POST /billing/stripe/webhook; present only when BILLING_PROVIDER=stripe. */
+  stripeWebhook?: StripeWebhookHandler;
 }
 
 export interface RequestState {
