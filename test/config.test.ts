@@ -36,6 +36,42 @@ describe('configuration', () => {
     }
   });
 
+  describe('BILLING_PROVIDER=stripe', () => {
+    const stripe = { BILLING_PROVIDER: 'stripe', STRIPE_SECRET_KEY: 'sk_test_abc123', STRIPE_WEBHOOK_SECRET: 'whsec_c2VjcmV0' };
+    it('needs the API key and the webhook secret, each named when missing; the local provider needs neither', () => {
+      expect(loadConfig({}).BILLING_PROVIDER).toBe('local');
+      expect(() => loadConfig({ BILLING_PROVIDER: 'stripe' })).toThrow(/STRIPE_SECRET_KEY: is required when BILLING_PROVIDER=stripe[\s\S]*STRIPE_WEBHOOK_SECRET: is required/);
+      expect(() => loadConfig({ ...stripe, STRIPE_WEBHOOK_SECRET: '' })).toThrow(/STRIPE_WEBHOOK_SECRET: is required/);
+      const c = loadConfig(stripe);
+      expect(c).toMatchObject({ BILLING_PROVIDER: 'stripe', STRIPE_METER_EVENT_NAME: 'api_credits' });
+      expect(c.STRIPE_API_BASE).toBeUndefined();
+      expect(() => loadConfig({ BILLING_PROVIDER: 'paypal' })).toThrow(/BILLING_PROVIDER/);
+    });
+
+    it('refuses a malformed value by name, without echoing a secret', () => {
+      const cases: [Record<string, string>, RegExp][] = [
+        [{ STRIPE_SECRET_KEY: 'pk_test_publishable' }, /STRIPE_SECRET_KEY: must be a Stripe secret key/],
+        [{ STRIPE_WEBHOOK_SECRET: 'secret' }, /STRIPE_WEBHOOK_SECRET: must be a Stripe webhook signing secret/],
+        [{ STRIPE_API_BASE: 'ftp://127.0.0.1:12111' }, /STRIPE_API_BASE: must be an http\(s\) URL/],
+        [{ STRIPE_API_BASE: 'http://127.0.0.1:12111/v1' }, /STRIPE_API_BASE: must be a bare origin/],
+        [{ STRIPE_API_BASE: 'http://user:pw@127.0.0.1:12111' }, /STRIPE_API_BASE: must be a bare origin/],
+        [{ STRIPE_METER_EVENT_NAME: 'api credits' }, /STRIPE_METER_EVENT_NAME/],
+      ];
+      for (const [bad, message] of cases) {
+        let error: unknown;
+        try {
+          loadConfig({ ...stripe, ...bad });
+        } catch (err) {
+          error = err;
+        }
+        expect(error, JSON.stringify(bad)).toBeInstanceOf(ConfigError);
+        expect((error as Error).message).toMatch(message);
+        expect((error as Error).message).not.toContain('publishable');
+      }
+      expect(loadConfig({ ...stripe, STRIPE_API_BASE: 'http://127.0.0.1:12111' }).STRIPE_API_BASE).toBe('http://127.0.0.1:12111');
+    });
+  });
+
   describe('SCRAPE_RPS_PER_PLATFORM', () => {
     const rps = (value?: string) => scrapeRpsPerPlatform(loadConfig(value === undefined ? {} : { SCRAPE_RPS_PER_PLATFORM: value }));
     const every = (n: number) => Object.fromEntries(PLATFORM_KEYS.map((k) => [k, n]));
