@@ -18,6 +18,8 @@ import { createPollActivities } from './poll-shard.ts';
 import { createScrapeActivities } from './scrape.ts';
 import { createTrackingActivities } from './tracking.ts';
 import { createWebhookActivities } from './webhooks.ts';
+import { createStripeBillingActivities } from './stripe-billing.ts';
+import { createStripeClient } from '../src/billing/stripe/client.ts';
 import { SecretBox } from '../src/webhooks/secret-box.ts';
 import { DEFAULT_SCHEDULE_MS } from '../src/webhooks/retry-schedule.ts';
 
@@ -109,8 +111,10 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
         perEndpointConcurrency: config.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
       })
     : {};
+  // Background calls may take longer than a request's live read; Temporal retries them.
+  const billing = config.BILLING_PROVIDER === 'stripe' ? createStripeBillingActivities({ db: deps.db, stripe: createStripeClient(config, { timeoutMs: 30_000 }), log: alog }) : {};
   return {
-    activities: { ...createScrapeActivities(scrapers, alog), ...polls.activities, ...createMonitorActivities({ db: deps.db }), ...tracking, ...webhooks },
+    activities: { ...createScrapeActivities(scrapers, alog), ...billing, ...polls.activities, ...createMonitorActivities({ db: deps.db }), ...tracking, ...webhooks },
     handBack: polls.handBack,
     close: async () => {
       await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close(), browserReports.stop()]);

@@ -110,6 +110,10 @@ const schema = z.object({
       return (u.pathname === '/' || u.pathname === '') && !u.search && !u.hash && !u.username && !u.password;
     }, 'must be a bare origin (scheme, host and port, no path, query or credentials)')
     .optional(),
+  /** How often every Stripe subscription is read again into the mirror (repairs a missed webhook). */
+  STRIPE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(10_000).default(15 * 60_000),
+  /** Task queue of Stripe billing's background work (reconcile, meter sync). */
+  BILLING_TASK_QUEUE: z.string().min(1).default('billing'),
   /** The Billing Meter's event name that captured credits are reported under. */
   STRIPE_METER_EVENT_NAME: z
     .string()

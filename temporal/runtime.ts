@@ -11,6 +11,7 @@ import { connectTemporal } from './client.ts';
 import { startDevServer } from './dev-server.ts';
 import { ensureSearchAttributes } from './search-attributes.ts';
 import { installSdkLogging } from './sdk-logging.ts';
+import { ensureStripeSchedules } from '../src/billing/stripe/schedules.ts';
 import { taskQueues } from './task-queues.ts';
 import { clientOnWorkers, startWorkers } from './worker.ts';
 import { createDb } from '../db/connection.ts';
@@ -118,6 +119,7 @@ export async function startLocalWorkers(
         // Every shard poll is a long-running activity on this queue: room for all of them.
         { taskQueue: queues.monitors, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: MONITOR_ACTIVITY_SLOTS },
         { taskQueue: queues.webhooks, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: config.WEBHOOK_CONCURRENCY },
+        ...(config.BILLING_PROVIDER === 'stripe' ? [{ taskQueue: queues.billing, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: 4 }] : []),
       ],
       log: wlog,
       shutdownGraceMs: opts.shutdownGraceMs,
@@ -136,6 +138,9 @@ export async function startLocalWorkers(
     undo.push({ name: 'membership relay', run: () => membership.stop() });
     const relay = startMonitorRelay(relays);
     undo.push({ name: 'monitor relay', run: () => relay.stop() });
+    if (config.BILLING_PROVIDER === 'stripe') {
+      await ensureStripeSchedules(temporal.client, { taskQueue: queues.billing, reconcileEveryMs: config.STRIPE_RECONCILE_INTERVAL_MS, log: wlog });
+    }
     const dispatcher = startDispatcher({ db, connectionString: opts.connectionString, client: temporal.client, taskQueue: queues.webhooks, log: wlog });
     undo.push({ name: 'webhook dispatcher', run: () => dispatcher.stop() });
     return { stop: unwind, client: clientOnWorkers(workers, config.TEMPORAL_NAMESPACE) };

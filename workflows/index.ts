@@ -4,3 +4,4 @@ export { shardPoller } from './shard-poller.ts';
 export { trackEvent } from './track-event.ts';
 export { watchlistMonitor } from './watchlist-monitor.ts';
 export { webhookDelivery } from './webhook-delivery.ts';
+export { stripeReconcile } from './stripe-reconcile.ts';

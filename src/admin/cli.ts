@@ -163,6 +163,10 @@ async function main(): Promise<number> {
     throw err;
   }
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
+  if (command === 'subscriptions:set' && config.BILLING_PROVIDER === 'stripe') {
+    console.error('error: with BILLING_PROVIDER=stripe a subscription’s state comes from Stripe: change it there (its webhook, or the reconcile run, brings it here)');
+    return 1;
+  }
   return runOnDatabase(
     config,
     say,
