@@ -230,6 +230,22 @@ describe('subscriptions:set and usage:set', () => {
     expect((await call(gw.url, 'GET', '/svc/data/ping', { key })).status).toBe(200);
   });
 
+  it('subscriptions:set is refused under BILLING_PROVIDER=stripe, the subscription untouched', async () => {
+    const id = await account();
+    const before = await gw.db('subscriptions').where({ account_id: id }).first();
+    const r = await runTs('src/admin/cli.ts', ['subscriptions:set', '--account', String(id), '--status', 'canceled'], {
+      ...process.env,
+      DATABASE_URL: databaseUrl(),
+      BILLING_PROVIDER: 'stripe',
+      STRIPE_SECRET_KEY: 'sk_test_cli',
+      STRIPE_WEBHOOK_SECRET: 'whsec_cli',
+    });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^error: with BILLING_PROVIDER=stripe a subscription’s state comes from Stripe/);
+    expect(await gw.db('subscriptions').where({ account_id: id }).first()).toEqual(before);
+  });
+
   it('usage:set is visible in /usage, up to the hard cap', async () => {
     const id = await account();
     const { key } = await keyViaCli(id);
