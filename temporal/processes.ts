@@ -1,5 +1,6 @@
-// Whether a pid still runs: the build lock (binary.ts) and the dev server's pid file
-// (dev-server.ts) both decide from it whether what a process left behind may be taken over.
+// Whether a pid still runs: the Go tools' build lock (src/runtime/go-binary.ts) and the dev
+// server's pid file (dev-server.ts) both decide from it whether what a process left behind may be
+// taken over.
 import { readFileSync, readdirSync } from 'node:fs';
 
 /**

@@ -1,12 +1,14 @@
-// Once per run: one fresh, migrated database (dropped afterwards) and one Temporal dev server,
+// Once per run: one fresh, migrated database (dropped afterwards), one Temporal dev server,
 // started through @temporalio/testing on the per-machine CLI binary (temporal/binary.ts), else the
-// SDK's download. Tests isolate by creating their own accounts and their own task queues.
+// SDK's download, and one stripe-mock (stripe-mock-server.ts; stateless, so shared freely). Tests
+// isolate by creating their own accounts and their own task queues.
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { TestProject } from 'vitest/node';
 import { createScratchDatabase } from '../../db/scratch.ts';
 import { resolveTemporalCli } from '../../temporal/binary.ts';
 import { searchAttributeArgs } from '../../temporal/search-attributes.ts';
 import { freePort } from '../../src/runtime/ports.ts';
+import { resolveStripeMock, startStripeMock } from './stripe-mock-server.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -14,6 +16,9 @@ declare module 'vitest' {
     /** host:port of the run's Temporal frontend; '' when it could not start (see temporalError). */
     temporalAddress: string;
     temporalError: string;
+    /** http://127.0.0.1:PORT of the run's stripe-mock; '' when it could not start (see stripeMockError). */
+    stripeMockUrl: string;
+    stripeMockError: string;
   }
 }
 
@@ -51,18 +56,38 @@ async function startTemporal(): Promise<{ address: string; error: string; teardo
   }
 }
 
+/** Likewise: without stripe-mock only the Stripe tests fail, with this reason. */
+async function startStripe(): Promise<{ url: string; error: string; teardown(): Promise<void> }> {
+  const started = performance.now();
+  try {
+    const binary = await resolveStripeMock({ onProgress: (msg) => process.stderr.write(`stripe-mock: ${msg}\n`) });
+    if (!binary) throw new Error('no stripe-mock binary (install Go, or set STRIPE_MOCK_PATH; see README "Stripe tests")');
+    const server = await startStripeMock(binary);
+    process.stderr.write(`stripe-mock: at ${server.url} in ${Math.round(performance.now() - started)} ms\n`);
+    return { url: server.url, error: '', teardown: server.stop };
+  } catch (err) {
+    const error = `the run's stripe-mock did not start: ${err instanceof Error ? err.message : String(err)}`;
+    process.stderr.write(`stripe-mock: ${error}\n`);
+    return { url: '', error, teardown: async () => {} };
+  }
+}
+
 export default async function setup(project: TestProject) {
-  const [database, temporal] = await Promise.allSettled([createScratchDatabase('tm_test'), startTemporal()]);
-  if (temporal.status === 'rejected') throw temporal.reason; // startTemporal reports, never rejects
+  const [database, temporal, stripe] = await Promise.allSettled([createScratchDatabase('tm_test'), startTemporal(), startStripe()]);
+  // startTemporal and startStripe report, never reject
+  if (temporal.status === 'rejected') throw temporal.reason;
+  if (stripe.status === 'rejected') throw stripe.reason;
   if (database.status === 'rejected') {
-    await temporal.value.teardown();
+    await Promise.all([temporal.value.teardown(), stripe.value.teardown()]);
     throw database.reason;
   }
   const scratch = database.value;
   project.provide('databaseUrl', scratch.url);
   project.provide('temporalAddress', temporal.value.address);
   project.provide('temporalError', temporal.value.error);
+  project.provide('stripeMockUrl', stripe.value.url);
+  project.provide('stripeMockError', stripe.value.error);
   return async () => {
-    await Promise.all([scratch.drop(), temporal.value.teardown()]);
+    await Promise.all([scratch.drop(), temporal.value.teardown(), stripe.value.teardown()]);
   };
 }
