@@ -3,6 +3,9 @@
 // with requests spread over many keys so the per-key rate limit never trips. A fourth row, bare
 // Koa plus only the database work the brief requires of a paid request
 // (bench/servers/koa-with-admission.ts), shows the ceiling any gateway built to the brief has here.
+// A fifth row is the same gateway with BILLING_PROVIDER=stripe, its Stripe API pointed at a
+// loopback port where nothing listens: admission reads the local mirror and never calls Stripe,
+// so its throughput should match the local provider's (issue 16: within 5 %).
 // Each is run closed-loop at saturation (throughput), then open-loop at fixed offered loads with
 // requests evenly spaced (latency; bench/support/paced-load.ts says why not autocannon's rate).
 // Env: BENCH_DURATION (s, default 10), BENCH_CONNECTIONS (default 50), BENCH_KEYS (default 2000),
@@ -98,6 +101,7 @@ async function main() {
     const barePort = await freePort();
     const gatewayPort = await freePort();
     const floorPort = await freePort();
+    const stripePort = await freePort();
     // Each server is stopped at the end, including when a later one fails to start.
     const started: ServerProcess[] = [];
     const launch = async (...args: Parameters<typeof startServer>) => {
@@ -108,7 +112,7 @@ async function main() {
     try {
       const bare = await launch('bench/servers/bare-koa.ts', barePort, {});
       await launch('bench/servers/koa-with-admission.ts', floorPort, { DATABASE_URL: scratch.url });
-      const gateway = await launch('src/main.ts', gatewayPort, {
+      const gatewayEnv = async () => ({
         DATABASE_URL: scratch.url,
         DEMO_ACCOUNT: 'false',
         LOG_LEVEL: 'warn',
@@ -121,17 +125,28 @@ async function main() {
         TEMPORAL_UI_PORT: String(await freePort()),
         DATA_DIR: await fs.mkdtemp(path.join(os.tmpdir(), 'tm-bench-gateway-')),
       });
+      const gateway = await launch('src/main.ts', gatewayPort, await gatewayEnv());
+      await launch('src/main.ts', stripePort, {
+        ...(await gatewayEnv()),
+        BILLING_PROVIDER: 'stripe',
+        STRIPE_SECRET_KEY: 'sk_test_bench',
+        STRIPE_WEBHOOK_SECRET: 'whsec_YmVuY2g=',
+        // Nothing listens there: a paid request that called Stripe would fail, not just slow down.
+        STRIPE_API_BASE: `http://127.0.0.1:${await freePort()}`,
+      });
       // Warm-up: JIT, pool connections, and every key into the verification cache.
       console.error('warming up...');
       await runLoad({ name: 'warm', url: `http://127.0.0.1:${barePort}`, path: '/', connections, durationSec: 2 });
       await runLoad({ name: 'warm', url: `http://127.0.0.1:${gatewayPort}`, path: '/svc/data/ping', headersFor, connections, durationSec: 3 });
       await runLoad({ name: 'warm', url: `http://127.0.0.1:${floorPort}`, path: '/', connections, durationSec: 2 });
+      await runLoad({ name: 'warm', url: `http://127.0.0.1:${stripePort}`, path: '/svc/data/ping', headersFor, connections, durationSec: 3 });
 
       const scenarios = [
         { name: 'bare Koa, constant JSON', url: `http://127.0.0.1:${barePort}`, path: '/' },
         { name: 'gateway, paid GET /svc/data/ping (1 credit)', url: `http://127.0.0.1:${gatewayPort}`, path: '/svc/data/ping', headersFor },
         { name: 'gateway, GET /watchlist (5 items)', url: `http://127.0.0.1:${gatewayPort}`, path: '/watchlist', headersFor },
         { name: 'bare Koa + a paid request\'s database work only', url: `http://127.0.0.1:${floorPort}`, path: '/' },
+        { name: 'gateway with BILLING_PROVIDER=stripe, paid GET /svc/data/ping', url: `http://127.0.0.1:${stripePort}`, path: '/svc/data/ping', headersFor },
       ];
       const saturated: LoadResult[] = [];
       const fixed = new Map<number, PacedResult[]>();
@@ -158,6 +173,8 @@ async function main() {
       const floorRatio = saturated[3]!.requestsPerSec / saturated[0]!.requestsPerSec;
       console.log(`ceiling: bare Koa + a paid request's required database work reaches ${floorRatio.toFixed(2)}x bare Koa; the gateway reaches ${(ratio / floorRatio).toFixed(2)}x of that ceiling`);
       console.log(`gateway RSS after run: ${gateway.rssMiB()} MiB; bare Koa RSS: ${bare.rssMiB()} MiB`);
+      const stripeRatio = saturated[4]!.requestsPerSec / paid.requestsPerSec;
+      console.log(`target: paid request throughput with BILLING_PROVIDER=stripe within 5% of the local provider's (${stripeRatio.toFixed(3)}x: ${Math.abs(1 - stripeRatio) <= 0.05 ? 'met' : 'NOT met'}); non-2xx ${saturated[4]!.non2xx}`);
       console.log(`target: paid request >= 0.4x bare Koa throughput (${ratio.toFixed(2)}x: ${ratio >= 0.4 ? 'met' : 'NOT met'})`);
       console.log(`target: paid request p99 < 10 ms below saturation (${paidP99}: ${p99Met ? 'met' : 'NOT met'}); at saturation the p99 is ${paid.p99ms} ms, which ${connections} closed-loop connections set by queueing (Little's law: ${(1000 * connections / paid.requestsPerSec).toFixed(1)} ms mean)`);
     } finally {
