@@ -4,12 +4,21 @@
 // Retry-After, lives in src/webhooks/retry-schedule.ts); the wait is a durable timer, so a
 // worker crash or restart loses nothing. A crash during a send re-runs the attempt: at-least-once,
 // under the same webhook-id.
-import { proxyActivities, sleep } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.ts';
 
 export interface WebhookDeliveryInput {
   deliveryId: number;
+  /**
+   * History events after which the run continues as new (default HISTORY_LIMIT). A delivery to
+   * a saturated endpoint is put off every few seconds for as long as it stays saturated, and
+   * each put-off adds events; the state is all in the database, so a new run loses nothing.
+   */
+  historyLimit?: number;
 }
+
+/** About 100 put-offs or attempts; far under Temporal's own warning at 10,240 events. */
+export const HISTORY_LIMIT = 1_000;
 
 export function webhookDeliveryId(deliveryId: number, generation: number): string {
   return `webhook-delivery-${deliveryId}-${generation}`;
@@ -27,9 +36,12 @@ const { attemptWebhookDelivery } = proxyActivities<WebhookActivities>({
 });
 
 export async function webhookDelivery(input: WebhookDeliveryInput): Promise<void> {
+  const limit = input.historyLimit ?? HISTORY_LIMIT;
   for (;;) {
     const outcome = await attemptWebhookDelivery(input.deliveryId);
     if (outcome.done) return;
     await sleep(outcome.delayMs);
+    const info = workflowInfo();
+    if (info.historyLength >= limit || info.continueAsNewSuggested) await continueAsNew<typeof webhookDelivery>(input);
   }
 }

@@ -4,6 +4,8 @@
 // final; rotation signs with both secrets; the deliveries list, the test ping and the retry.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streamMessage } from '../../../src/notifications/log.ts';
+import { enqueuePing } from '../../../src/webhooks/outbox.ts';
+import { webhookDelivery, webhookDeliveryId } from '../../../workflows/webhook-delivery.ts';
 import { call, eventually, newAccount, type TestAccount } from '../../support/harness.ts';
 import { startReceiver, type Receiver } from '../../support/webhook-receiver.ts';
 import { useWebhookStack } from '../../support/webhook-stack.ts';
@@ -139,6 +141,32 @@ describe('standard delivery', () => {
     const other = await stack.notify(acct.accountId, plain.id);
     expect(await deliveryOf(nid)).toBeUndefined();
     expect(await deliveryOf(other)).toBeUndefined();
+  });
+});
+
+describe('a long-running delivery', () => {
+  it('continues as new past its history limit and loses nothing: one webhook-id, delivered once the endpoint answers', async () => {
+    const { hook, receiver: rx } = await setup();
+    rx.script = [{ status: 503 }, { status: 503 }, { status: 503 }, { status: 503 }];
+    // A ping enqueued already dispatched (in one transaction, before its NOTIFY is delivered), so
+    // only the run started here sends it, with a history limit a few attempts long.
+    const deliveryId = await stack.db.transaction(async (trx) => {
+      const id = await enqueuePing(trx, acct.accountId, hook.id as number);
+      await trx('webhook_deliveries').where({ id }).update({ dispatched: true });
+      return id;
+    });
+    const handle = await stack.client.workflow.start(webhookDelivery, {
+      workflowId: webhookDeliveryId(deliveryId, 0),
+      taskQueue: stack.taskQueue,
+      args: [{ deliveryId, historyLimit: 20 }],
+    });
+    await handle.result();
+    const d = await stack.db('webhook_deliveries').where({ id: deliveryId }).first();
+    expect(d).toMatchObject({ state: 'delivered', attempt_count: 5 });
+    expect(rx.received.map((r) => r.headers['webhook-id'])).toEqual(Array(5).fill(d.message_id));
+    expect(rx.received.every((r) => r.verified[0] === true)).toBe(true);
+    // The first run handed over to a second (or more), each continuing from the database.
+    expect((await stack.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId).describe()).status.name).toBe('CONTINUED_AS_NEW');
   });
 });
 
