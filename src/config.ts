@@ -203,6 +203,8 @@ const schema = z.object({
   WEBHOOK_CONCURRENCY: positiveInt.default(200),
   /** Delivery attempts to one webhook one worker runs at once: a slow endpoint holds at most this many slots. */
   WEBHOOK_PER_ENDPOINT_CONCURRENCY: positiveInt.default(4),
+  /** Days a delivered or failed webhook delivery (with its attempts) is kept before it is pruned. */
+  WEBHOOK_RETENTION_DAYS: positiveInt.default(30),
   /** Waits between delivery attempts in ms, comma-separated (default: src/webhooks/retry-schedule.ts, about 31.7 h). */
   WEBHOOK_RETRY_SCHEDULE_MS: z
     .string()
