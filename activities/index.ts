@@ -19,6 +19,7 @@ import { createScrapeActivities } from './scrape.ts';
 import { createTrackingActivities } from './tracking.ts';
 import { createWebhookActivities } from './webhooks.ts';
 import { createStripeBillingActivities } from './stripe-billing.ts';
+import { createMeterSyncActivities } from './meter-sync.ts';
 import { createStripeClient } from '../src/billing/stripe/client.ts';
 import { SecretBox } from '../src/webhooks/secret-box.ts';
 import { DEFAULT_SCHEDULE_MS } from '../src/webhooks/retry-schedule.ts';
@@ -112,7 +113,13 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
       })
     : {};
   // Background calls may take longer than a request's live read; Temporal retries them.
-  const billing = config.BILLING_PROVIDER === 'stripe' ? createStripeBillingActivities({ db: deps.db, stripe: createStripeClient(config, { timeoutMs: 30_000 }), log: alog }) : {};
+  const stripe = config.BILLING_PROVIDER === 'stripe' ? createStripeClient(config, { timeoutMs: 30_000 }) : null;
+  const billing = stripe
+    ? {
+        ...createStripeBillingActivities({ db: deps.db, stripe, log: alog }),
+        ...createMeterSyncActivities({ db: deps.db, stripe, eventName: config.STRIPE_METER_EVENT_NAME, log: alog }),
+      }
+    : {};
   return {
     activities: { ...createScrapeActivities(scrapers, alog), ...billing, ...polls.activities, ...createMonitorActivities({ db: deps.db }), ...tracking, ...webhooks },
     handBack: polls.handBack,

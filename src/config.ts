@@ -112,6 +112,8 @@ const schema = z.object({
     .optional(),
   /** How often every Stripe subscription is read again into the mirror (repairs a missed webhook). */
   STRIPE_RECONCILE_INTERVAL_MS: z.coerce.number().int().min(10_000).default(15 * 60_000),
+  /** How often charged credits are reported to the Stripe Billing Meter (src/billing/stripe/meter-sync.ts). */
+  STRIPE_METER_SYNC_INTERVAL_MS: z.coerce.number().int().min(1_000).default(60_000),
   /** Task queue of Stripe billing's background work (reconcile, meter sync). */
   BILLING_TASK_QUEUE: z.string().min(1).default('billing'),
   /** The Billing Meter's event name that captured credits are reported under. */

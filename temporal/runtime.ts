@@ -139,7 +139,12 @@ export async function startLocalWorkers(
     const relay = startMonitorRelay(relays);
     undo.push({ name: 'monitor relay', run: () => relay.stop() });
     if (config.BILLING_PROVIDER === 'stripe') {
-      await ensureStripeSchedules(temporal.client, { taskQueue: queues.billing, reconcileEveryMs: config.STRIPE_RECONCILE_INTERVAL_MS, log: wlog });
+      await ensureStripeSchedules(temporal.client, {
+        taskQueue: queues.billing,
+        reconcileEveryMs: config.STRIPE_RECONCILE_INTERVAL_MS,
+        meterSyncEveryMs: config.STRIPE_METER_SYNC_INTERVAL_MS,
+        log: wlog,
+      });
     }
     const dispatcher = startDispatcher({ db, connectionString: opts.connectionString, client: temporal.client, taskQueue: queues.webhooks, log: wlog });
     undo.push({ name: 'webhook dispatcher', run: () => dispatcher.stop() });

@@ -5,3 +5,4 @@ export { trackEvent } from './track-event.ts';
 export { watchlistMonitor } from './watchlist-monitor.ts';
 export { webhookDelivery } from './webhook-delivery.ts';
 export { stripeReconcile } from './stripe-reconcile.ts';
+export { stripeMeterSync } from './stripe-meter-sync.ts';

@@ -1,6 +1,7 @@
 // `npm run ops -- <command>`: operations on the service's Temporal runs and monitors. JSON on
 // stdout; on error a message on stderr and a non-zero exit. Talks to TEMPORAL_ADDRESS, or to the
-// dev server `npm start` runs (127.0.0.1:TEMPORAL_PORT); monitors:blocked reads DATABASE_URL.
+// dev server `npm start` runs (127.0.0.1:TEMPORAL_PORT); monitors:blocked and billing:sync-status
+// read DATABASE_URL.
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfigOrExit, type Config } from '../config.ts';
@@ -19,7 +20,9 @@ const USAGE = `usage: npm run ops -- <command> [options]
   monitors:pollers [--platform pf_03]               the running shard pollers and their last run
   webhooks:failed [--since 1h]                      webhook deliveries that gave up (newest first)
   webhooks:retry <delivery id>                      send a failed delivery again (same webhook-id)
-  webhooks:retry --all-failed [--since 1h]          the same for every failed delivery`;
+  webhooks:retry --all-failed [--since 1h]          the same for every failed delivery
+  billing:sync-status [--all]                       Stripe meter sync lag per account (credits not yet accepted by Stripe);
+                                                    --all: every account ever reported too`;
 
 class UsageError extends Error {}
 
@@ -46,18 +49,22 @@ async function webhooksCommand(config: Config, command: string, rest: string[], 
 async function main(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { since: { type: 'string' }, 'all-failed': { type: 'boolean' }, platform: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: { since: { type: 'string' }, 'all-failed': { type: 'boolean' }, all: { type: 'boolean' }, platform: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
     allowPositionals: true,
   });
   const [command, ...rest] = positionals;
   if (values.help || !command) throw new UsageError('');
   const config = loadConfigOrExit();
   if (command === 'webhooks:failed' || command === 'webhooks:retry') return webhooksCommand(config, command, rest, values);
-  if (command === 'monitors:blocked') {
+  if (command === 'monitors:blocked' || command === 'billing:sync-status') {
     if (rest.length) throw new UsageError(`unexpected argument ${rest[0]}`);
     const { openDatabase } = await import('../runtime/database.ts');
     const database = await openDatabase(config, (msg) => console.error(msg), { applicationName: 'ops', poolMax: 2 });
     try {
+      if (command === 'billing:sync-status') {
+        const { meterSyncStatus } = await import('../billing/stripe/meter-sync.ts');
+        return await meterSyncStatus(database.db, { all: values.all });
+      }
       return await troubledTargets(database.db, { platform: values.platform });
     } finally {
       await database.close();
