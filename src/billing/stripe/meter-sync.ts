@@ -127,7 +127,7 @@ function refusedOnly(err: unknown): boolean {
 }
 
 function errorText(err: unknown): string {
-  if (err instanceof Stripe.errors.StripeError) return `${err.statusCode ?? 'no answer'} ${err.type}: ${err.message}`.slice(0, 500);
+  if (err instanceof Stripe.errors.StripeError) return `${err.statusCode ?? 'no answer'} ${err.rawType ?? err.type}: ${err.message}`.slice(0, 500);
   return (err instanceof Error ? err.message : String(err)).slice(0, 500);
 }
 
