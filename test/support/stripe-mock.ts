@@ -5,7 +5,8 @@
 //   - what was sent (method, path, form body, Idempotency-Key, status);
 //   - meter events, deduplicated by identifier as Stripe does, totalled per customer and event;
 //   - subscriptions a test overrides (status, items, period, customer) to drive status changes;
-//   - faults: the next n requests answered with a status, or no listener at all (down/up).
+//   - faults: the next n requests answered with a status, or no listener at all (down/up);
+//   - meter event requests held open until released (a send in flight when a worker dies).
 // What this does not check: Stripe's behaviour beyond the schema (amounts, proration, what
 // a meter bills, webhooks), which only Stripe's test mode shows.
 import http from 'node:http';
@@ -54,6 +55,14 @@ export interface StripeProxy {
   setSubscription(id: string, override: SubscriptionOverride): void;
   /** Answers the next `n` requests with `status` (a Stripe-shaped error) without forwarding them. */
   failNext(n: number, status: number, opts?: { retryAfter?: number }): void;
+  /**
+   * Holds the next `n` meter event requests open, unanswered and not yet forwarded, until
+   * releaseHeld(); they are then forwarded and recorded as usual even if their client is gone.
+   */
+  holdMeterEvents(n: number): void;
+  /** How many meter event requests are held now. */
+  heldCount(): number;
+  releaseHeld(): void;
   /** Closes the listener and open connections: the next request is refused. */
   down(): Promise<void>;
   /** Listens again on the same port. */
@@ -67,6 +76,8 @@ export async function startStripeProxy(upstream: string = stripeMockUrl()): Prom
   const seenIdentifiers = new Set<string>();
   const subscriptions = new Map<string, SubscriptionOverride>();
   let faults: { left: number; status: number; retryAfter?: number } | null = null;
+  let holds = 0;
+  let held: (() => void)[] = [];
 
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -94,6 +105,11 @@ export async function startStripeProxy(upstream: string = stripeMockUrl()): Prom
       if (retryAfter !== undefined) headers['retry-after'] = String(retryAfter);
       res.writeHead(status, headers).end(JSON.stringify({ error: injectedError(status) }));
       return;
+    }
+
+    if (holds > 0 && method === 'POST' && url.pathname === '/v1/billing/meter_events') {
+      holds--;
+      await new Promise<void>((resolve) => held.push(resolve));
     }
 
     const forwarded = new Headers();
@@ -175,6 +191,15 @@ export async function startStripeProxy(upstream: string = stripeMockUrl()): Prom
     setSubscription: (id, override) => void subscriptions.set(id, override),
     failNext: (n, status, opts = {}) => {
       faults = n > 0 ? { left: n, status, retryAfter: opts.retryAfter } : null;
+    },
+    holdMeterEvents: (n) => {
+      holds = n;
+    },
+    heldCount: () => held.length,
+    releaseHeld: () => {
+      const release = held;
+      held = [];
+      release.forEach((r) => r());
     },
     down: stop,
     up: () => (server.listening ? Promise.resolve() : listen(port)),
