@@ -1,11 +1,11 @@
 // The reconcile Schedule (issue 16), on the run's Temporal server with a real worker serving
-// BILLING_TASK_QUEUE and stripe-mock as Stripe: ensureStripeSchedules creates the Schedule (and
-// brings it up to date when run again), a triggered run lists every subscription at Stripe and
+// BILLING_TASK_QUEUE and stripe-mock as Stripe: ensureStripeSchedules creates the Schedules
+// (reconcile and meter sync) and brings them up to date when run again; a triggered run lists every subscription at Stripe and
 // mirrors the ones whose customer is ours, which is how a missed webhook is repaired.
 import Stripe from 'stripe';
 import { afterAll, describe, expect, it } from 'vitest';
 import { viewOf } from '../../../src/billing/stripe/mirror.ts';
-import { ensureStripeSchedules, reconcileScheduleId } from '../../../src/billing/stripe/schedules.ts';
+import { ensureStripeSchedules, meterSyncScheduleId, reconcileScheduleId } from '../../../src/billing/stripe/schedules.ts';
 import { createLogger } from '../../../src/logger.ts';
 import { eventually } from '../../support/harness.ts';
 import { stripeMockUrl } from '../../support/stripe-mock.ts';
@@ -23,19 +23,25 @@ const stack = useWorkerStack<WorkerStack>({
 });
 
 afterAll(async () => {
-  await stack.client?.schedule
-    .getHandle(reconcileScheduleId(stack.config.BILLING_TASK_QUEUE))
-    .delete()
-    .catch(() => {});
+  for (const id of [reconcileScheduleId(stack.config.BILLING_TASK_QUEUE), meterSyncScheduleId(stack.config.BILLING_TASK_QUEUE)]) {
+    await stack.client?.schedule
+      .getHandle(id)
+      .delete()
+      .catch(() => {});
+  }
 });
 
 describe('the Stripe reconcile schedule', { timeout: 60_000 }, () => {
   it('is created once and updated after; a run mirrors every subscription of our customers', async () => {
     const taskQueue = stack.config.BILLING_TASK_QUEUE;
     const log = createLogger('silent');
-    await ensureStripeSchedules(stack.client, { taskQueue, reconcileEveryMs: 3_600_000, log });
-    // Again, with another interval: updated in place, not refused as already running.
-    await ensureStripeSchedules(stack.client, { taskQueue, reconcileEveryMs: 1_800_000, log });
+    await ensureStripeSchedules(stack.client, { taskQueue, reconcileEveryMs: 3_600_000, meterSyncEveryMs: 3_600_000, log });
+    // Again, with other intervals: updated in place, not refused as already running.
+    await ensureStripeSchedules(stack.client, { taskQueue, reconcileEveryMs: 1_800_000, meterSyncEveryMs: 2_700_000, log });
+    const meter = await stack.client.schedule.getHandle(meterSyncScheduleId(taskQueue)).describe();
+    expect(meter.spec.intervals?.map((i) => i.every)).toEqual([2_700_000]);
+    expect(meter.policies.overlap).toBe('SKIP');
+    expect(meter.action).toMatchObject({ type: 'startWorkflow', workflowType: 'stripeMeterSync', taskQueue });
     const handle = stack.client.schedule.getHandle(reconcileScheduleId(taskQueue));
     const described = await handle.describe();
     expect(described.spec.intervals?.map((i) => i.every)).toEqual([1_800_000]);
