@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../../db/connection.ts';
+import { canonicalDecimal, usdToCents } from '../../../src/billing/stripe/catalog.ts';
 import { planTerms } from '../../../src/billing/stripe/plan-terms.ts';
 import { databaseUrl, runTs, type ProcessResult } from '../../support/harness.ts';
 import { startStripeProxy, type RecordedStripeRequest, type StripeProxy } from '../../support/stripe-mock.ts';
@@ -79,6 +80,14 @@ const priceCreate = (requests: RecordedStripeRequest[], lookupKey: string) =>
   requests.filter((r) => r.method === 'POST' && r.path === '/v1/prices' && r.form.lookup_key === lookupKey);
 const metadataOf = (form: Record<string, string>) =>
   Object.fromEntries(Object.entries(form).flatMap(([k, v]) => (k.startsWith('metadata[') ? [[k.slice(9, -1), v]] : [])));
+
+describe('amounts', () => {
+  it('USD from PostgreSQL in cents, exactly (no binary floating point)', () => {
+    expect(['0.002000', '0.0015', '49.00', '1999', '0.1', '0.000001', '19.50'].map(usdToCents)).toEqual(['0.2', '0.15', '4900', '199900', '10', '0.0001', '1950']);
+    expect(['0.200', '007', '0', '10.0'].map(canonicalDecimal)).toEqual(['0.2', '7', '0', '10']);
+    expect(() => usdToCents('-1')).toThrow();
+  });
+});
 
 describe.sequential('billing:sync', () => {
   let meterId: string;
