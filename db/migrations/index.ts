@@ -14,6 +14,7 @@ import * as m010 from './010_webhooks.ts';
 import * as m011 from './011_webhook_deliveries.ts';
 import * as m012 from './012_webhook_failing_since.ts';
 import * as m013 from './013_stripe_events.ts';
+import * as m014 from './014_plan_monthly_price.ts';
 import * as m015 from './015_meter_sync.ts';
 import * as m016 from './016_webhook_retention.ts';
 
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   '011_webhook_deliveries': m011,
   '012_webhook_failing_since': m012,
   '013_stripe_events': m013,
+  '014_plan_monthly_price': m014,
   '015_meter_sync': m015,
   '016_webhook_retention': m016,
 };

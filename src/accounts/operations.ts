@@ -14,6 +14,8 @@ export interface PlanView {
   included: number;
   hard_cap: number | 'unlimited';
   overage_unit_price: string | null;
+  /** USD per month; null: not sold through the billing provider (billing:sync leaves it out). */
+  monthly_price: string | null;
   price_id: string | null;
   product_id: string | null;
 }
@@ -26,6 +28,7 @@ export async function listPlans(db: Db): Promise<PlanView[]> {
     included: p.included,
     hard_cap: p.hard_cap ?? 'unlimited',
     overage_unit_price: p.overage_unit_price,
+    monthly_price: p.monthly_price ?? null,
     price_id: p.price_id,
     product_id: p.product_id,
   }));

@@ -12,7 +12,7 @@ import {
   setUsage,
 } from '../accounts/operations.ts';
 import { SUBSCRIPTION_STATUSES } from '../billing/provider.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig, type Config } from '../config.ts';
 import { API_NAMES } from '../gateway/catalog.ts';
 import { exitWith, runOnDatabase } from '../runtime/cli-command.ts';
 import type { Db } from '../../db/connection.ts';
@@ -21,10 +21,12 @@ const USAGE = `usage: npm run admin -- <command> [options]
 
   plans:list
   accounts:create --plan <plan id> [--status active|trialing|past_due|paused|canceled|unpaid] [--no-billing] [--no-payment-method] [--name <name>]
+                  with BILLING_PROVIDER=stripe: [--idempotency-key <key>], or --customer <cus_…> --subscription <sub_…> [--plan <plan id>] to attach existing ones
   keys:create --account <id> [--apis market_data,live_availability,watchlist,stream,account] [--rate-limit <n per minute>] [--expires-at <RFC 3339>]
   keys:revoke --key-id <id>
   subscriptions:set --account <id> --status <status>
-  usage:set --account <id> --used <n>`;
+  usage:set --account <id> --used <n>
+  billing:sync                (BILLING_PROVIDER=stripe: the plans' meter, product and prices in Stripe)`;
 
 class UsageError extends Error {}
 
@@ -42,6 +44,9 @@ const OPTIONS = {
   'expires-at': { type: 'string' },
   'key-id': { type: 'string' },
   used: { type: 'string' },
+  customer: { type: 'string' },
+  subscription: { type: 'string' },
+  'idempotency-key': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -89,7 +94,7 @@ function timestamp(value: string, name: string): Date {
   return new Date(text);
 }
 
-type Run = (db: Db) => Promise<unknown>;
+type Run = (db: Db, config: Config) => Promise<unknown>;
 
 const say = (message: string) => console.error(message);
 
@@ -100,14 +105,22 @@ const say = (message: string) => console.error(message);
 const COMMANDS: Record<string, (v: Values) => Run> = {
   'plans:list': () => (db) => listPlans(db),
   'accounts:create': (v) => {
+    if ((v.customer === undefined) !== (v.subscription === undefined)) throw new UsageError('--customer and --subscription go together');
+    const attach = v.customer !== undefined ? { customer: required(v, 'customer'), subscription: required(v, 'subscription') } : null;
     const opts = {
-      plan: required(v, 'plan'),
+      plan: attach ? v.plan : required(v, 'plan'),
       status: v.status === undefined ? undefined : status(v.status),
       billing: !v['no-billing'],
       paymentMethod: !v['no-payment-method'],
       name: v.name,
+      idempotencyKey: v['idempotency-key'],
     };
-    return (db) => createAccount(db, opts);
+    return async (db, config) => {
+      if (config.BILLING_PROVIDER !== 'stripe') return createAccount(db, { ...opts, plan: opts.plan! });
+      const { attachStripeAccount, createStripeAccount } = await import('../billing/stripe/accounts.ts');
+      const stripe = await adminStripeClient(config);
+      return attach ? attachStripeAccount(db, stripe, { ...opts, ...attach }) : createStripeAccount(db, stripe, { ...opts, plan: opts.plan! });
+    };
   },
   'keys:create': (v) => {
     const opts = {
@@ -132,7 +145,45 @@ const COMMANDS: Record<string, (v: Values) => Run> = {
     const used = integer(required(v, 'used'), 'used');
     return (db) => setUsage(db, accountId, used);
   },
+  'billing:sync': () => async (db, config) => {
+    const { CatalogError, syncCatalog } = await import('../billing/stripe/catalog.ts');
+    const stripe = await adminStripeClient(config);
+    try {
+      return await syncCatalog(db, stripe, { meterEventName: config.STRIPE_METER_EVENT_NAME });
+    } catch (err) {
+      if (err instanceof CatalogError) throw new OperationError(err.message);
+      throw err;
+    }
+  },
 };
+
+/** Loaded only for Stripe commands; an operator waits, so it may take longer and retry (same Idempotency-Key). */
+async function adminStripeClient(config: Config) {
+  const { createStripeClient } = await import('../billing/stripe/client.ts');
+  return createStripeClient(config, { timeoutMs: 30_000, maxNetworkRetries: 2 });
+}
+
+/** What the configured provider cannot do, said before the database is opened; null when it can. */
+function providerRefusal(command: string, v: Values, config: Config): string | null {
+  if (config.BILLING_PROVIDER === 'stripe') {
+    if (command === 'subscriptions:set') {
+      return 'with BILLING_PROVIDER=stripe a subscription’s state comes from Stripe: change it there (its webhook, or the reconcile run, brings it here)';
+    }
+    if (command === 'accounts:create' && v.status !== undefined) {
+      return 'with BILLING_PROVIDER=stripe --status cannot be set: the subscription’s status is Stripe’s (a trial or a cancellation is set there)';
+    }
+    if (command === 'accounts:create' && v['no-billing']) {
+      return 'with BILLING_PROVIDER=stripe every account is a Stripe customer: --no-billing is for BILLING_PROVIDER=local';
+    }
+    return null;
+  }
+  if (command === 'billing:sync') return 'billing:sync writes the catalog to Stripe: it needs BILLING_PROVIDER=stripe (and STRIPE_SECRET_KEY)';
+  if (command === 'accounts:create' && (v.customer !== undefined || v['idempotency-key'] !== undefined)) {
+    return '--customer, --subscription and --idempotency-key are for BILLING_PROVIDER=stripe';
+  }
+  if (command === 'accounts:create' && v.plan === undefined) return '--plan is required';
+  return null;
+}
 
 async function main(): Promise<number> {
   let parsed;
@@ -163,8 +214,9 @@ async function main(): Promise<number> {
     throw err;
   }
   const config = loadConfig({ ...process.env, LOG_LEVEL: 'silent' });
-  if (command === 'subscriptions:set' && config.BILLING_PROVIDER === 'stripe') {
-    console.error('error: with BILLING_PROVIDER=stripe a subscription’s state comes from Stripe: change it there (its webhook, or the reconcile run, brings it here)');
+  const refusal = providerRefusal(command, parsed.values, config);
+  if (refusal) {
+    console.error(`error: ${refusal}`);
     return 1;
   }
   return runOnDatabase(
@@ -172,7 +224,7 @@ async function main(): Promise<number> {
     say,
     { applicationName: 'admin', poolMax: 2, interrupted: 'interrupted', refusal: OperationError },
     async (db) => {
-      console.log(JSON.stringify(await run(db), null, 2));
+      console.log(JSON.stringify(await run(db, config), null, 2));
       return 0;
     },
   );

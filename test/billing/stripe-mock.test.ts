@@ -1,6 +1,7 @@
 // The Stripe test setup itself: the official client, pointed at the recording proxy in front of
 // the run's stripe-mock, gets Stripe's validation (a missing parameter is stripe-mock's 400) and
-// the state and faults the proxy adds (meter dedupe, subscription overrides, 429, refusal).
+// the state and faults the proxy adds (meter dedupe, subscription overrides, the object store,
+// 429, refusal).
 import Stripe from 'stripe';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type StripeProxy, startStripeProxy } from '../support/stripe-mock.ts';
@@ -80,6 +81,23 @@ describe('stripe-mock behind the recording proxy', () => {
     expect(sub.items.data[0]).toMatchObject({ object: 'subscription_item', current_period_end: 1_900_000_000, price: { id: 'price_pro', object: 'price', metadata: { plan: 'pro' } } });
     // Another id still gets the plain fixture.
     expect((await stripe.subscriptions.retrieve('sub_plain')).status).not.toBe('past_due');
+  });
+
+  it('keeps what is created: a lookup key is moved only with transfer_lookup_key; an Idempotency-Key replays its answer', async () => {
+    const product = await stripe.products.create({ name: 'Store test' });
+    const price = (lookup_key: string, transfer_lookup_key?: boolean) =>
+      stripe.prices.create({ currency: 'usd', product: product.id, unit_amount: 100, lookup_key, ...(transfer_lookup_key ? { transfer_lookup_key } : {}) });
+    const first = await price('store_key');
+    await expect(price('store_key')).rejects.toMatchObject({ statusCode: 400, raw: { param: 'lookup_key' } });
+    const second = await price('store_key', true);
+    expect((await stripe.prices.list({ lookup_keys: ['store_key'] })).data.map((p) => p.id)).toEqual([second.id]);
+    expect(proxy.store.prices.get(first.id)?.lookup_key).toBeNull();
+    await expect(stripe.products.retrieve('prod_never_made')).rejects.toMatchObject({ statusCode: 404 });
+
+    const again = { idempotencyKey: 'store-replay' };
+    const customer = await stripe.customers.create({ name: 'once' }, again);
+    expect((await stripe.customers.create({ name: 'once' }, again)).id).toBe(customer.id);
+    await expect(stripe.customers.create({ name: 'other' }, again)).rejects.toMatchObject({ statusCode: 400 });
   });
 
   it('failNext answers with the status and Retry-After without forwarding, then forwards again', async () => {

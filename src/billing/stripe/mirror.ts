@@ -45,8 +45,9 @@ export function viewOf(sub: Stripe.Subscription): StripeSubscriptionView {
       canceledAt: seconds(sub.canceled_at),
       trialEnd: seconds(sub.trial_end),
     },
+    // One product holds every plan (billing:sync), so the price's nickname is the plan's name.
     plan: terms
-      ? { id: terms.planId, name: product?.name ?? terms.planId, included: terms.included, hardCap: terms.hardCap, priceId: price!.id, productId }
+      ? { id: terms.planId, name: price!.nickname ?? product?.name ?? terms.planId, included: terms.included, hardCap: terms.hardCap, priceId: price!.id, productId }
       : { id: unpricedPlanId(price), name: 'misconfigured Stripe price', included: 0, hardCap: 0, priceId: null, productId },
   };
 }
