@@ -17,6 +17,7 @@ import * as m013 from './013_stripe_events.ts';
 import * as m014 from './014_plan_monthly_price.ts';
 import * as m015 from './015_meter_sync.ts';
 import * as m016 from './016_webhook_retention.ts';
+import * as m017 from './017_subscription_statuses.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -39,6 +40,7 @@ const migrations: Record<string, Migration> = {
   '014_plan_monthly_price': m014,
   '015_meter_sync': m015,
   '016_webhook_retention': m016,
+  '017_subscription_statuses': m017,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -121,6 +121,16 @@ describe('POST /billing/stripe/webhook', () => {
     expect((await ping(a)).status).toBe(200);
   });
 
+  it('mirrors every Stripe status, incomplete ones included (not served)', async () => {
+    const a = await account();
+    for (const status of ['incomplete', 'incomplete_expired', 'paused', 'unpaid', 'trialing']) {
+      atStripe(a, status);
+      expect((await deliver(event(a.subscriptionId))).body.outcome, status).toBe('mirrored');
+      expect((await mirrored(a)).status).toBe(status);
+      expect((await ping(a)).status, status).toBe(status === 'trialing' ? 200 : 402);
+    }
+  });
+
   it('refuses a tampered body, a stale timestamp, another secret and a missing signature: 400, nothing applied', async () => {
     const a = await account();
     atStripe(a, 'canceled');
