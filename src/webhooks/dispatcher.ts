@@ -25,8 +25,9 @@ export interface DispatcherOptions {
    * A client on this process's own workers (clientOnWorkers, temporal/worker.ts) serving
    * `taskQueue`: workflows are then started eagerly on them. The server hands the first workflow
    * task back in the start response instead of dispatching it through the task queue, which
-   * saves its matching work and a round trip per delivery (bench:webhooks: about 30% of the
-   * Temporal server's CPU per delivery). A worker with no free slot makes it fall back to the queue.
+   * saves its matching work and a round trip per delivery (bench:webhooks, short runs at 100/s:
+   * the server's CPU per delivery 19.5 → 13 ms). A worker with no free slot makes it fall back
+   * to the queue, so it helps least when the worker is saturated.
    */
   localWorkers?: Client;
 }
