@@ -146,9 +146,11 @@ export async function startLocalWorkers(
         log: wlog,
       });
     }
-    const dispatcher = startDispatcher({ db, connectionString: opts.connectionString, client: temporal.client, taskQueue: queues.webhooks, log: wlog });
+    const local = clientOnWorkers(workers, config.TEMPORAL_NAMESPACE);
+    // Stopped before the workers (undo runs in reverse), so no eager start meets a closed connection.
+    const dispatcher = startDispatcher({ db, connectionString: opts.connectionString, client: temporal.client, localWorkers: local, taskQueue: queues.webhooks, log: wlog });
     undo.push({ name: 'webhook dispatcher', run: () => dispatcher.stop() });
-    return { stop: unwind, client: clientOnWorkers(workers, config.TEMPORAL_NAMESPACE) };
+    return { stop: unwind, client: local };
   } catch (err) {
     await unwind();
     throw err;

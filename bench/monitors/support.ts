@@ -89,11 +89,17 @@ export function countingLogger(): { log: Logger; counts: Map<string, number>; li
 }
 
 let progressStarted = 0;
+let progressLabel = 'bench:monitors';
+/** Names the bench in progress lines (other benches reuse these helpers and the Lifecycle). */
+export function setProgressLabel(label: string): void {
+  progressLabel = label;
+}
+
 /** A progress line on stderr, stamped with the time since the first one. */
 export function progress(msg: string): void {
   progressStarted ||= performance.now();
   const s = Math.round((performance.now() - progressStarted) / 1000);
-  process.stderr.write(`[bench:monitors ${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}] ${msg}\n`);
+  process.stderr.write(`[${progressLabel} ${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}] ${msg}\n`);
 }
 
 /** Runs fn over items, `limit` at a time. */

@@ -12,8 +12,8 @@
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
-import { appendToLog, type LogEntry } from '../notifications/log.ts';
-import { enqueueDeliveries } from '../webhooks/outbox.ts';
+import type { LogEntry } from '../notifications/log.ts';
+import { appendWithDeliveries } from '../webhooks/outbox.ts';
 import { detectChanges, type MonitorConfig } from './changes.ts';
 import type { TargetSnapshot } from './snapshot.ts';
 
@@ -131,9 +131,8 @@ export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapsh
       // per target, and diffing backwards would report a change in reverse.
       if (from && from.id < current.id) entries.push(...memberEntries(m, from, current, poll.scrapedAt));
     }
-    const ids = await appendToLog(trx, entries);
-    // In the same transaction: a notification of an item naming a webhook is never without its delivery.
-    await enqueueDeliveries(trx, ids);
+    // With its deliveries, in this transaction: a notification of an item naming a webhook is never without its delivery.
+    const ids = await appendWithDeliveries(trx, entries);
     await trx('monitor_members')
       .whereIn(
         'item_id',

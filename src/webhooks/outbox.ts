@@ -4,7 +4,7 @@
 // dispatcher (src/webhooks/dispatcher.ts). Also the ping that POST /webhooks/{id}/test sends.
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { streamMessage, type LogKind } from '../notifications/log.ts';
+import { appendToLog, streamMessage, type LogEntry, type LogKind } from '../notifications/log.ts';
 
 export const DELIVERIES_CHANNEL = 'webhook_deliveries';
 
@@ -58,6 +58,17 @@ export async function enqueueDeliveries(trx: Knex.Transaction, ids: readonly num
   );
   await trx.raw('SELECT pg_notify(?, ?)', [DELIVERIES_CHANNEL, '']);
   return rows.length;
+}
+
+/**
+ * Appends notifications to the log and enqueues their deliveries, in the caller's transaction:
+ * how every writer of notifications (recordPoll, the webhooks bench) writes them, so none can
+ * append one and forget its deliveries. Returns the ids appended.
+ */
+export async function appendWithDeliveries(trx: Knex.Transaction, entries: readonly LogEntry[]): Promise<number[]> {
+  const ids = await appendToLog(trx, entries);
+  await enqueueDeliveries(trx, ids);
+  return ids;
 }
 
 /** Enqueues a `ping` to one webhook; returns the delivery id. */

@@ -8,9 +8,8 @@ import { createWebhookActivities } from '../../activities/webhooks.ts';
 import { createDb, type Db } from '../../db/connection.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../db/scratch.ts';
 import { createLogger } from '../../src/logger.ts';
-import { appendToLog } from '../../src/notifications/log.ts';
 import { startDispatcher, type Dispatcher } from '../../src/webhooks/dispatcher.ts';
-import { enqueueDeliveries } from '../../src/webhooks/outbox.ts';
+import { appendWithDeliveries } from '../../src/webhooks/outbox.ts';
 import { SecretBox } from '../../src/webhooks/secret-box.ts';
 import { connectTemporal } from '../../temporal/client.ts';
 import { WORKFLOWS_PATH } from '../../temporal/runtime.ts';
@@ -40,7 +39,7 @@ let counter = 0;
 /** One notification for the item, as a poll writes it: the log row and its deliveries in one transaction. */
 export function writeNotification(db: Db, accountId: number, itemId: number, payload: Record<string, unknown> = {}): Promise<number> {
   return db.transaction(async (trx) => {
-    const ids = await appendToLog(trx, [
+    const ids = await appendWithDeliveries(trx, [
       {
         accountId,
         itemId,
@@ -49,7 +48,6 @@ export function writeNotification(db: Db, accountId: number, itemId: number, pay
         payload: { item_id: itemId, change_type: 'stock_increase', platform: 'pf_03', section: 'Floor A', before: { stock: 1 }, after: { stock: 5 }, ...payload },
       },
     ]);
-    await enqueueDeliveries(trx, ids);
     return ids[0]!;
   });
 }
