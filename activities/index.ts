@@ -18,6 +18,7 @@ import { createPollActivities } from './poll-shard.ts';
 import { createScrapeActivities } from './scrape.ts';
 import { createTrackingActivities } from './tracking.ts';
 import { createWebhookActivities } from './webhooks.ts';
+import { createDeliveryAttempts, type DeliveryAttempts } from '../src/webhooks/attempt.ts';
 import { createStripeBillingActivities } from './stripe-billing.ts';
 import { createMeterSyncActivities } from './meter-sync.ts';
 import { createStripeClient } from '../src/billing/stripe/client.ts';
@@ -28,6 +29,8 @@ export interface Activities {
   activities: Record<string, (...args: never[]) => Promise<unknown>>;
   /** Ends the shard polls in flight, each handing its schedule back (poll-shard.ts). */
   handBack(): void;
+  /** First attempts for this process's webhook dispatcher; absent without WEBHOOK_SECRET_KEY. */
+  webhookAttempts?: DeliveryAttempts;
   close(): Promise<void>;
 }
 
@@ -102,8 +105,10 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     http,
   });
   // Without a key (a process that never stores webhooks) deliveries cannot open their secrets.
-  const webhooks = config.WEBHOOK_SECRET_KEY
-    ? createWebhookActivities({
+  // One instance for the activity (retries) and this process's dispatcher (first attempts), so
+  // the per-endpoint bound holds across both.
+  const webhookAttempts = config.WEBHOOK_SECRET_KEY
+    ? createDeliveryAttempts({
         db: deps.db,
         box: new SecretBox(config.WEBHOOK_SECRET_KEY),
         log: alog,
@@ -111,7 +116,8 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
         scheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_SCHEDULE_MS,
         perEndpointConcurrency: config.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
       })
-    : {};
+    : undefined;
+  const webhooks = webhookAttempts ? createWebhookActivities(webhookAttempts) : {};
   // Background calls may take longer than a request's live read; Temporal retries them.
   const stripe = config.BILLING_PROVIDER === 'stripe' ? createStripeClient(config, { timeoutMs: 30_000 }) : null;
   const billing = stripe
@@ -123,6 +129,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   return {
     activities: { ...createScrapeActivities(scrapers, alog), ...billing, ...polls.activities, ...createMonitorActivities({ db: deps.db }), ...tracking, ...webhooks },
     handBack: polls.handBack,
+    webhookAttempts,
     close: async () => {
       await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close(), browserReports.stop()]);
       pollHttp.close();

@@ -1,162 +1,19 @@
-// The webhook delivery activity: one attempt of one delivery. Reads the delivery and its
-// webhook, signs and sends (src/webhooks/http-send.ts), records the attempt and the new state
-// in one transaction, and tells the workflow whether and when to try again.
+// The webhook delivery activity: a retry of one delivery (its first attempt is the
+// dispatcher's), made by src/webhooks/attempt.ts and heartbeating while its send is out.
 import { Context } from '@temporalio/activity';
-import type { Knex } from 'knex';
-import type { Db } from '../db/connection.ts';
-import type { Logger } from '../src/logger.ts';
-import { send } from '../src/webhooks/http-send.ts';
-import { DISABLE_AFTER_FAILING_MS, nextDelayMs, retryAfterMs, verdictFor } from '../src/webhooks/retry-schedule.ts';
-import type { SecretBox } from '../src/webhooks/secret-box.ts';
-import { signedHeaders } from '../src/webhooks/signing.ts';
-import { discordMessage, discordRetryAfterMs, type ItemRoles } from '../src/webhooks/discord-message.ts';
-import type { DeliveryBody } from '../src/webhooks/outbox.ts';
+import type { AttemptOutcome, DeliveryAttempts } from '../src/webhooks/attempt.ts';
 
-export type AttemptOutcome = { done: true } | { done: false; delayMs: number };
-
-export interface WebhookActivityDeps {
-  db: Db;
-  box: SecretBox;
-  log: Logger;
-  allowPrivateNetworks: boolean;
-  /** Waits between attempts (retry-schedule.ts DEFAULT_SCHEDULE_MS unless configured). */
-  scheduleMs: readonly number[];
-  timeoutMs?: number;
-  /** Attempts to one webhook this worker runs at once (WEBHOOK_PER_ENDPOINT_CONCURRENCY). */
-  perEndpointConcurrency: number;
-}
+export type { AttemptOutcome } from '../src/webhooks/attempt.ts';
 
 export interface WebhookActivities {
   attemptWebhookDelivery(deliveryId: number): Promise<AttemptOutcome>;
 }
 
-type Row = Record<string, unknown>;
-
-/** Under the workflow's heartbeat timeout, with room for a busy event loop. */
-const HEARTBEAT_EVERY_MS = 1_000;
-
-/** The secrets that sign now: the current one, and the one a rotation replaced until it expires. */
-function signingSecrets(hook: Row, box: SecretBox, accountId: number, now: Date): string[] {
-  const out = [box.open(hook.secret_sealed as string, accountId)];
-  const expires = hook.previous_secret_expires_at as Date | null;
-  if (hook.previous_secret_sealed && expires && expires > now) out.push(box.open(hook.previous_secret_sealed as string, accountId));
-  return out;
-}
-
-export function createWebhookActivities(deps: WebhookActivityDeps): WebhookActivities {
-  const { db, box, log } = deps;
-  /** Attempts in flight per webhook id, in this worker. */
-  const inFlight = new Map<number, number>();
-
-  async function finish(deliveryId: number, state: 'delivered' | 'failed', reason: string | null): Promise<AttemptOutcome> {
-    await db('webhook_deliveries')
-      .where({ id: deliveryId, state: 'pending' })
-      .update({ state, failure_reason: reason, next_attempt_at: null, updated_at: db.raw('statement_timestamp()') });
-    return { done: true };
-  }
-
-  /** The roles a Discord message mentions: the item's as they stand now (null for a ping). */
-  async function itemRoles(notificationId: unknown): Promise<ItemRoles | null> {
-    if (notificationId == null) return null;
-    const row = await db('notifications as n').join('watchlist_items as i', 'i.id', 'n.item_id').where('n.id', notificationId).first('i.role_id', 'i.roles_json');
-    return row ? { role_id: row.role_id == null ? null : Number(row.role_id), roles_json: row.roles_json } : null;
-  }
-
+export function createWebhookActivities(attempts: DeliveryAttempts): WebhookActivities {
   return {
-    async attemptWebhookDelivery(deliveryId) {
-      const delivery = await db('webhook_deliveries').where({ id: deliveryId }).first();
-      if (!delivery || delivery.state !== 'pending') return { done: true };
-      const accountId = Number(delivery.account_id);
-      const hook = await db('webhooks').where({ id: delivery.webhook_id }).first();
-      if (!hook || hook.deleted) return finish(deliveryId, 'failed', 'the webhook was deleted');
-      if (!hook.active) return finish(deliveryId, 'failed', 'the webhook is not active');
-
-      const now = new Date();
-      const body = delivery.body as string;
-      const discord = hook.kind === 'discord';
-      const payload = discord ? JSON.stringify(discordMessage(JSON.parse(body) as DeliveryBody, await itemRoles(delivery.notification_id))) : body;
-      const headers = discord ? {} : signedHeaders(signingSecrets(hook, box, accountId, now), delivery.message_id, Math.floor(now.getTime() / 1000), body);
-      const url = box.open(hook.url_sealed, accountId);
-      // A slow or dead endpoint may hold only its share of the worker's slots: past it, this
-      // attempt is put off (not counted, nothing sent) and the slot goes to other endpoints.
-      const webhookId = Number(hook.id);
-      const busy = inFlight.get(webhookId) ?? 0;
-      if (busy >= deps.perEndpointConcurrency) return { done: false, delayMs: 1_000 + Math.floor(Math.random() * 2_000) };
-      inFlight.set(webhookId, busy + 1);
-      // Heartbeats while the send is out: a worker that dies mid-send is noticed within the
-      // heartbeat timeout (workflows/webhook-delivery.ts), not the attempt's whole time-out.
+    attemptWebhookDelivery(deliveryId) {
       const ctx = Context.current();
-      const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
-      let outcome;
-      try {
-        outcome = await send(url, headers, payload, { allowPrivateNetworks: deps.allowPrivateNetworks, timeoutMs: deps.timeoutMs });
-      } finally {
-        clearInterval(beat);
-        const left = (inFlight.get(webhookId) ?? 1) - 1;
-        if (left > 0) inFlight.set(webhookId, left);
-        else inFlight.delete(webhookId);
-      }
-
-      const verdict = verdictFor(outcome.status);
-      const attempts = Number(delivery.attempt_count) + 1;
-      // On a 429, Discord's `retry_after` (body, fractional seconds) before the Retry-After header.
-      const wait = outcome.status === 429 ? ((discord ? discordRetryAfterMs(outcome.body) : null) ?? retryAfterMs(header(outcome.headers['retry-after']))) : null;
-      const delayMs = verdict === 'retry' ? nextDelayMs(attempts, deps.scheduleMs, wait, Math.random()) : null;
-      const state = verdict === 'delivered' ? 'delivered' : verdict === 'permanent' || delayMs === null ? 'failed' : 'pending';
-      const reason =
-        verdict === 'permanent' ? `the endpoint answered ${outcome.status} (not retried)` : state === 'failed' ? `no success after ${attempts} attempts` : null;
-      await db.transaction(async (trx) => {
-        await trx('webhook_attempts').insert({
-          delivery_id: deliveryId,
-          attempted_at: now,
-          status_code: outcome.status,
-          error: outcome.error,
-          latency_ms: outcome.latencyMs,
-        });
-        await trx('webhook_deliveries')
-          .where({ id: deliveryId })
-          .update({
-            state,
-            attempt_count: attempts,
-            failure_reason: reason,
-            next_attempt_at: state === 'pending' ? new Date(Date.now() + delayMs!) : null,
-            updated_at: trx.raw('statement_timestamp()'),
-          });
-        await trackHealth(trx, Number(hook.id), verdict === 'delivered', now, outcome.status, outcome.error);
-      });
-      // The webhook's id only: its URL may carry a token and never reaches the log.
-      log.debug({ delivery_id: deliveryId, webhook_id: Number(hook.id), status: outcome.status, error: outcome.error, state }, 'webhook attempt');
-      return state === 'pending' ? { done: false, delayMs: delayMs! } : { done: true };
+      return attempts.attempt(deliveryId, { heartbeat: () => ctx.heartbeat() });
     },
   };
-}
-
-/**
- * A success ends the webhook's failing run; a failure starts one, and a run that has lasted
- * DISABLE_AFTER_FAILING_MS turns the webhook off, saying why. Its pending deliveries then fail
- * at their next attempt; PATCH {active: true} turns it back on.
- */
-async function trackHealth(trx: Knex.Transaction, webhookId: number, ok: boolean, now: Date, status: number | null, error: string | null): Promise<void> {
-  if (ok) {
-    await trx('webhooks').where({ id: webhookId }).whereNotNull('failing_since').update({ failing_since: null });
-    return;
-  }
-  const [row] = await trx('webhooks')
-    .where({ id: webhookId })
-    .update({ failing_since: trx.raw('COALESCE(failing_since, ?)', [now]) })
-    .returning(['failing_since', 'active']);
-  const since = row?.failing_since as Date | undefined;
-  if (!row?.active || !since || now.getTime() - since.getTime() < DISABLE_AFTER_FAILING_MS) return;
-  const last = status === null ? (error ?? 'no answer') : `HTTP ${status}`;
-  await trx('webhooks')
-    .where({ id: webhookId })
-    .update({
-      active: false,
-      disabled_reason: `every delivery attempt failed for 5 days (since ${since.toISOString()}; last: ${last})`,
-      updated_at: trx.raw('statement_timestamp()'),
-    });
-}
-
-function header(v: string | string[] | undefined): string | undefined {
-  return Array.isArray(v) ? v[0] : v;
 }

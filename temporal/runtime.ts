@@ -108,7 +108,7 @@ export async function startLocalWorkers(
     undo.push({ name: 'temporal client', run: () => temporal.close() });
     // A TEMPORAL_ADDRESS server (docker-compose's) gets the search attributes from the first worker.
     await ensureSearchAttributes(temporal.connection, config.TEMPORAL_NAMESPACE, wlog);
-    const { activities, handBack, close } = await createActivities({ config, log: wlog, db, connectionString: opts.connectionString, registry: opts.registry });
+    const { activities, handBack, webhookAttempts, close } = await createActivities({ config, log: wlog, db, connectionString: opts.connectionString, registry: opts.registry });
     undo.push({ name: 'activities', run: close });
     const queues = taskQueues(config);
     const workers = await startWorkers({
@@ -148,7 +148,7 @@ export async function startLocalWorkers(
     }
     const local = clientOnWorkers(workers, config.TEMPORAL_NAMESPACE);
     // Stopped before the workers (undo runs in reverse), so no eager start meets a closed connection.
-    const dispatcher = startDispatcher({ db, connectionString: opts.connectionString, client: temporal.client, localWorkers: local, taskQueue: queues.webhooks, log: wlog });
+    const dispatcher = startDispatcher({ db, connectionString: opts.connectionString, client: temporal.client, localWorkers: local, attempts: webhookAttempts, taskQueue: queues.webhooks, log: wlog });
     undo.push({ name: 'webhook dispatcher', run: () => dispatcher.stop() });
     return { stop: unwind, client: local };
   } catch (err) {

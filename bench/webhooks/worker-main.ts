@@ -3,9 +3,10 @@
 // temporal/runtime.ts builds them. Apart from the bench's process so the load (notification
 // writes) and the receivers never wait on the worker's event loop, and its CPU is its own.
 // Settings come from the environment (loadConfig), as for `npm run worker`. It tells the bench
-// over IPC when it is ready and, every 250 ms, when each delivery's first activity execution
-// began and how many executions ran (the report's stage split); it stops on a message or SIGTERM.
-import { createWebhookActivities, type WebhookActivities } from '../../activities/webhooks.ts';
+// over IPC when it is ready and, every 250 ms, when each delivery's first attempt began (the
+// dispatcher's) and how many attempts ran (the report's stage split); it stops on a message or SIGTERM.
+import { createWebhookActivities } from '../../activities/webhooks.ts';
+import { createDeliveryAttempts, type DeliveryAttempts } from '../../src/webhooks/attempt.ts';
 import { createDb } from '../../db/connection.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
@@ -24,7 +25,7 @@ const log = createLogger(config.LOG_LEVEL, { write: (s: string) => process.stder
 const send = (m: WorkerMessage) => process.send?.(m);
 
 const db = createDb({ connectionString: config.DATABASE_URL!, poolMax: 10, applicationName: 'worker', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
-const real = createWebhookActivities({
+const real = createDeliveryAttempts({
   db,
   box: new SecretBox(config.WEBHOOK_SECRET_KEY!),
   log,
@@ -35,17 +36,18 @@ const real = createWebhookActivities({
 let starts: [number, number][] = [];
 const seen = new Set<number>();
 let executions = 0;
-// Only timed and counted, then the real activity.
-const activities: WebhookActivities = {
-  attemptWebhookDelivery(deliveryId) {
+// Only timed and counted, then the real attempt: the dispatcher's first ones and the activity's retries.
+const attempts: DeliveryAttempts = {
+  attempt(deliveryId, opts) {
     executions++;
     if (!seen.has(deliveryId)) {
       seen.add(deliveryId);
       starts.push([deliveryId, Date.now()]);
     }
-    return real.attemptWebhookDelivery(deliveryId);
+    return real.attempt(deliveryId, opts);
   },
 };
+const activities = createWebhookActivities(attempts);
 const report = setInterval(() => {
   send({ starts, executions });
   starts = [];
@@ -66,6 +68,7 @@ const dispatcher = startDispatcher({
   client: temporal.client,
   // As temporal/runtime.ts does: eager starts on this process's own worker.
   localWorkers: clientOnWorkers(workers, config.TEMPORAL_NAMESPACE),
+  attempts,
   taskQueue: config.WEBHOOK_TASK_QUEUE,
   log,
 });

@@ -18,6 +18,7 @@ import * as m014 from './014_plan_monthly_price.ts';
 import * as m015 from './015_meter_sync.ts';
 import * as m016 from './016_webhook_retention.ts';
 import * as m017 from './017_subscription_statuses.ts';
+import * as m018 from './018_webhook_claims.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -41,6 +42,7 @@ const migrations: Record<string, Migration> = {
   '015_meter_sync': m015,
   '016_webhook_retention': m016,
   '017_subscription_statuses': m017,
+  '018_webhook_claims': m018,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,19 +1,37 @@
-// Starts one webhookDelivery workflow per enqueued delivery. Woken by NOTIFY on
-// webhook_deliveries (a notification reaches its workflow in milliseconds) and by a slow safety
-// poll. A delivery is marked dispatched only after its workflow started; a crash in between
-// starts it again under the same workflow id, which Temporal refuses as already started, so
-// each message has one workflow per generation (a manual retry is the next generation). Started
-// eagerly on the process's own workers when it has them (`localWorkers`).
-// Any number of processes may run it: rows are claimed with SKIP LOCKED.
+// Takes each enqueued delivery (woken by NOTIFY on webhook_deliveries, and by a slow safety
+// poll) and makes its first attempt here, at once: on the healthy path a message reaches its
+// endpoint with no workflow at all, which is what lets one worker keep up with a hundred
+// deliveries a second (bench:webhooks). Only a delivery that needs a retry (or was put off: its
+// endpoint had its share of attempts in flight) gets a webhookDelivery workflow, started to wait
+// the first delay and carry on with the durable schedule (workflows/webhook-delivery.ts).
+//
+// A delivery is claimed with a lease (claimed_until) and marked dispatched only once its attempt
+// is recorded or its workflow started. A dispatcher that dies mid-send leaves the claim to lapse,
+// and another sends the same message again under the same webhook-id (at least once); a
+// workflow started twice is refused by its id, one per generation (a manual retry is the next).
+// Any number of processes may run it: claims use SKIP LOCKED. Without `attempts` (a process that
+// cannot open webhook secrets) every delivery goes straight to its workflow.
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { listen } from '../../db/listener.ts';
 import type { Db } from '../../db/connection.ts';
 import type { Logger } from '../logger.ts';
 import { webhookDeliveryId, type webhookDelivery } from '../../workflows/webhook-delivery.ts';
+import type { DeliveryAttempts } from './attempt.ts';
 import { DELIVERIES_CHANNEL } from './outbox.ts';
 
 const BATCH = 200;
 const SAFETY_POLL_MS = 2_000;
+/**
+ * Longer than an attempt (a send is abandoned at 10 s, then recorded in milliseconds), so a live
+ * dispatcher's claim does not lapse; short, as a dead one's message waits this long to be resent.
+ */
+const CLAIM_MS = 15_000;
+/** After a dispatch that failed (Temporal or the database unreachable): claimed again this soon. */
+const RETRY_CLAIM_MS = 2_000;
+/** First attempts this process has in flight at once (each endpoint's own share is smaller). */
+const MAX_IN_FLIGHT = 200;
+/** How long stop() waits for first attempts in flight; the rest are sent again after their claim lapses. */
+const STOP_WAIT_MS = 2_000;
 
 export interface DispatcherOptions {
   db: Db;
@@ -30,10 +48,12 @@ export interface DispatcherOptions {
    * to the queue, so it helps least when the worker is saturated.
    */
   localWorkers?: Client;
+  /** Makes first attempts here (shared with this process's delivery activity for its per-endpoint bound). */
+  attempts?: DeliveryAttempts;
 }
 
 export interface Dispatcher {
-  /** Dispatches everything pending now. */
+  /** Claims everything pending now and starts its first attempts (not waited for). */
   drain(): Promise<void>;
   stop(): Promise<void>;
 }
@@ -44,33 +64,51 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
   let running: Promise<void> | null = null;
   let again = false;
   let stopped = false;
+  /** The last claim found more than it had room for: a finished attempt makes room, so drain again. */
+  let starved = false;
+  const inFlight = new Set<Promise<void>>();
 
-  const batch = () =>
-    db.transaction(async (trx) => {
-      const rows: { id: string; generation: number }[] = await trx('webhook_deliveries')
-        .where({ dispatched: false })
-        .orderBy('id')
-        .limit(BATCH)
-        .forUpdate()
-        .skipLocked()
-        .select('id', 'generation');
-      await Promise.all(
-        rows.map(async (r) => {
-          try {
-            await starter.workflow.start<typeof webhookDelivery>('webhookDelivery', {
-              requestEagerStart: starter === opts.localWorkers,
-              workflowId: webhookDeliveryId(Number(r.id), r.generation),
-              taskQueue: opts.taskQueue,
-              args: [{ deliveryId: Number(r.id) }],
-            });
-          } catch (err) {
-            if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-          }
-        }),
-      );
-      if (rows.length) await trx('webhook_deliveries').whereIn('id', rows.map((r) => r.id)).update({ dispatched: true });
-      return rows.length;
-    });
+  const claim = async (limit: number): Promise<{ id: string; generation: number }[]> => {
+    const { rows } = await db.raw(
+      `UPDATE webhook_deliveries SET claimed_until = now() + make_interval(secs => ?)
+       WHERE id IN (
+         SELECT id FROM webhook_deliveries
+         WHERE NOT dispatched AND (claimed_until IS NULL OR claimed_until < now())
+         ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)
+       RETURNING id, generation`,
+      [CLAIM_MS / 1000, limit],
+    );
+    return rows;
+  };
+
+  const startWorkflow = async (deliveryId: number, generation: number, firstDelayMs?: number, putOffs?: number) => {
+    try {
+      await starter.workflow.start<typeof webhookDelivery>('webhookDelivery', {
+        requestEagerStart: starter === opts.localWorkers,
+        workflowId: webhookDeliveryId(deliveryId, generation),
+        taskQueue: opts.taskQueue,
+        args: [{ deliveryId, firstDelayMs, putOffs }],
+      });
+    } catch (err) {
+      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    }
+  };
+
+  const dispatch = async (row: { id: string; generation: number }): Promise<void> => {
+    const id = Number(row.id);
+    try {
+      const outcome = opts.attempts ? await opts.attempts.attempt(id) : null;
+      if (!outcome) await startWorkflow(id, row.generation);
+      else if (!outcome.done) await startWorkflow(id, row.generation, outcome.delayMs, outcome.putOff ? 1 : 0);
+      await db('webhook_deliveries').where({ id }).update({ dispatched: true, claimed_until: null });
+    } catch (err) {
+      log.warn({ err, delivery_id: id }, 'webhook dispatch failed; will retry');
+      await db('webhook_deliveries')
+        .where({ id })
+        .update({ claimed_until: db.raw(`now() + make_interval(secs => ?)`, [RETRY_CLAIM_MS / 1000]) })
+        .catch(() => {});
+    }
+  };
 
   const drain = async (): Promise<void> => {
     if (running) {
@@ -81,7 +119,20 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
       try {
         do {
           again = false;
-          while (!stopped && (await batch()) === BATCH);
+          for (;;) {
+            const room = Math.min(BATCH, MAX_IN_FLIGHT - inFlight.size);
+            starved = room <= 0;
+            if (stopped || starved) break;
+            const rows = await claim(room);
+            for (const row of rows) {
+              const p: Promise<void> = dispatch(row).finally(() => {
+                inFlight.delete(p);
+                if (starved && !stopped) void drain();
+              });
+              inFlight.add(p);
+            }
+            if (rows.length < room) break;
+          }
         } while (again && !stopped);
       } catch (err) {
         log.warn({ err }, 'webhook dispatch failed; will retry');
@@ -102,6 +153,9 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
       clearInterval(timer);
       await listener.close();
       await running;
+      let timeout: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled(inFlight), new Promise((r) => (timeout = setTimeout(r, STOP_WAIT_MS)))]);
+      clearTimeout(timeout);
     },
   };
 }

@@ -8,6 +8,7 @@ import { createWebhookActivities } from '../../activities/webhooks.ts';
 import { createDb, type Db } from '../../db/connection.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../db/scratch.ts';
 import { createLogger } from '../../src/logger.ts';
+import { createDeliveryAttempts } from '../../src/webhooks/attempt.ts';
 import { startDispatcher, type Dispatcher } from '../../src/webhooks/dispatcher.ts';
 import { appendWithDeliveries } from '../../src/webhooks/outbox.ts';
 import { SecretBox } from '../../src/webhooks/secret-box.ts';
@@ -64,7 +65,7 @@ export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
     stack.gateway = await startTestGateway({ env: { DATABASE_URL: scratch.url, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
     stack.taskQueue = uniqueTaskQueue('webhooks');
     const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
-    const activities = createWebhookActivities({
+    const attempts = createDeliveryAttempts({
       db: stack.db,
       box: new SecretBox(TEST_WEBHOOK_KEY),
       log,
@@ -73,6 +74,7 @@ export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
       timeoutMs: opts.timeoutMs,
       perEndpointConcurrency: opts.perEndpointConcurrency ?? 4,
     });
+    const activities = createWebhookActivities(attempts);
     workers = await startWorkers({
       connection: { address: temporalAddress() },
       namespace: TEST_NAMESPACE,
@@ -85,7 +87,7 @@ export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
     closeClient = temporal.close;
     // Workflow ids name delivery ids and every file shares the run's namespace.
     await stack.db.raw(`ALTER SEQUENCE webhook_deliveries_id_seq RESTART WITH ${1 + Math.floor(Math.random() * 2 ** 40)}`);
-    dispatcher = startDispatcher({ db: stack.db, connectionString: scratch.url, client: stack.client, taskQueue: stack.taskQueue, log });
+    dispatcher = startDispatcher({ db: stack.db, connectionString: scratch.url, client: stack.client, attempts, taskQueue: stack.taskQueue, log });
     stack.notify = (accountId, itemId, payload = {}) => writeNotification(stack.db, accountId, itemId, payload);
   }, 120_000);
   afterAll(async () => {
