@@ -32,6 +32,8 @@ export interface DeliveryAttemptDeps {
 }
 
 export interface DeliveryAttempts {
+  /** Whether the webhook already has its share of this process's attempts in flight. */
+  busy?(webhookId: number): boolean;
   /** `heartbeat` is called every second while the send is out (the activity's liveness). */
   attempt(deliveryId: number, opts?: { heartbeat?: () => void }): Promise<AttemptOutcome>;
 }
@@ -69,6 +71,7 @@ export function createDeliveryAttempts(deps: DeliveryAttemptDeps): DeliveryAttem
   }
 
   return {
+    busy: (webhookId) => (inFlight.get(webhookId) ?? 0) >= deps.perEndpointConcurrency,
     async attempt(deliveryId, opts = {}) {
       const delivery = await db('webhook_deliveries').where({ id: deliveryId }).first();
       if (!delivery || delivery.state !== 'pending') return { done: true };

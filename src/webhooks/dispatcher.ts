@@ -9,8 +9,12 @@
 // is recorded or its workflow started. A dispatcher that dies mid-send leaves the claim to lapse,
 // and another sends the same message again under the same webhook-id (at least once); a
 // workflow started twice is refused by its id, one per generation (a manual retry is the next).
-// Any number of processes may run it: claims use SKIP LOCKED. Without `attempts` (a process that
-// cannot open webhook secrets) every delivery goes straight to its workflow.
+// A delivery whose endpoint already has its share of this process's attempts in flight (a slow
+// or hanging endpoint) is not attempted: its claim is pushed back, 0.5 s then twice as long each
+// time up to a minute, costing a row update rather than a workflow, so a hanging endpoint's
+// backlog never slows the others. Any number of processes may run it: claims use SKIP LOCKED.
+// Without `attempts` (a process that cannot open webhook secrets) every delivery goes straight
+// to its workflow.
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { listen } from '../../db/listener.ts';
 import type { Db } from '../../db/connection.ts';
@@ -30,6 +34,9 @@ const CLAIM_MS = 15_000;
 const RETRY_CLAIM_MS = 2_000;
 /** First attempts this process has in flight at once (each endpoint's own share is smaller). */
 const MAX_IN_FLIGHT = 200;
+/** A deferred delivery is looked at again after this, then twice as long each time, up to MAX_DEFER_MS. */
+const FIRST_DEFER_MS = 500;
+const MAX_DEFER_MS = 60_000;
 /** How long stop() waits for first attempts in flight; the rest are sent again after their claim lapses. */
 const STOP_WAIT_MS = 2_000;
 
@@ -52,6 +59,12 @@ export interface DispatcherOptions {
   attempts?: DeliveryAttempts;
 }
 
+interface Claimed {
+  id: string;
+  generation: number;
+  webhook_id: string;
+}
+
 export interface Dispatcher {
   /** Claims everything pending now and starts its first attempts (not waited for). */
   drain(): Promise<void>;
@@ -68,38 +81,51 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
   let starved = false;
   const inFlight = new Set<Promise<void>>();
 
-  const claim = async (limit: number): Promise<{ id: string; generation: number }[]> => {
+  const claim = async (limit: number): Promise<Claimed[]> => {
     const { rows } = await db.raw(
       `UPDATE webhook_deliveries SET claimed_until = now() + make_interval(secs => ?)
        WHERE id IN (
          SELECT id FROM webhook_deliveries
          WHERE NOT dispatched AND (claimed_until IS NULL OR claimed_until < now())
          ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)
-       RETURNING id, generation`,
+       RETURNING id, generation, webhook_id`,
       [CLAIM_MS / 1000, limit],
     );
     return rows;
   };
 
-  const startWorkflow = async (deliveryId: number, generation: number, firstDelayMs?: number, putOffs?: number) => {
+  const startWorkflow = async (deliveryId: number, generation: number, firstDelayMs?: number) => {
     try {
       await starter.workflow.start<typeof webhookDelivery>('webhookDelivery', {
         requestEagerStart: starter === opts.localWorkers,
         workflowId: webhookDeliveryId(deliveryId, generation),
         taskQueue: opts.taskQueue,
-        args: [{ deliveryId, firstDelayMs, putOffs }],
+        args: [{ deliveryId, firstDelayMs }],
       });
     } catch (err) {
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     }
   };
 
-  const dispatch = async (row: { id: string; generation: number }): Promise<void> => {
+  /** Pushes the claims of deliveries to a busy endpoint back, longer after each deferral. */
+  const defer = async (ids: string[]): Promise<void> => {
+    if (!ids.length) return;
+    await db.raw(
+      `UPDATE webhook_deliveries
+       SET claimed_until = now() + make_interval(secs => least(?, ? * 2 ^ deferrals) * (0.8 + 0.4 * random())), deferrals = deferrals + 1
+       WHERE id = ANY(?::bigint[])`,
+      [MAX_DEFER_MS / 1000, FIRST_DEFER_MS / 1000, ids],
+    );
+  };
+
+  const dispatch = async (row: Claimed): Promise<void> => {
     const id = Number(row.id);
     try {
       const outcome = opts.attempts ? await opts.attempts.attempt(id) : null;
+      // The endpoint filled up since the claim: deferred like the ones seen busy at claim time.
+      if (outcome && !outcome.done && outcome.putOff) return await defer([row.id]);
       if (!outcome) await startWorkflow(id, row.generation);
-      else if (!outcome.done) await startWorkflow(id, row.generation, outcome.delayMs, outcome.putOff ? 1 : 0);
+      else if (!outcome.done) await startWorkflow(id, row.generation, outcome.delayMs);
       await db('webhook_deliveries').where({ id }).update({ dispatched: true, claimed_until: null });
     } catch (err) {
       log.warn({ err, delivery_id: id }, 'webhook dispatch failed; will retry');
@@ -124,7 +150,10 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
             starved = room <= 0;
             if (stopped || starved) break;
             const rows = await claim(room);
+            const busy = rows.filter((r) => opts.attempts?.busy?.(Number(r.webhook_id)));
+            await defer(busy.map((r) => r.id));
             for (const row of rows) {
+              if (busy.includes(row)) continue;
               const p: Promise<void> = dispatch(row).finally(() => {
                 inFlight.delete(p);
                 if (starved && !stopped) void drain();
