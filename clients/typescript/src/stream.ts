@@ -152,6 +152,7 @@ export class NotificationStream implements AsyncIterable<StreamRow> {
     const Ctor = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
     if (!Ctor) throw new TypeError('no WebSocket on this platform: pass one as the WebSocket option (on Node 20: `import WebSocket from "ws"`)');
     this.Ctor = Ctor;
+    new URL(STREAM_PATH, options.baseUrl); // a bad baseUrl throws here, not later in a timer
     this.keyInHeader = (options.sendKeyAs ?? (options.WebSocket ? 'header' : 'query')) === 'header';
     this.position = options.lastId ?? null;
     // After the caller's synchronous set-up (on(...), iterator), so nothing is missed.
@@ -258,6 +259,7 @@ export class NotificationStream implements AsyncIterable<StreamRow> {
     const headers = this.keyInHeader ? { ...this.options.headers, apikey: this.options.apiKey } : undefined;
     let ws: WebSocketLike;
     try {
+      // The constructor throws on a bad URL; `ws` also on bad options. Neither gets better by retrying.
       ws = headers ? new this.Ctor(this.url(), undefined, { headers }) : new this.Ctor(this.url());
     } catch (err) {
       this.stop(err instanceof Error ? err : new Error(String(err)));
