@@ -1,0 +1,36 @@
+// @ticket-market/client: the typed HTTP client, its errors and retry rules, and the stream client.
+export { createTicketMarketClient, orThrow, type CallOptions, type ClientOptions, type Method, type Result, type TicketMarketClient } from './http.ts';
+export {
+  ApiError,
+  REQUEST_ID_HEADER,
+  type AccountErrorCode,
+  type ApiErrorKind,
+  type GatewayErrorCode,
+  type LiveAvailabilityErrorCode,
+  type MarketDataErrorCode,
+  type WatchlistErrorCode,
+} from './errors.ts';
+export { DEFAULT_RETRY_POLICY, backoffDelay, retryDelay, type BackoffOptions, type RetryInfo, type RetryOptions, type RetryPolicy } from './retry.ts';
+export {
+  NotificationStream,
+  STREAM_PATH,
+  StreamClosedError,
+  type Disconnect,
+  type Heartbeat,
+  type Hello,
+  type Live,
+  type Notification,
+  type ServerMessage,
+  type StreamEvents,
+  type StreamOptions,
+  type StreamRow,
+  type StreamSchemas,
+  type WatchlistChange,
+  type WebSocketConstructor,
+  type WebSocketLike,
+} from './stream.ts';
+export type { components, operations, paths } from './generated/openapi.ts';
+
+import type { components } from './generated/openapi.ts';
+/** The document's named schemas, e.g. `Schemas['WatchlistItem']`. */
+export type Schemas = components['schemas'];
