@@ -123,6 +123,8 @@ async function main() {
         RUN_SIMULATOR: 'false',
         TEMPORAL_PORT: String(await freePort()),
         TEMPORAL_UI_PORT: String(await freePort()),
+        // Two gateways run side by side: each its own stream node port.
+        STREAM_PORT: String(await freePort()),
         DATA_DIR: await fs.mkdtemp(path.join(os.tmpdir(), 'tm-bench-gateway-')),
       });
       const gateway = await launch('src/main.ts', gatewayPort, await gatewayEnv());
