@@ -43,7 +43,17 @@ async function startTemporal(): Promise<{ address: string; error: string; teardo
         log: { format: 'json', level: 'error' },
         // No start-up banner on the test run's stdout; the service's search attributes, as
         // `npm start`'s dev server has them.
-        extraArgs: ['--output', 'none', ...searchAttributeArgs()],
+        extraArgs: [
+          '--output',
+          'none',
+          ...searchAttributeArgs(),
+          // Every test file's workers long-poll this one server (a worker: about 20 polls per
+          // queue, up to four queues). Past the namespace's concurrent poll limit (1,200 by
+          // default) a new worker's polls are refused and it backs off: a worker spawned late in
+          // a full run then took no task for 20 to 90 s. Production servers are sized apart.
+          '--dynamic-config-value',
+          'frontend.namespaceCount=20000',
+        ],
         // In memory (no dbFilename): nothing to keep after the run.
       },
     });

@@ -34,10 +34,7 @@ async function writtenOnce(marketplace: string, id: string, table: 'ma_stats_sna
 }
 
 // Real workflows, child-process workers and restarts: minutes of slack under a full parallel run.
-// One retry: a full parallel run once waited past 90 s for six ticks after the second SIGKILL
-// (the same family as missing-browser.test.ts: a respawned worker slow to take its first tasks
-// under full load); alone it takes seconds. A retry still fails a tracker that never resumes.
-describe('tracking across a killed worker', { timeout: 180_000, retry: 1 }, () => {
+describe('tracking across a killed worker', { timeout: 180_000 }, () => {
   it('picks up what changed while the worker was dead, counts every sale once, and keeps going', async () => {
     const a = randomAId();
     const num = Number(a.slice(2));

@@ -38,11 +38,7 @@ function workerLines(): { level: number; msg: string; [k: string]: unknown }[] {
     .map((l) => JSON.parse(l));
 }
 
-// One retry: in some full parallel runs (2 of the last 4 on this machine) both scrapes of a
-// freshly spawned worker got no answer within the limit, whether 9 s or 20 s, while alone and
-// in partial runs they answer in under a second; cause not found yet (the failure message now
-// carries the worker's output). A retry still fails a worker that never answers.
-describe('without Chromium on the scrape worker', { retry: 1 }, () => {
+describe('without Chromium on the scrape worker', () => {
   it('the worker prints the fix at start-up: the package to install, or CHROMIUM_PATH', async () => {
     const hint = await eventually(async () => workerLines().find((l) => l.msg.includes('Chromium not found')), 10_000);
     expect(hint.level).toBe(40); // warn
