@@ -38,7 +38,18 @@ function workerLines(): { level: number; msg: string; [k: string]: unknown }[] {
     .map((l) => JSON.parse(l));
 }
 
-describe('without Chromium on the scrape worker', () => {
+/**
+ * Until GET /events/ping says a scrape worker polls the queue (its readiness check): a worker
+ * spawned late in a full run can take many seconds to get its first poll through the shared
+ * test server, and a scrape sent before that only times out.
+ */
+async function workerPolling(): Promise<void> {
+  const probe = await newAccount(stack.db, { plan: 'enterprise' });
+  const api = clientFor(stack.gateway.url);
+  await eventually(async () => ((await api('GET', '/events/ping', { key: probe.key })).status === 200 ? true : undefined), 90_000, 500);
+}
+
+describe('without Chromium on the scrape worker', { timeout: 120_000 }, () => {
   it('the worker prints the fix at start-up: the package to install, or CHROMIUM_PATH', async () => {
     const hint = await eventually(async () => workerLines().find((l) => l.msg.includes('Chromium not found')), 10_000);
     expect(hint.level).toBe(40); // warn
@@ -67,6 +78,7 @@ describe('without Chromium on the scrape worker', () => {
   });
 
   it('POST /events/scrape of pf_01 answers 500 {detail}: one short sentence naming the browser, not retried, not billed', async () => {
+    await workerPolling();
     const acct = await newAccount(stack.db, { plan: 'enterprise' });
     const eventId = randomUUID().replace(/-/g, '').slice(0, 16);
     const r = await clientFor(stack.gateway.url)('POST', '/events/scrape', { key: acct.key, body: { platform: 'pf_01', event_id: eventId, region: 'uk' } });
@@ -81,6 +93,7 @@ describe('without Chromium on the scrape worker', () => {
   });
 
   it('the platforms scraped over HTTP are not affected', async () => {
+    await workerPolling();
     const acct = await newAccount(stack.db, { plan: 'enterprise' });
     const url = `https://pf03.example/e/no-browser-${randomUUID().slice(0, 8)}`;
     await putEvent(stack.sim, 'pf_03', url, { region: 'fr', currency: 'EUR', sections: [section('Fosse', 59.9, 10)] });
