@@ -32,20 +32,16 @@
 // BENCH_DRAIN_MS (60000), BENCH_DUMP=file (every delivered message's timestamps, JSON lines).
 // Past saturation (a backlog left at the end, or failed writes) the B/A ratio compares different
 // shares of the messages and is reported as not comparable; BENCH_RATE below the knee measures it.
+import { startBenchGateway } from './support/gateway.ts';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
-import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import proto from '@temporalio/proto';
 import { createAccount, createKey } from '../src/accounts/operations.ts';
-import { APIS } from '../src/apis/index.ts';
 import { WEBHOOKS_MAX_PER_ACCOUNT } from '../src/apis/webhooks/store.ts';
 import { loadConfig } from '../src/config.ts';
-import { createGateway } from '../src/gateway/app.ts';
-import { Metrics } from '../src/gateway/metrics.ts';
-import { closeServices, createRequestPool, createServices } from '../src/runtime/services.ts';
 import { DELIVERY_TIMEOUT_MS } from '../src/webhooks/http-send.ts';
 import { appendWithDeliveries } from '../src/webhooks/outbox.ts';
 import { newWebhookKey } from '../src/webhooks/secret-box.ts';
@@ -431,17 +427,7 @@ async function main(): Promise<string> {
   life.onCleanup('bench database connections', () => benchDb.destroy());
 
   progress('starting the gateway and creating accounts, webhooks and items through the API...');
-  const gatewayDb = createDb({ connectionString: scratch.url, poolMax: config.DB_POOL_MAX, applicationName: 'gateway', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
-  const services = createServices(config, gatewayDb, createRequestPool(config, scratch.url), log, new Metrics(false));
-  const httpServer: Server = createGateway(services, APIS).listen(0, '127.0.0.1');
-  await new Promise((r) => httpServer.once('listening', r));
-  life.onCleanup('gateway', async () => {
-    httpServer.closeAllConnections();
-    await new Promise((r) => httpServer.close(r));
-    await closeServices(services);
-    await gatewayDb.destroy();
-  });
-  const gatewayUrl = `http://127.0.0.1:${(httpServer.address() as { port: number }).port}`;
+  const { url: gatewayUrl } = await startBenchGateway(config, scratch.url, log, life);
   const post = async (key: string, route: string, body: unknown): Promise<Record<string, unknown>> => {
     const res = await fetch(gatewayUrl + route, { method: 'POST', headers: { apikey: key, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const text = await res.text();

@@ -3,17 +3,13 @@
 // server (it registers the custom search attributes), the platform simulator in its own
 // process, the worker as a child process (temporal/worker-main.ts, the production entry), and
 // in this process the gateway serving the Watchlist API and a stream node.
+import { startBenchGateway } from '../support/gateway.ts';
 import fs from 'node:fs/promises';
-import type { Server } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import proto from '@temporalio/proto';
 import { Registry } from 'prom-client';
-import { APIS } from '../../src/apis/index.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { createGateway } from '../../src/gateway/app.ts';
-import { Metrics } from '../../src/gateway/metrics.ts';
-import { closeServices, createRequestPool, createServices } from '../../src/runtime/services.ts';
 import { STREAM_PATH } from '../../src/stream/protocol.ts';
 import { startStreamNode } from '../../src/stream/start.ts';
 import { createDb, type Db } from '../../db/connection.ts';
@@ -121,17 +117,7 @@ export async function startStack(bench: BenchConfig, life: Lifecycle): Promise<S
     TEMPORAL_ADDRESS: server.address,
     TEMPORAL_NAMESPACE: NAMESPACE,
   });
-  const gatewayDb = createDb({ connectionString: scratch.url, poolMax: config.DB_POOL_MAX, applicationName: 'gateway', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
-  const services = createServices(config, gatewayDb, createRequestPool(config, scratch.url), log, new Metrics(false));
-  const httpServer: Server = createGateway(services, APIS).listen(0, '127.0.0.1');
-  await new Promise((r) => httpServer.once('listening', r));
-  life.onCleanup('gateway', async () => {
-    httpServer.closeAllConnections();
-    await new Promise((r) => httpServer.close(r));
-    await closeServices(services);
-    await gatewayDb.destroy();
-  });
-  const gatewayUrl = `http://127.0.0.1:${(httpServer.address() as { port: number }).port}`;
+  const { url: gatewayUrl, db: gatewayDb } = await startBenchGateway(config, scratch.url, log, life);
   const node = await startStreamNode({ config, db: gatewayDb, connectionString: scratch.url, log, registry: new Registry() });
   // Before the gateway's cleanup (registered earlier, run later): the node uses its database.
   life.onCleanup('stream node', () => node.close());
