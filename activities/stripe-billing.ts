@@ -22,8 +22,14 @@ export function createStripeBillingActivities(deps: { db: Db; stripe: Stripe; lo
       let after = resumed?.after;
       for (;;) {
         // `all` includes canceled ones: an account whose subscription ended must see it ended.
-        // Four levels of expansion at most: the price, not its product (terms are on the price).
-        const page = await deps.stripe.subscriptions.list({ status: 'all', limit: PAGE, expand: ['data.items.data.price'], ...(after ? { starting_after: after } : {}) });
+        // Four levels of expansion at most: the price, not its product (terms are on the price);
+        // the customer for its payment defaults.
+        const page = await deps.stripe.subscriptions.list({
+          status: 'all',
+          limit: PAGE,
+          expand: ['data.items.data.price', 'data.customer'],
+          ...(after ? { starting_after: after } : {}),
+        });
         for (const sub of page.data) {
           totals.read++;
           if ((await mirrorSubscription(deps.db, sub)) === 'mirrored') totals.mirrored++;

@@ -172,6 +172,9 @@ function providerRefusal(command: string, v: Values, config: Config): string | n
     if (command === 'accounts:create' && v.status !== undefined) {
       return 'with BILLING_PROVIDER=stripe --status cannot be set: the subscription’s status is Stripe’s (a trial or a cancellation is set there)';
     }
+    if (command === 'accounts:create' && v['no-payment-method']) {
+      return 'with BILLING_PROVIDER=stripe --no-payment-method cannot be set: whether the customer has a default payment method is read from Stripe';
+    }
     if (command === 'accounts:create' && v['no-billing']) {
       return 'with BILLING_PROVIDER=stripe every account is a Stripe customer: --no-billing is for BILLING_PROVIDER=local';
     }

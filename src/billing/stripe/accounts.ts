@@ -12,7 +12,7 @@ import Stripe from 'stripe';
 import type { Db } from '../../../db/connection.ts';
 import { OperationError } from '../../accounts/operations.ts';
 import { lookupKeys, pricesByLookupKey } from './catalog.ts';
-import { mirrorSubscription, viewOf } from './mirror.ts';
+import { MIRROR_EXPAND, mirrorSubscription, viewOf } from './mirror.ts';
 import { subscriptionTerms } from './plan-terms.ts';
 
 export interface StripeAccountResult {
@@ -23,13 +23,11 @@ export interface StripeAccountResult {
   status: string;
 }
 
-const EXPAND = ['items.data.price.product'];
-
 /** A new Stripe customer subscribed to the plan's synced prices, and its local account. */
 export async function createStripeAccount(
   db: Db,
   stripe: Stripe,
-  opts: { plan: string; name?: string; paymentMethod?: boolean; idempotencyKey?: string },
+  opts: { plan: string; name?: string; idempotencyKey?: string },
 ): Promise<StripeAccountResult> {
   const plan = await db('plans').where({ id: opts.plan }).first('id', 'overage_unit_price');
   if (!plan) throw new OperationError(`no plan ${JSON.stringify(opts.plan)}; see plans:list`);
@@ -52,7 +50,7 @@ export async function createStripeAccount(
     const items: Stripe.SubscriptionCreateParams.Item[] = [{ price: base!.id }];
     if (plan.overage_unit_price !== null) items.push({ price: overage!.id });
     const created = await stripe.subscriptions.create({ customer: customer.id, items }, { idempotencyKey: `${key}:subscription` });
-    sub = await stripe.subscriptions.retrieve(created.id, { expand: EXPAND });
+    sub = await stripe.subscriptions.retrieve(created.id, { expand: MIRROR_EXPAND });
   } catch (err) {
     if (!(err instanceof Stripe.errors.StripeError)) throw err;
     throw new OperationError(`Stripe: ${err.message} (run the same command again with --idempotency-key ${key} to carry on without a second customer)`);
@@ -64,13 +62,13 @@ export async function createStripeAccount(
 export async function attachStripeAccount(
   db: Db,
   stripe: Stripe,
-  opts: { customer: string; subscription: string; plan?: string; name?: string; paymentMethod?: boolean },
+  opts: { customer: string; subscription: string; plan?: string; name?: string },
 ): Promise<StripeAccountResult> {
   let customer: Stripe.Customer | Stripe.DeletedCustomer;
   let sub: Stripe.Subscription;
   try {
     customer = await stripe.customers.retrieve(opts.customer);
-    sub = await stripe.subscriptions.retrieve(opts.subscription, { expand: EXPAND });
+    sub = await stripe.subscriptions.retrieve(opts.subscription, { expand: MIRROR_EXPAND });
   } catch (err) {
     if (!(err instanceof Stripe.errors.StripeError)) throw err;
     throw new OperationError(`Stripe: ${err.message}`);
@@ -85,10 +83,10 @@ export async function attachStripeAccount(
   return attachLocally(db, sub, opts);
 }
 
-async function attachLocally(db: Db, sub: Stripe.Subscription, opts: { name?: string; paymentMethod?: boolean }): Promise<StripeAccountResult> {
+async function attachLocally(db: Db, sub: Stripe.Subscription, opts: { name?: string }): Promise<StripeAccountResult> {
   const view = viewOf(sub);
   const [inserted] = await db('accounts')
-    .insert({ name: opts.name ?? null, customer_id: view.customerId, has_payment_method: opts.paymentMethod ?? true })
+    .insert({ name: opts.name ?? null, customer_id: view.customerId, has_payment_method: view.hasPaymentMethod ?? false })
     .onConflict('customer_id')
     .ignore()
     .returning('id');

@@ -1,7 +1,8 @@
 // The local mirror of Stripe subscriptions that admission reads (admission never calls Stripe):
 // a Stripe subscription, as last read from Stripe, becomes the account's `subscriptions` row and
-// its plan's `plans` row, the same tables the local provider uses, so the gateway's one-statement
-// admission (gateway_admit) serves both providers. Written only from a fresh read of the
+// its plan's `plans` row, and the customer's payment defaults the account's has_payment_method:
+// the same tables the local provider uses, so the gateway's one-statement admission
+// (gateway_admit) serves both providers. Written only from a fresh read of the
 // subscription (never from a webhook's payload), so events arriving out of order cannot leave an
 // older state behind.
 import type Stripe from 'stripe';
@@ -14,13 +15,35 @@ export interface StripeSubscriptionView {
   customerId: string;
   subscription: Subscription;
   plan: Plan;
+  /**
+   * Whether Stripe can charge the customer for overage without asking (admission refuses usage
+   * past the included credits without it); null when the customer was not expanded in the read,
+   * and the mirrored value stands.
+   */
+  hasPaymentMethod: boolean | null;
 }
+
+/** What a subscription read for the mirror expands: the plan terms (price, product) and the customer's payment defaults. */
+export const MIRROR_EXPAND = ['items.data.price.product', 'customer'];
 
 const seconds = (s: number | null | undefined): Date | null => (typeof s === 'number' ? new Date(s * 1000) : null);
 
 function status(s: string): SubscriptionStatus {
   // A status Stripe adds later is not served: refusing is the safe reading.
   return (SUBSCRIPTION_STATUSES as readonly string[]).includes(s) ? (s as SubscriptionStatus) : 'unpaid';
+}
+
+/**
+ * A default payment method or source on the subscription, or on the customer for its invoices:
+ * what Stripe charges an invoice with when nobody is asked. Anything else (a card attached but not
+ * the default) leaves the invoice open, so it does not count.
+ */
+export function paymentMethodOf(sub: Stripe.Subscription): boolean | null {
+  if (sub.default_payment_method || sub.default_source) return true;
+  const customer = sub.customer;
+  if (typeof customer === 'string' || !customer || ('deleted' in customer && customer.deleted)) return typeof customer === 'string' ? null : false;
+  const c = customer as Stripe.Customer;
+  return Boolean(c.invoice_settings?.default_payment_method || c.default_source);
 }
 
 export function viewOf(sub: Stripe.Subscription): StripeSubscriptionView {
@@ -35,6 +58,7 @@ export function viewOf(sub: Stripe.Subscription): StripeSubscriptionView {
   const productId = price ? (typeof price.product === 'string' ? price.product : price.product.id) : null;
   return {
     customerId: typeof sub.customer === 'string' ? sub.customer : sub.customer.id,
+    hasPaymentMethod: paymentMethodOf(sub),
     subscription: {
       id: sub.id,
       planId: terms?.planId ?? unpricedPlanId(price),
@@ -66,6 +90,7 @@ export async function mirrorSubscription(db: Db, sub: Stripe.Subscription): Prom
     const account = await trx('accounts').where({ customer_id: view.customerId }).first('id');
     if (!account) return 'unknown_customer';
     const { plan, subscription: s } = view;
+    if (view.hasPaymentMethod !== null) await trx('accounts').where({ id: account.id }).update({ has_payment_method: view.hasPaymentMethod });
     await trx('plans')
       .insert({ id: plan.id, name: plan.name, included: plan.included, hard_cap: plan.hardCap, price_id: plan.priceId, product_id: plan.productId })
       .onConflict('id')

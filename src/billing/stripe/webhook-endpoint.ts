@@ -1,4 +1,5 @@
-// POST /billing/stripe/webhook: Stripe's events about our customers' subscriptions. No API key
+// POST /billing/stripe/webhook: Stripe's events about our customers' subscriptions (and their
+// default payment method). No API key
 // and no metering: the request is authenticated by its Stripe-Signature over the exact body
 // (the `stripe` library's check, with its 5-minute tolerance on the timestamp). A bad signature,
 // a stale timestamp or another endpoint's secret gets 400 and changes nothing.
@@ -13,7 +14,7 @@ import type { Context } from 'koa';
 import type { Db } from '../../../db/connection.ts';
 import { readRawBody } from '../../gateway/json-body.ts';
 import type { RequestState } from '../../gateway/request-state.ts';
-import { mirrorSubscription, type MirrorResult } from './mirror.ts';
+import { MIRROR_EXPAND, mirrorSubscription, type MirrorResult } from './mirror.ts';
 
 export const STRIPE_WEBHOOK_PATH = '/billing/stripe/webhook';
 /** Stripe's events are a few KB; its documented maximum payload is far under this. */
@@ -54,11 +55,17 @@ export function createStripeWebhookHandler(opts: StripeWebhookOptions): StripeWe
       return answer(ctx, 400, { error: `signature verification failed: ${reason}` });
     }
 
-    const subscriptionId = subscriptionOf(event);
+    let subscriptionId: string | null;
+    try {
+      subscriptionId = await subscriptionOf(opts.db, event);
+    } catch (err) {
+      log.warn({ err, event_id: event.id, type: event.type }, 'could not find the subscription of a Stripe event; Stripe will retry it');
+      return answer(ctx, 503, { error: 'could not apply the event; retry later' });
+    }
     let current: Stripe.Subscription | null = null;
     if (subscriptionId) {
       try {
-        current = await opts.stripe.subscriptions.retrieve(subscriptionId, { expand: ['items.data.price.product'] });
+        current = await opts.stripe.subscriptions.retrieve(subscriptionId, { expand: MIRROR_EXPAND });
       } catch (err) {
         if (!(err instanceof Stripe.errors.StripeInvalidRequestError && err.statusCode === 404)) {
           log.warn({ err, event_id: event.id, type: event.type }, 'could not read the subscription back from Stripe; Stripe will retry the event');
@@ -77,9 +84,20 @@ export function createStripeWebhookHandler(opts: StripeWebhookOptions): StripeWe
   };
 }
 
-/** The subscription an event is about, for the events that change one. */
-function subscriptionOf(event: Stripe.Event): string | null {
-  if (!event.type.startsWith('customer.subscription.')) return null;
-  const object = event.data.object as { id?: unknown };
-  return typeof object.id === 'string' ? object.id : null;
+/**
+ * Customer events that can change whether the customer has a default payment method (the
+ * invoice default set or cleared, a source added or removed): applied by reading the account's
+ * subscription again, with its customer.
+ */
+const CUSTOMER_EVENTS = new Set(['customer.updated', 'customer.source.created', 'customer.source.deleted', 'payment_method.attached']);
+
+/** The subscription an event is about, for the events that change the mirror. */
+async function subscriptionOf(db: Db, event: Stripe.Event): Promise<string | null> {
+  const object = event.data.object as { id?: unknown; customer?: unknown };
+  if (event.type.startsWith('customer.subscription.')) return typeof object.id === 'string' ? object.id : null;
+  if (!CUSTOMER_EVENTS.has(event.type)) return null;
+  const customer = event.type === 'customer.updated' ? object.id : object.customer;
+  if (typeof customer !== 'string') return null;
+  const row = await db('accounts as a').join('subscriptions as s', 's.account_id', 'a.id').where('a.customer_id', customer).first('s.id');
+  return row ? String(row.id) : null;
 }

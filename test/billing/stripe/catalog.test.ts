@@ -7,7 +7,7 @@
 //     and only updates the metadata when only the terms changed;
 //   - accounts:create makes the customer and the subscription (Idempotency-Keys: a retried command
 //     gets the same ones back) and mirrors it; --customer/--subscription attaches existing ones;
-//   - the refusals: billing:sync under local, --status and --no-billing under Stripe, a plan whose
+//   - the refusals: billing:sync under local, --status, --no-billing and --no-payment-method under Stripe, a plan whose
 //     prices were never synced, a subscription of another customer.
 import { randomBytes } from 'node:crypto';
 import Stripe from 'stripe';
@@ -250,10 +250,11 @@ describe.concurrent('refusals', { timeout: 90_000 }, () => {
     expect(await adminFails(['billing:sync'], { BILLING_PROVIDER: 'local' })).toMatch(/^error: billing:sync .*BILLING_PROVIDER=stripe/);
   });
 
-  it('--status and --no-billing under Stripe, before anything is created', async () => {
+  it('--status, --no-billing and --no-payment-method under Stripe, before anything is created', async () => {
     const from = proxy.requests.length;
     expect(await adminFails(['accounts:create', '--plan', METERED, '--status', 'trialing'])).toMatch(/--status/);
     expect(await adminFails(['accounts:create', '--plan', METERED, '--no-billing'])).toMatch(/--no-billing/);
+    expect(await adminFails(['accounts:create', '--plan', METERED, '--no-payment-method'])).toMatch(/--no-payment-method.*read from Stripe/);
     expect(proxy.requests.slice(from).filter((r) => r.path === '/v1/customers')).toEqual([]);
   });
 

@@ -4,7 +4,8 @@
 //     subscription as Stripe has it now; a tampered body, a stale timestamp, another secret or no
 //     signature get 400 and change nothing; a duplicate event changes nothing; events out of
 //     order end in Stripe's current state; Stripe unreachable while applying: 503, applied on
-//     Stripe's redelivery;
+//     Stripe's redelivery; the customer's default payment method (read with the subscription,
+//     and again on a customer event) decides whether overage is admitted;
 //   - GET /usage reads Stripe live (terms and period from Stripe, used from our ledger), answers
 //     502 bad_plan_pricing for a price without valid terms (paid requests 402 plan_unavailable)
 //     and 502 billing_unavailable when Stripe cannot be read, while paid requests are still
@@ -189,6 +190,50 @@ describe('POST /billing/stripe/webhook', () => {
   it('is not an API route: other methods are 404, and no API key is needed or counted', async () => {
     const r = await call(gw.url, 'GET', STRIPE_WEBHOOK_PATH);
     expect(r.status).toBe(404);
+  });
+});
+
+describe('the payment method, from Stripe', () => {
+  /** Stripe's subscription with its customer expanded as the mirror reads it, and that customer's invoice default. */
+  function withCustomer(a: Billed, defaultPaymentMethod: string | null): void {
+    proxy.setSubscription(a.subscriptionId, {
+      customer: { id: a.customerId, object: 'customer', default_source: null, invoice_settings: { default_payment_method: defaultPaymentMethod } },
+      status: 'active',
+      default_payment_method: null,
+      default_source: null,
+      // No credits included: every paid credit is overage, which needs a payment method.
+      items: { data: [{ price: { metadata: terms('overage-only', 0, 1_000), recurring: { usage_type: 'licensed' } }, current_period_start: PERIOD.start, current_period_end: PERIOD.end }] },
+    });
+  }
+  const customerEvent = (customerId: string, type = 'customer.updated') => ({
+    ...event(customerId, type),
+    data: { object: { id: customerId, object: 'customer' } },
+  });
+  const hasPaymentMethod = async (a: Billed) => (await gw.db('accounts').where({ id: a.accountId }).first('has_payment_method')).has_payment_method;
+
+  it("follows the customer's invoice default: without one, overage is refused 402 payment_required; a customer.updated event restores it", async () => {
+    const a = await account();
+    withCustomer(a, null);
+    expect((await deliver(event(a.subscriptionId))).body.outcome).toBe('mirrored');
+    expect(await hasPaymentMethod(a)).toBe(false);
+    const refused = await ping(a);
+    expect(refused.status).toBe(402);
+    expect(refused.body.error.code).toBe('payment_required');
+
+    withCustomer(a, 'pm_card_visa');
+    // The customer's event names no subscription: the account's one is read again.
+    expect((await deliver(customerEvent(a.customerId))).body.outcome).toBe('mirrored');
+    expect(await hasPaymentMethod(a)).toBe(true);
+    expect((await ping(a)).status).toBe(200);
+
+    withCustomer(a, null);
+    expect((await deliver(customerEvent(a.customerId))).body.outcome).toBe('mirrored');
+    expect(await hasPaymentMethod(a)).toBe(false);
+  });
+
+  it("a customer event for a customer with no account here is recorded and changes nothing", async () => {
+    const r = await deliver(customerEvent('cus_nobody_here'));
+    expect(r).toEqual({ status: 200, body: { received: true, outcome: 'ignored' } });
   });
 });
 
