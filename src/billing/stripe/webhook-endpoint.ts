@@ -1,8 +1,8 @@
 // POST /billing/stripe/webhook: Stripe's events about our customers' subscriptions (and their
 // default payment method). No API key and no metering: the request is authenticated by its
 // Stripe-Signature over the exact body (the `stripe` library's check, with its 5-minute
-// tolerance on the timestamp). A bad signature,
-// a stale timestamp or another endpoint's secret gets 400 and changes nothing.
+// tolerance on the timestamp). A bad signature, a stale timestamp or another endpoint's secret
+// gets 400 and changes nothing.
 //
 // An event is applied by reading its subscription again from Stripe and mirroring what is there
 // now (mirror.ts), never the event's own copy: events arrive out of order, and the latest read
