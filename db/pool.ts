@@ -1,6 +1,6 @@
 // A plain node-postgres pool for the gateway's per-request statements (admission, rate limit,
 // captures). On this hardware a round trip through knex's builder costs ~1.5x one through pg
-// directly (bench/README figures), and the gateway makes one such trip per request.
+// directly (bench/ figures, docs/performance.md), and the gateway makes one such trip per request.
 import pg from 'pg';
 
 export type Pool = pg.Pool;

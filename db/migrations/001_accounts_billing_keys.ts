@@ -89,7 +89,7 @@ export async function up(knex: Knex): Promise<void> {
     PRIMARY KEY (subject, window_start)
   )`);
 
-  // Default plans: capped and unlimited ones (see README "Plans").
+  // Default plans: capped and unlimited ones (see docs/gateway.md, "Default plans").
   await knex('plans').insert([
     { id: 'free', name: 'Free', included: 1_000, hard_cap: 1_000, overage_unit_price: null, price_id: 'price_free', product_id: 'prod_api' },
     { id: 'starter', name: 'Starter', included: 20_000, hard_cap: 25_000, overage_unit_price: '0.002', price_id: 'price_starter', product_id: 'prod_api' },

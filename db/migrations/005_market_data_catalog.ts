@@ -103,7 +103,7 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 // What POST /svc/data/search reads besides event_search's own columns (src/market-data/
-// search-query.ts and README "Market Data → Search" describe the matching and the orders).
+// search-query.ts and docs/market-data.md "Search" describe the matching and the orders).
 //
 // - search_words() / search_tokens(): the one tokenizer, used for the stored words and for the
 //   query, so both sides split alike on any server locale (both are lower-cased by the same

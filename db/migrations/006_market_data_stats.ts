@@ -2,7 +2,7 @@
 // histograms (spec 2.2), and marketplace B scrape runs with their section, offer and history
 // rows (spec 2.3). Money and percentages are `numeric`, rendered as decimal strings.
 //
-// Meaning of the 24 h fields (also in README "Market Data"): for a flow (tickets_sold,
+// Meaning of the 24 h fields (also in docs/market-data.md, "Figures"): for a flow (tickets_sold,
 // listings_sold, sales prices) `X_24h` is what happened in the 24 h before `captured_at`; for a
 // level (available_tickets, listings_available, average_ticket_price_available, get_in_price)
 // `X_24h` is the level 24 h before. `X_24h_percentage` is the change over those 24 h in percent

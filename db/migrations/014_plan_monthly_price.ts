@@ -1,7 +1,7 @@
 // plans.monthly_price: the fixed monthly fee of a plan in USD, which `npm run admin -- billing:sync`
 // turns into the plan's base Price in Stripe (the overage Price comes from overage_unit_price).
 // NULL: the plan has no base price to sell, so billing:sync leaves it out (plans the Stripe mirror
-// or a test adds are such). The defaults below are listed in the README's "Admin CLI" plan table.
+// or a test adds are such). The defaults below are listed in docs/gateway.md, "Default plans".
 import type { Knex } from 'knex';
 
 /** USD per month of the default plans of 001. */

@@ -2,7 +2,7 @@
 // marketplace B statistics row say, given what a scrape saw and what is already on file. The
 // tracker's store (tracking-store.ts) only reads the inputs and writes the outputs. Money is
 // summed in whole cents and rendered as decimal strings through stats-formulas.ts, so figures
-// never carry float artefacts. Meanings (migration 006, README "Market Data → Event tracking"):
+// never carry float artefacts. Meanings (migration 006, docs/market-data.md "Event tracking → Figures"):
 //
 // Marketplace A, at `capturedAt`, from the event's listings on the page and every sale on file:
 // - tickets_sold / listings_sold: tickets / sales ever seen; their `_24h` the same within the

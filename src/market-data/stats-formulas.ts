@@ -1,5 +1,5 @@
 // The arithmetic behind Market Data's derived statistics, in one place so that the seed and the
-// tracker's roll-up give every figure the same meaning (migration 006 and README "Market Data").
+// tracker's roll-up give every figure the same meaning (migration 006 and docs/market-data.md, "Figures").
 
 /** A money or count value as it comes from PostgreSQL (numeric arrives as a string) or code. */
 export type Amount = number | string | null | undefined;

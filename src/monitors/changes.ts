@@ -1,6 +1,6 @@
 // What a watchlist item notifies on: its view of a target snapshot and the changes between two
 // views. Pure functions (no I/O, no clock), used by the monitor's evaluation activity and
-// tested rule by rule; README "Watchlist monitoring" states the same rules for clients.
+// tested rule by rule; docs/monitoring.md "Change rules (exact)" states the same rules for clients.
 //
 // 1. Matching tickets. An offer counts for an item when all of these hold: its section is the
 //    item's `section` (case-insensitive; any section when null); the section name contains one

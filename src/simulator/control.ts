@@ -1,4 +1,4 @@
-// The simulator's control API, for tests and demos (README, "Platform simulator"):
+// The simulator's control API, for tests and demos (docs/simulator.md, "Control API"):
 //   PUT    /_sim/{platform}/events/{event_id}  set an event exactly (body: simEventInputSchema)
 //   GET    /_sim/{platform}/events/{event_id}  read it back, with the requests served so far
 //   DELETE /_sim/{platform}/events/{event_id}  forget it (its pages then answer 404)

@@ -36,7 +36,7 @@ export const simSectionSchema = z.strictObject({
 });
 export type SimSection = z.infer<typeof simSectionSchema>;
 
-/** Body of `PUT /_sim/{platform}/events/{event_id}` (README, "Platform simulator"). */
+/** Body of `PUT /_sim/{platform}/events/{event_id}` (docs/simulator.md, "Control API"). */
 export const simEventInputSchema = z.strictObject({
   region: z.string().trim().min(1).max(8),
   sections: z.array(simSectionSchema).max(200).default([]),

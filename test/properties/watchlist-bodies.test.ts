@@ -53,7 +53,7 @@ const PLATFORMS = ['pf_01', 'pf_02', 'pf_03', 'pf_04', 'pf_05', 'pf_06', 'pf_07'
 /** Platforms whose event id is a full event URL (spec 2.6); the others take a bare id. */
 const URL_PLATFORMS = ['pf_02', 'pf_03', 'pf_04', 'pf_07', 'pf_08', 'pf_11'];
 
-// ---- events (spec 2.6, in the shapes of the README's Live Availability table) ----------------
+// ---- events (spec 2.6, in the shapes of docs/live-availability.md's "Event ids" table) ---------
 
 const ALNUM = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
 const LOWER = 'abcdefghijklmnopqrstuvwxyz';

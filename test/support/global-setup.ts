@@ -71,7 +71,7 @@ async function startStripe(): Promise<{ url: string; error: string; teardown(): 
   const started = performance.now();
   try {
     const binary = await resolveStripeMock({ onProgress: (msg) => process.stderr.write(`stripe-mock: ${msg}\n`) });
-    if (!binary) throw new Error('no stripe-mock binary (install Go, or set STRIPE_MOCK_PATH; see README "Stripe tests")');
+    if (!binary) throw new Error('no stripe-mock binary (install Go, or set STRIPE_MOCK_PATH; see docs/testing.md "Stripe tests")');
     const server = await startStripeMock(binary);
     process.stderr.write(`stripe-mock: at ${server.url} in ${Math.round(performance.now() - started)} ms\n`);
     return { url: server.url, error: '', teardown: server.stop };

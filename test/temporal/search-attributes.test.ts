@@ -1,7 +1,7 @@
 // The service's custom search attributes: registered on the run's server the way `npm start`'s dev
 // server registers them (start-dev flags), registered idempotently on any other server by
 // ensureSearchAttributes, set by workflow starts and found again through visibility queries (the
-// README's operator queries), and importable from workflow code.
+// operator queries of docs/monitoring.md), and importable from workflow code.
 import fs from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import type { Client, Connection } from '@temporalio/client';
@@ -204,7 +204,7 @@ describe('on the run\'s Temporal server', () => {
     }
   }
 
-  it('finds a monitor by account and platform, and a poller by platform, with the README\'s queries', async () => {
+  it('finds a monitor by account and platform, and a poller by platform, with the queries of docs/monitoring.md', async () => {
     const { client } = temporal;
     // No worker serves this queue: the workflows stay open, their attributes in visibility.
     const taskQueue = uniqueTaskQueue('search-attributes');

@@ -120,7 +120,7 @@ export class TemporalScrapeRunner implements ScrapeRunner {
    * clientOnWorkers, temporal/worker.ts, with a worker on the runner's task queue): the server
    * hands the run's first workflow task back in the start response instead of dispatching it
    * through the task queue, which saves a round trip and the server's matching work (bench:scrape
-   * figures in the README). A worker with no free slot makes the server fall back to the queue.
+   * figures in docs/performance.md). A worker with no free slot makes the server fall back to the queue.
    * Null goes back to the queue: call it before those workers stop.
    */
   startOnLocalWorkers(client: Client | null): void {

@@ -1,5 +1,5 @@
-// POST /svc/data/events/add (spec 4.1; payload, answers and statuses are ours, README "Market
-// Data → Event tracking"): starts tracking a marketplace A or B event. Body `{marketplace,
+// POST /svc/data/events/add (spec 4.1; payload, answers and statuses are ours, docs/market-data.md
+// "Event tracking"): starts tracking a marketplace A or B event. Body `{marketplace,
 // event_id}` or `{marketplace, url}`; 201 with the tracking record when this request started it,
 // 200 with the record when it was already tracked (idempotent, also under concurrent identical
 // requests). It answers at once with status `pending`; the first scrape follows within seconds

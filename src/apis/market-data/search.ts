@@ -1,6 +1,6 @@
 // POST /svc/data/search (spec 2.4, 4.1, limits in section 8): the request and response schemas
 // (validation, types and the OpenAPI document from one definition) and the handler. The search
-// itself is src/market-data/search-query.ts; README "Market Data → Search" documents the
+// itself is src/market-data/search-query.ts; docs/market-data.md "Search" documents the
 // defaults, filter syntax, orders and typo tolerance chosen where the spec is silent.
 //
 // Every body field is optional: {} lists the whole catalog, most popular first. Unknown fields,

@@ -1,7 +1,7 @@
 // The watchlist item (spec 2.1): one definition of every client-settable field, from which the
 // create body (with server defaults), the PATCH body, the response type and the OpenAPI
 // schemas all derive. Value types chosen where the spec leaves them open are documented in
-// each field's description and in the README.
+// each field's description and in docs/watchlist.md ("Fields").
 import { z } from 'zod';
 import { PLATFORM_KEYS } from '../../platform/registry.ts';
 

@@ -86,7 +86,7 @@ function armState(value: string | null, arm: string): 'ok' | 'error' {
   return value;
 }
 
-/** ScrapeData from the copied DOM: the rules of the README's "pf_01" section. */
+/** ScrapeData from the copied DOM: the rules of docs/live-availability.md, "pf_01's two data arms". */
 export function parsePf01(ref: EventRef, dom: Pf01Dom): ScrapeData {
   if (!dom.hasSeatMap) throw read.malformed('the event page has no seat map (#seat-map)');
   if (dom.state !== 'ready') throw read.malformed(`the event page ended in state ${JSON.stringify(dom.state)} instead of "ready"`);

@@ -1,5 +1,5 @@
-// The marketplaces' part of the simulator's control API (README, "Platform simulator →
-// Marketplaces"), for tests and demos:
+// The marketplaces' part of the simulator's control API (docs/simulator.md,
+// "Marketplaces A, B and C"), for tests and demos:
 //   PUT    /_sim/{marketplace}/events/{event_id}  set an event exactly (body: the marketplace's schema in state.ts)
 //   GET    /_sim/{marketplace}/events/{event_id}  read it back, with the requests served so far
 //   DELETE /_sim/{marketplace}/events/{event_id}  forget it (its pages then answer 404)

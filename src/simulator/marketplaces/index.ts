@@ -1,4 +1,4 @@
-// The simulated marketplaces A, B and C (README, "Platform simulator → Marketplaces"), each
+// The simulated marketplaces A, B and C (docs/simulator.md, "Marketplaces A, B and C"), each
 // mounted under /{marketplace}/ of the simulator in its own shape, with their control API under
 // /_sim/{marketplace}/. server.ts calls mountMarketplaces once.
 import Router from '@koa/router';

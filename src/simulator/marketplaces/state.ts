@@ -1,4 +1,4 @@
-// The simulated marketplaces' inventory (README, "Platform simulator → Marketplaces"): events of
+// The simulated marketplaces' inventory (docs/simulator.md, "Marketplaces A, B and C"): events of
 // marketplace A (details, listings, sales), B (sections, offers, one region) and C (a page A
 // links to), keyed by each marketplace's event id. Seeded with demo events (demo.ts), set
 // exactly by the control API (control.ts), and, for events with `drift`, moved by a slow random

@@ -118,7 +118,7 @@ describe('random bodies', () => {
 
 type Hit = Record<string, string | number | null>;
 
-/** Reference semantics (README): a test on NULL is false and NOT of it true; text compares case-insensitively. */
+/** Reference semantics (docs/market-data.md, "Search"): a test on NULL is false and NOT of it true; text compares case-insensitively. */
 function evaluate(n: FilterNode, hit: Hit): boolean {
   switch (n.kind) {
     case 'and':

@@ -88,7 +88,7 @@ describe('Trie.near', () => {
     );
   });
 
-  it('handles the examples of the README', () => {
+  it('handles the examples of docs/market-data.md', () => {
     const trie = trieFor(['london', 'londonderry', 'metallica', 'metal', 'münchen', 'tour', 'toulouse', 'tou', 'paris', 'paradiso']);
     expect(wholeWords(near(trie, 'lodnon', 1, false))).toEqual(new Map([['london', 1]]));
     expect(wholeWords(near(trie, 'metalica', 2, false))).toEqual(new Map([['metallica', 1]]));

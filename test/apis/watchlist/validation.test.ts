@@ -90,7 +90,7 @@ describe('required target fields', () => {
 });
 
 // The monitors scrape what is stored, so an item's event passes the same check as the event_id
-// of POST /events/scrape (spec 2.6 and the README's table): format, the platform's own hosts only,
+// of POST /events/scrape (spec 2.6 and the table in docs/live-availability.md, "Event ids"): format, the platform's own hosts only,
 // and for pf_08 a domain that agrees with the region.
 describe('event format per platform (spec 2.6)', () => {
   async function rejectEvent(body: Record<string, unknown>): Promise<void> {

@@ -1,5 +1,5 @@
 // The gateway with BILLING_PROVIDER=stripe, against stripe-mock behind the recording proxy
-// (test/support/stripe-mock.ts; what only that stand-in checks is said there and in the README):
+// (test/support/stripe-mock.ts; what only that stand-in checks is said there and in docs/testing.md):
 //   - POST /billing/stripe/webhook: signed events (the `stripe` library's test header) mirror the
 //     subscription as Stripe has it now; a tampered body, a stale timestamp, another secret or no
 //     signature get 400 and change nothing; a duplicate event changes nothing; events out of
