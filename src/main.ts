@@ -18,7 +18,7 @@ import { startSimulator } from './simulator/server.ts';
 import { ensureWebhookKey } from './webhooks/secret-box.ts';
 import { forwardStreamUpgrades } from './stream/forward.ts';
 import { STREAM_PATH } from './stream/protocol.ts';
-import { asyncApiRoute, startStreamNode } from './stream/start.ts';
+import { startStreamNode } from './stream/start.ts';
 
 function listen(app: ReturnType<typeof createGateway>, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
@@ -158,7 +158,6 @@ async function main(): Promise<void> {
       },
     });
     const app = createGateway(services, APIS);
-    app.use(asyncApiRoute());
     const server = await listen(app, config.PORT, config.HOST);
     cleanups.push({ name: 'gateway', run: () => drain(server) });
     const metricsServer = await services.metrics.listen(config.METRICS_PORT, config.HOST);
@@ -168,7 +167,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     log.info(
       { port: config.PORT, metrics_port: config.METRICS_PORT, ms: Math.round(performance.now() - started) },
-      `gateway listening on http://localhost:${config.PORT} (OpenAPI at /openapi.json)`,
+      `gateway listening on http://localhost:${config.PORT} (OpenAPI at /openapi.json, rendered at /docs)`,
     );
 
     // The real-time stream (uWebSockets.js) on STREAM_PORT, and on the gateway's port through

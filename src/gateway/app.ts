@@ -2,6 +2,7 @@
 import Koa from 'koa';
 import type { ApiFailureRenderer } from './api-error.ts';
 import type { ApiName } from './catalog.ts';
+import { docsPage } from './docs-page.ts';
 import { errorBoundary } from './error-boundary.ts';
 import { buildOpenApi } from './openapi.ts';
 import { requestContext } from './request-context.ts';
@@ -9,6 +10,7 @@ import type { RequestState, Services } from './request-state.ts';
 import type { RouteSpec } from './route.ts';
 import { buildRouter } from './router.ts';
 import { STRIPE_WEBHOOK_PATH } from '../billing/stripe/webhook-endpoint.ts';
+import { buildAsyncApi } from '../stream/asyncapi.ts';
 
 export interface ApiModule {
   api: ApiName;
@@ -25,6 +27,9 @@ export function createGateway(services: Services, apis: readonly ApiModule[]): K
   app.silent = true;
   const routes = apis.flatMap((a) => a.routes);
   const openapi = JSON.stringify(buildOpenApi(routes, { localPort: services.config.PORT }));
+  // The stream's document too, though the stream node serves it itself: /docs/stream renders it
+  // from this origin.
+  const asyncapi = JSON.stringify(buildAsyncApi());
   const router = buildRouter(routes);
 
   app.use(requestContext(services));
@@ -37,6 +42,12 @@ export function createGateway(services: Services, apis: readonly ApiModule[]): K
       ctx.body = openapi;
       return;
     }
+    if (ctx.method === 'GET' && ctx.path === '/asyncapi.json') {
+      ctx.state.operationId = 'asyncapi';
+      ctx.type = 'application/json';
+      ctx.body = asyncapi;
+      return;
+    }
     // Stripe's callback: signed by Stripe, not by an API key, and never metered.
     if (ctx.method === 'POST' && ctx.path === STRIPE_WEBHOOK_PATH && ctx.state.services.stripeWebhook) {
       await ctx.state.services.stripeWebhook(ctx);
@@ -44,6 +55,8 @@ export function createGateway(services: Services, apis: readonly ApiModule[]): K
     }
     await next();
   });
+  // The rendered reference of both documents; public like them.
+  app.use(docsPage());
   app.use(router.routes());
   return app;
 }

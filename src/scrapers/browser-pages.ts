@@ -43,7 +43,7 @@ export interface BrowserPages extends BrowserSession {
  * but the launch should not hang on its defaults. It adds --headless and a fresh temporary
  * --user-data-dir itself (and refuses one given here).
  */
-const CHROMIUM_ARGS = [
+export const CHROMIUM_ARGS = [
   '--no-sandbox',
   '--disable-gpu',
   '--disable-background-networking',

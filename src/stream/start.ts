@@ -2,7 +2,6 @@
 // shares the gateway's key cache, rate limiter and metrics registry; `npm run stream` builds its
 // own (src/stream/main.ts). The node gets its own small pool so replays after a restart (every
 // client reconnecting at once) never take the gateway's connections.
-import type { Middleware } from 'koa';
 import type { Registry } from 'prom-client';
 import type { Db } from '../../db/connection.ts';
 import { createPool } from '../../db/pool.ts';
@@ -12,7 +11,6 @@ import { KeyVerifier } from '../gateway/key-verifier.ts';
 import { RateLimiter } from '../gateway/rate-limit.ts';
 import type { Logger } from '../logger.ts';
 import type { AdmissionDeps } from './admission.ts';
-import { buildAsyncApi } from './asyncapi.ts';
 import { StreamMetrics } from './metrics.ts';
 import { startStreamServer, type StreamServer } from './server.ts';
 
@@ -64,18 +62,4 @@ export async function startStreamNode(opts: {
     await pool.end();
     throw err;
   }
-}
-
-/** GET /asyncapi.json for the gateway (mounted after its router, so it only sees unmatched paths). */
-export function asyncApiRoute(): Middleware {
-  const body = JSON.stringify(buildAsyncApi());
-  return async (ctx, next) => {
-    if (ctx.method === 'GET' && ctx.path === '/asyncapi.json') {
-      ctx.state.operationId = 'asyncapi';
-      ctx.type = 'application/json';
-      ctx.body = body;
-      return;
-    }
-    await next();
-  };
 }

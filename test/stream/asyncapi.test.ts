@@ -84,7 +84,7 @@ async function parserProblems(d: Doc): Promise<string[]> {
 
 describe('validated by the AsyncAPI parser (issue 14)', () => {
   it('the served document has no error and no warning', async () => {
-    // Exactly what GET /asyncapi.json sends (stream/server.ts and stream/start.ts serialise it).
+    // Exactly what GET /asyncapi.json sends (stream/server.ts and gateway/app.ts serialise it).
     expect(await parserProblems(buildAsyncApi() as Doc)).toEqual([]);
   });
 

@@ -11,7 +11,6 @@ import { createLogger } from '../../src/logger.ts';
 import { closeServices, createRequestPool, createServices } from '../../src/runtime/services.ts';
 import { forwardStreamUpgrades, type UpgradeForwarder } from '../../src/stream/forward.ts';
 import { STREAM_PATH } from '../../src/stream/protocol.ts';
-import { asyncApiRoute } from '../../src/stream/start.ts';
 import { newAccount, testConfig, type TestAccount } from '../support/harness.ts';
 import { append, connect, randomAddress, refusal, startNode, type TestNode } from './helpers.ts';
 
@@ -28,7 +27,6 @@ describe('stream through the gateway port', () => {
     const config = testConfig({ TRUST_PROXY: 'true' });
     services = createServices(config, node.db, createRequestPool(config, config.DATABASE_URL!), createLogger('silent'), new Metrics(false));
     const app = createGateway(services, APIS);
-    app.use(asyncApiRoute());
     server = await new Promise((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });
