@@ -65,6 +65,7 @@ function expectations(hasChromium: boolean): [RegExp, Expectation | null][] {
     [/-X DELETE localhost:8080\/watchlist\/1 /, { status: 204 }],
     [/localhost:8080\/openapi\.json/, { status: 200, body: (t) => expect(JSON.parse(t).openapi).toMatch(/^3\.1/) }],
     [/localhost:8080\/asyncapi\.json/, { status: 200, body: (t) => expect(JSON.parse(t).asyncapi).toMatch(/^3\./) }],
+    [/localhost:8080\/docs /, { status: 200, body: (t) => expect(t.trim()).toBe('<title>HTTP API: Ticket market service reference</title>') }],
     [/localhost:9464\/metrics/, { status: 200, body: (t) => expect(t).toContain('gateway_requests_total') }],
     [/localhost:8080\/svc\/data\/search /, { status: 200, body: (t) => expect(JSON.parse(t)).toHaveProperty('nbHits') }],
     [/\/svc\/data\/events\/add .*"marketplace": "marketplace_[ab]"/s, { status: 201, body: (t) => expect(JSON.parse(t)).toMatchObject({ status: 'pending' }) }],
