@@ -371,7 +371,7 @@ async function latencies(db: Db, phase: string, include: (endpoint: number) => b
 
 /** The webhook worker and dispatcher (bench/webhooks/worker-main.ts), as a child process. */
 async function startWorker(env: NodeJS.ProcessEnv): Promise<{ pid: number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', WORKER_MAIN], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = spawn(process.execPath, [...(process.env.BENCH_WORKER_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_WORKER_PROF}`] : []), '--import', 'tsx', WORKER_MAIN], { cwd: ROOT, env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   life.onCleanup('worker', async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -535,6 +535,14 @@ const cpu = (s: number) => (Number.isFinite(s) ? s.toFixed(1) : 'n/a');
 const perMessage = (s: number, run: PhaseRun) => (Number.isFinite(s) && run.written > 0 ? ((1000 * s) / run.written).toFixed(2) : 'n/a');
 const ratio = (x: number, y: number) => (Number.isFinite(x) && Number.isFinite(y) && y > 0 ? `${(x / y).toFixed(2)}x` : 'n/a');
 
+/** Past this share of a core, other work on the machine makes a phase's latencies untrustworthy (the bench's own baseline is about 0.15). */
+const OTHER_WORK_CORES = 0.3;
+
+/** CPU the machine spent on anything but the processes the bench accounts for. */
+function otherWork(p: PhaseRun): number {
+  return p.machineCpuSeconds - p.workerCpuSeconds - p.temporalCpuSeconds - p.cpuSeconds - p.postgresCpuSeconds;
+}
+
 /** A process's parent (null when it is not visible here: PostgreSQL on another machine). */
 function parentOf(pid: number): number | null {
   try {
@@ -620,7 +628,8 @@ function report(r: {
     phase('CPU ms per message written, Temporal dev server', (p) => perMessage(p.temporalCpuSeconds, p), (p) => p.temporalCpuSeconds / p.written),
     phase('CPU s, bench process (load, receivers, gateway idle)', (p) => p.cpuSeconds.toFixed(1), (p) => p.cpuSeconds),
     phase('CPU s, PostgreSQL (every backend)', (p) => cpu(p.postgresCpuSeconds), (p) => p.postgresCpuSeconds),
-    phase('CPU s, the whole machine (the rest is other work on it)', (p) => cpu(p.machineCpuSeconds), (p) => p.machineCpuSeconds),
+    phase('CPU s, the whole machine', (p) => cpu(p.machineCpuSeconds), (p) => p.machineCpuSeconds),
+    phase('CPU s, other work on the machine (the whole less the rows above)', (p) => cpu(otherWork(p))),
   ];
   const table = [
     `| ${head.join(' | ')} |`,
@@ -635,6 +644,8 @@ function report(r: {
   // still queued is left out), so their ratio says nothing about the hanging endpoints.
   const saturated = base.pending + bSame.pending > 0 || a.writeErrors + a2.writeErrors + b.writeErrors > 0;
   const verdict = (ok: boolean) => (ok ? 'met' : 'missed');
+  // A p99 of a few ms moves with anything else the two cores run: say so rather than blame B.
+  const disturbed = [a, a2, b].filter((p) => otherWork(p) > OTHER_WORK_CORES * p.seconds);
   const lost = aAll.lost + a2Same.lost + bSame.lost;
   const pending = aAll.pending + a2Same.pending + bSame.pending;
   return [
@@ -655,6 +666,12 @@ function report(r: {
       `${Number.isFinite(moved) ? moved.toFixed(2) : 'n/a'}x, ` +
       (saturated ? 'not comparable: the run was past saturation (messages still pending at the end, or failed writes)' : verdict(moved < P99_RATIO_TARGET)) +
       ` (the two healthy phases differ by ${Number.isFinite(spread) ? spread.toFixed(2) : 'n/a'}x)`,
+    ...(disturbed.length
+      ? [
+          `- **disturbed**: other work on the machine used more than ${OTHER_WORK_CORES} of a core during phase ${disturbed.map((p) => p.name).join(', ')} ` +
+            `(${disturbed.map((p) => `${cpu(otherWork(p))} CPU s`).join(', ')}): its latencies are not this code's; run again on a quiet machine`,
+        ]
+      : []),
     `- nothing lost: ${lost} lost${pending ? ` (${pending} more still pending when the drain ended)` : ''}, ${verdict(lost === 0)}`,
   ].join('\n');
 }

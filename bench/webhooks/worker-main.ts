@@ -38,6 +38,7 @@ const seen = new Set<number>();
 let executions = 0;
 // Only timed and counted, then the real attempt: the dispatcher's first ones and the activity's retries.
 const attempts: DeliveryAttempts = {
+  slotFreeInMs: real.slotFreeInMs,
   attempt(deliveryId, opts) {
     executions++;
     if (!seen.has(deliveryId)) {

@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
 import type { Logger } from '../logger.ts';
-import { send } from './http-send.ts';
+import { DELIVERY_TIMEOUT_MS, send } from './http-send.ts';
 import { DISABLE_AFTER_FAILING_MS, nextDelayMs, retryAfterMs, verdictFor } from './retry-schedule.ts';
 import type { SecretBox } from './secret-box.ts';
 import { signedHeaders } from './signing.ts';
@@ -32,13 +32,24 @@ export interface DeliveryAttemptDeps {
 }
 
 export interface DeliveryAttempts {
-  /** Whether the webhook already has its share of this process's attempts in flight. */
-  busy?(webhookId: number): boolean;
+  /**
+   * 0 when the webhook has a free share of this process's attempts; otherwise about how long until
+   * one frees, judged by its last send's time (up to the time-out, for an endpoint that hangs). A
+   * busy endpoint's deliveries wait that long rather than ask again every second or so: behind a
+   * hanging endpoint, most of that asking was wasted.
+   */
+  slotFreeInMs?(webhookId: number): number;
   /** `heartbeat` is called every second while the send is out (the activity's liveness). */
   attempt(deliveryId: number, opts?: { heartbeat?: () => void }): Promise<AttemptOutcome>;
 }
 
 type Row = Record<string, unknown>;
+
+/** Webhooks whose last send time is remembered (a few MB at most). */
+const LAST_SEND_ENTRIES = 100_000;
+/** A put-off waits at least this, plus up to the jitter, so put-offs to one endpoint do not wake together. */
+const MIN_PUT_OFF_MS = 1_000;
+const PUT_OFF_JITTER_MS = 1_000;
 
 /** Under the workflow's heartbeat timeout, with room for a busy event loop. */
 const HEARTBEAT_EVERY_MS = 1_000;
@@ -53,8 +64,22 @@ function signingSecrets(hook: Row, box: SecretBox, accountId: number, now: Date)
 
 export function createDeliveryAttempts(deps: DeliveryAttemptDeps): DeliveryAttempts {
   const { db, box, log } = deps;
-  /** Attempts in flight per webhook id, in this worker. */
-  const inFlight = new Map<number, number>();
+  const timeoutMs = deps.timeoutMs ?? DELIVERY_TIMEOUT_MS;
+  /** Per webhook id, when each of this worker's sends in flight to it started (ms since the epoch). */
+  const inFlight = new Map<number, number[]>();
+  /** Per webhook id, how long its last finished send took (a time-out counts as the whole time-out). */
+  const lastSendMs = new Map<number, number>();
+  /**
+   * The soonest a slot is likely to free: when the oldest send in flight will have taken as long
+   * as the endpoint's last one (the time-out itself for an endpoint that hangs). 1 ms when that
+   * is already past or nothing is known yet: the caller's own short backoff then applies.
+   */
+  const slotFreeInMs = (webhookId: number): number => {
+    const starts = inFlight.get(webhookId);
+    if (!starts || starts.length < deps.perEndpointConcurrency) return 0;
+    const expected = Math.min(lastSendMs.get(webhookId) ?? 0, timeoutMs);
+    return Math.max(1, Math.min(...starts) + expected - Date.now());
+  };
 
   async function finish(deliveryId: number, state: 'delivered' | 'failed', reason: string | null): Promise<AttemptOutcome> {
     await db('webhook_deliveries')
@@ -71,7 +96,7 @@ export function createDeliveryAttempts(deps: DeliveryAttemptDeps): DeliveryAttem
   }
 
   return {
-    busy: (webhookId) => (inFlight.get(webhookId) ?? 0) >= deps.perEndpointConcurrency,
+    slotFreeInMs,
     async attempt(deliveryId, opts = {}) {
       const delivery = await db('webhook_deliveries').where({ id: deliveryId }).first();
       if (!delivery || delivery.state !== 'pending') return { done: true };
@@ -89,20 +114,26 @@ export function createDeliveryAttempts(deps: DeliveryAttemptDeps): DeliveryAttem
       // A slow or dead endpoint may hold only its share of the worker's slots: past it, this
       // attempt is put off (not counted, nothing sent) and the slot goes to other endpoints.
       const webhookId = Number(hook.id);
-      const busy = inFlight.get(webhookId) ?? 0;
-      if (busy >= deps.perEndpointConcurrency) return { done: false, delayMs: 1_000 + Math.floor(Math.random() * 2_000), putOff: true };
-      inFlight.set(webhookId, busy + 1);
+      const slotIn = slotFreeInMs(webhookId);
+      if (slotIn > 0) return { done: false, delayMs: Math.max(MIN_PUT_OFF_MS, slotIn) + Math.floor(Math.random() * PUT_OFF_JITTER_MS), putOff: true };
+      const started = Date.now();
+      const starts = inFlight.get(webhookId);
+      if (starts) starts.push(started);
+      else inFlight.set(webhookId, [started]);
       // Heartbeats while the send is out: a worker that dies mid-send is noticed within the
       // heartbeat timeout (workflows/webhook-delivery.ts), not the attempt's whole time-out.
       const beat = opts.heartbeat ? setInterval(opts.heartbeat, HEARTBEAT_EVERY_MS) : undefined;
       let outcome;
       try {
-        outcome = await send(url, headers, payload, { allowPrivateNetworks: deps.allowPrivateNetworks, timeoutMs: deps.timeoutMs });
+        outcome = await send(url, headers, payload, { allowPrivateNetworks: deps.allowPrivateNetworks, timeoutMs });
       } finally {
         clearInterval(beat);
-        const left = (inFlight.get(webhookId) ?? 1) - 1;
-        if (left > 0) inFlight.set(webhookId, left);
-        else inFlight.delete(webhookId);
+        const left = inFlight.get(webhookId) ?? [];
+        left.splice(left.indexOf(started), 1);
+        if (!left.length) inFlight.delete(webhookId);
+        // One number per webhook this worker has sent to; a bound keeps a churn of webhooks from growing it.
+        if (lastSendMs.size >= LAST_SEND_ENTRIES && !lastSendMs.has(webhookId)) lastSendMs.clear();
+        lastSendMs.set(webhookId, Date.now() - started);
       }
 
       const verdict = verdictFor(outcome.status);

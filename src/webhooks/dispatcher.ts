@@ -10,9 +10,10 @@
 // and another sends the same message again under the same webhook-id (at least once); a
 // workflow started twice is refused by its id, one per generation (a manual retry is the next).
 // A delivery whose endpoint already has its share of this process's attempts in flight (a slow
-// or hanging endpoint) is not attempted: its claim is pushed back, 0.5 s then twice as long each
-// time up to a minute, costing a row update rather than a workflow, so a hanging endpoint's
-// backlog never slows the others. Any number of processes may run it: claims use SKIP LOCKED.
+// or hanging endpoint) is not attempted: its claim is pushed back until one of those attempts
+// times out at the latest, and at least 0.5 s then twice as long each time up to a minute,
+// costing a row update rather than a workflow, so a hanging endpoint's backlog never slows the
+// others. Any number of processes may run it: claims use SKIP LOCKED.
 // Without `attempts` (a process that cannot open webhook secrets) every delivery goes straight
 // to its workflow.
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
@@ -107,14 +108,18 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
     }
   };
 
-  /** Pushes the claims of deliveries to a busy endpoint back, longer after each deferral. */
-  const defer = async (ids: string[]): Promise<void> => {
-    if (!ids.length) return;
+  /**
+   * Pushes the claims of deliveries to a busy endpoint back: until a slot may free (`waitMs`), and
+   * longer after each deferral.
+   */
+  const defer = async (busy: { id: string; waitMs: number }[]): Promise<void> => {
+    if (!busy.length) return;
     await db.raw(
-      `UPDATE webhook_deliveries
-       SET claimed_until = now() + make_interval(secs => least(?, ? * 2 ^ deferrals) * (0.8 + 0.4 * random())), deferrals = deferrals + 1
-       WHERE id = ANY(?::bigint[])`,
-      [MAX_DEFER_MS / 1000, FIRST_DEFER_MS / 1000, ids],
+      `UPDATE webhook_deliveries AS d
+       SET claimed_until = now() + make_interval(secs => least(?, greatest(b.wait, ? * 2 ^ d.deferrals)) * (0.8 + 0.4 * random())), deferrals = d.deferrals + 1
+       FROM unnest(?::bigint[], ?::float8[]) AS b(id, wait)
+       WHERE d.id = b.id`,
+      [MAX_DEFER_MS / 1000, FIRST_DEFER_MS / 1000, busy.map((r) => r.id), busy.map((r) => r.waitMs / 1000)],
     );
   };
 
@@ -123,7 +128,7 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
     try {
       const outcome = opts.attempts ? await opts.attempts.attempt(id) : null;
       // The endpoint filled up since the claim: deferred like the ones seen busy at claim time.
-      if (outcome && !outcome.done && outcome.putOff) return await defer([row.id]);
+      if (outcome && !outcome.done && outcome.putOff) return await defer([{ id: row.id, waitMs: outcome.delayMs }]);
       if (!outcome) await startWorkflow(id, row.generation);
       else if (!outcome.done) await startWorkflow(id, row.generation, outcome.delayMs);
       await db('webhook_deliveries').where({ id }).update({ dispatched: true, claimed_until: null });
@@ -150,10 +155,14 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
             starved = room <= 0;
             if (stopped || starved) break;
             const rows = await claim(room);
-            const busy = rows.filter((r) => opts.attempts?.busy?.(Number(r.webhook_id)));
-            await defer(busy.map((r) => r.id));
+            const busy = new Map<Claimed, number>();
+            for (const r of rows) {
+              const waitMs = opts.attempts?.slotFreeInMs?.(Number(r.webhook_id)) ?? 0;
+              if (waitMs > 0) busy.set(r, waitMs);
+            }
+            await defer([...busy].map(([r, waitMs]) => ({ id: r.id, waitMs })));
             for (const row of rows) {
-              if (busy.includes(row)) continue;
+              if (busy.has(row)) continue;
               const p: Promise<void> = dispatch(row).finally(() => {
                 inFlight.delete(p);
                 if (starved && !stopped) void drain();

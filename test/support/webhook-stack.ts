@@ -8,7 +8,7 @@ import { createWebhookActivities } from '../../activities/webhooks.ts';
 import { createDb, type Db } from '../../db/connection.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../db/scratch.ts';
 import { createLogger } from '../../src/logger.ts';
-import { createDeliveryAttempts } from '../../src/webhooks/attempt.ts';
+import { createDeliveryAttempts, type DeliveryAttempts } from '../../src/webhooks/attempt.ts';
 import { startDispatcher, type Dispatcher } from '../../src/webhooks/dispatcher.ts';
 import { appendWithDeliveries } from '../../src/webhooks/outbox.ts';
 import { SecretBox } from '../../src/webhooks/secret-box.ts';
@@ -23,6 +23,8 @@ export interface WebhookStack {
   gateway: TestGateway;
   client: Client;
   taskQueue: string;
+  /** The worker's and dispatcher's attempts (one per-endpoint bound for both). */
+  attempts: DeliveryAttempts;
   /** Writes one notification for the item, as a poll does (log row and deliveries in one transaction). */
   notify(accountId: number, itemId: number, payload?: Record<string, unknown>): Promise<number>;
 }
@@ -65,7 +67,7 @@ export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
     stack.gateway = await startTestGateway({ env: { DATABASE_URL: scratch.url, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } });
     stack.taskQueue = uniqueTaskQueue('webhooks');
     const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'warn');
-    const attempts = createDeliveryAttempts({
+    const attempts = (stack.attempts = createDeliveryAttempts({
       db: stack.db,
       box: new SecretBox(TEST_WEBHOOK_KEY),
       log,
@@ -73,7 +75,7 @@ export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
       scheduleMs: opts.scheduleMs ?? [300, 600, 1_200, 2_400, 4_800],
       timeoutMs: opts.timeoutMs,
       perEndpointConcurrency: opts.perEndpointConcurrency ?? 4,
-    });
+    }));
     const activities = createWebhookActivities(attempts);
     workers = await startWorkers({
       connection: { address: temporalAddress() },
