@@ -32,7 +32,8 @@
 // SIGKILL).
 //
 // Knobs: BENCH_SECONDS (60), BENCH_RATE (100), BENCH_ENDPOINTS (100), BENCH_HANGING (5% of them),
-// BENCH_DRAIN_MS (60000), BENCH_DUMP=file (every delivered message's timestamps, JSON lines).
+// BENCH_DRAIN_MS (60000), BENCH_DUMP=file (every delivered message's timestamps, JSON lines),
+// BENCH_WORKER_PROF=dir (a V8 CPU profile of the worker process, one file per thread, at its exit).
 // Past saturation (a backlog left at the end, or failed writes) the B/A ratio compares different
 // shares of the messages and is reported as not comparable; BENCH_RATE below the knee measures it.
 import { startBenchGateway } from './support/gateway.ts';
