@@ -33,12 +33,14 @@
 //
 // Knobs: BENCH_SECONDS (60), BENCH_RATE (100), BENCH_ENDPOINTS (100), BENCH_HANGING (5% of them),
 // BENCH_DRAIN_MS (60000), BENCH_DUMP=file (every delivered message's timestamps, JSON lines),
-// BENCH_WORKER_PROF=dir (a V8 CPU profile of the worker process, one file per thread, at its exit).
+// BENCH_WORKER_PROF=dir (a V8 CPU profile of the worker process, one file per thread, at its exit),
+// BENCH_TEMPORAL_NICE=n (a diagnostic: the Temporal dev server at that nice level, as if it had
+// cores of its own; the report says so).
 // Past saturation (a backlog left at the end, or failed writes) the B/A ratio compares different
 // shares of the messages and is reported as not comparable; BENCH_RATE below the knee measures it.
 import { startBenchGateway } from './support/gateway.ts';
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -77,6 +79,7 @@ const NAMESPACE = 'default';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const WORKER_MAIN = fileURLToPath(new URL('./webhooks/worker-main.ts', import.meta.url));
 const P99_RATIO_TARGET = 1.2;
+const TEMPORAL_NICE = Math.round(envNumber('BENCH_TEMPORAL_NICE', 0));
 
 interface Endpoint {
   index: number;
@@ -420,6 +423,14 @@ async function main(): Promise<string> {
   const binary = await resolveTemporalCli({ onProgress: (m) => progress(`  temporal: ${m}`) });
   const server = await startDevServer({ binary, dataDir, port: await freePort(), uiPort: await freePort(), namespace: NAMESPACE, log });
   life.onCleanup('Temporal dev server', () => server.stop());
+  // Diagnostic: in production Temporal runs on machines of its own; a niced dev server shows what
+  // the delivery path costs when Temporal's work does not compete with it for these two cores.
+  if (TEMPORAL_NICE && server.pid) {
+    // Linux nices one thread per id: every thread the server runs now (those it makes later inherit).
+    const threads = readdirSync(`/proc/${server.pid}/task`);
+    execFileSync('renice', ['-n', String(TEMPORAL_NICE), '-p', ...threads]);
+    progress(`  the Temporal dev server runs at nice ${TEMPORAL_NICE} (BENCH_TEMPORAL_NICE)`);
+  }
   if (server.pid) life.started({ process: { pid: server.pid, match: dataDir } });
   const temporal = await connectTemporal({ address: server.address, namespace: NAMESPACE });
   life.onCleanup('Temporal client', () => temporal.close());
@@ -655,7 +666,9 @@ function report(r: {
     `${r.machine}. ${RATE} notifications/s round-robin over ${ENDPOINTS} loopback endpoints, ${SECONDS} s per phase ` +
       `(BENCH_SECONDS), drain up to ${DRAIN_MS / 1000} s. Worker settings: WEBHOOK_CONCURRENCY=${r.config.WEBHOOK_CONCURRENCY}, ` +
       `WEBHOOK_PER_ENDPOINT_CONCURRENCY=${r.config.WEBHOOK_PER_ENDPOINT_CONCURRENCY}, send timeout ${DELIVERY_TIMEOUT_MS / 1000} s, ` +
-      `retry schedule ${r.config.WEBHOOK_RETRY_SCHEDULE_MS ? 'WEBHOOK_RETRY_SCHEDULE_MS' : 'default'}. Phases A and A2 are the same healthy load ` +
+      `retry schedule ${r.config.WEBHOOK_RETRY_SCHEDULE_MS ? 'WEBHOOK_RETRY_SCHEDULE_MS' : 'default'}. ` +
+      (TEMPORAL_NICE ? `**Diagnostic run: the Temporal dev server at nice ${TEMPORAL_NICE} (BENCH_TEMPORAL_NICE).** ` : '') +
+      `Phases A and A2 are the same healthy load ` +
       `(their ratio is the measurement's own spread); the baseline for B is both together. Phase B: endpoints ${[...r.hanging].join(', ')} hang.`,
     '',
     ...table,
