@@ -62,7 +62,7 @@ import { Lifecycle } from './monitors/lifecycle.ts';
 import { cpuSeconds, descendantsCpuSeconds, machineCpu } from './monitors/proc.ts';
 import { countingLogger, envNumber, progress, setProgressLabel, sleep } from './monitors/support.ts';
 import { percentile } from './support/percentiles.ts';
-import type { WorkerMessage } from './webhooks/worker-main.ts';
+import type { LoopWindow, WorkerMessage } from './webhooks/worker-main.ts';
 import { freePort } from './support/processes.ts';
 
 setProgressLabel('bench:webhooks');
@@ -111,6 +111,8 @@ const cursors = new Map<Receiver, number>();
 /** Per delivery id, when its first activity execution began (before the activity's own reads). */
 const activityStarts = new Map<number, number>();
 let activityExecutions = 0;
+/** The worker's event loop, one entry per 250 ms report. */
+const loopWindows: (LoopWindow & { at: number })[] = [];
 
 /** Folds what the receivers got since the last call into `receipts` (keyed by notification id). */
 function collect(endpoints: readonly Endpoint[], hanging: ReadonlySet<number>): void {
@@ -158,6 +160,8 @@ interface PhaseRun {
   /** The whole machine's busy CPU: what the processes above do not account for was someone else's. */
   machineCpuSeconds: number;
   activityExecutions: number;
+  /** The worker's event loop over the phase: p99 and worst of the 250 ms windows' longest delay, mean utilisation. */
+  loop: { p99MaxMs: number; worstMs: number; utilisation: number };
   /** Requests the hanging endpoints accepted (every one held until the sender gave up). */
   hangingRequests: number;
 }
@@ -189,6 +193,7 @@ async function runPhase(
   const postgres0 = postgresPid ? descendantsCpuSeconds(postgresPid) : NaN;
   const machine0 = machineCpu().busy;
   const executions0 = activityExecutions;
+  const wall0 = Date.now();
   const started = performance.now();
   const total = Math.round(RATE * seconds);
   const interval = 1000 / RATE;
@@ -304,6 +309,7 @@ async function runPhase(
     postgresCpuSeconds: postgresPid ? descendantsCpuSeconds(postgresPid) - postgres0 : NaN,
     machineCpuSeconds: machineCpu().busy - machine0,
     activityExecutions: activityExecutions - executions0,
+    loop: loopOver(wall0, Date.now()),
     hangingRequests: endpoints.filter((e) => hanging.has(e.index)).reduce((n, e) => n + e.receiver.received.length, 0) - hangingBefore,
   };
   progress(`  phase ${name} done in ${run.seconds.toFixed(1)} s: ${delivered(healthy)} of ${healthy.length} delivered to answering endpoints`);
@@ -393,6 +399,7 @@ async function startWorker(env: NodeJS.ProcessEnv): Promise<{ pid: number }> {
         resolve();
         return;
       }
+      loopWindows.push({ at: Date.now(), ...m.loop });
       for (const [id, at] of m.starts) activityStarts.set(id, at);
       activityExecutions = m.executions;
     });
@@ -547,6 +554,13 @@ const cpu = (s: number) => (Number.isFinite(s) ? s.toFixed(1) : 'n/a');
 const perMessage = (s: number, run: PhaseRun) => (Number.isFinite(s) && run.written > 0 ? ((1000 * s) / run.written).toFixed(2) : 'n/a');
 const ratio = (x: number, y: number) => (Number.isFinite(x) && Number.isFinite(y) && y > 0 ? `${(x / y).toFixed(2)}x` : 'n/a');
 
+function loopOver(from: number, to: number): PhaseRun['loop'] {
+  const windows = loopWindows.filter((w) => w.at > from && w.at <= to);
+  const maxima = windows.map((w) => w.maxMs).sort((x, y) => x - y);
+  const utilisation = windows.reduce((sum, w) => sum + w.utilisation, 0) / Math.max(1, windows.length);
+  return { p99MaxMs: percentile(maxima, 99), worstMs: maxima.at(-1) ?? NaN, utilisation };
+}
+
 /** Past this share of a core, other work on the machine makes a phase's latencies untrustworthy (the bench's own baseline is about 0.15). */
 const OTHER_WORK_CORES = 0.3;
 
@@ -634,6 +648,8 @@ function report(r: {
     phase('requests the hanging endpoints held', (p) => (p === b ? String(p.hangingRequests) : '')),
     phase('generator lateness p99 ms; failed writes', (p) => `${fmt(q([...p.lateness].sort((x, y) => x - y), 99))}; ${p.writeErrors}`),
     phase('phase wall time s (load and drain)', (p) => p.seconds.toFixed(1)),
+    phase('worker event loop: longest delay per 250 ms, p99 / worst ms', (p) => `${fmt(p.loop.p99MaxMs)} / ${fmt(p.loop.worstMs)}`),
+    phase('worker event loop utilisation %', (p) => (100 * p.loop.utilisation).toFixed(0), (p) => p.loop.utilisation),
     phase('CPU s, worker process (worker and dispatcher)', (p) => p.workerCpuSeconds.toFixed(1), (p) => p.workerCpuSeconds),
     phase('CPU ms per message written, worker process', (p) => perMessage(p.workerCpuSeconds, p), (p) => p.workerCpuSeconds / p.written),
     phase('CPU s, Temporal dev server', (p) => cpu(p.temporalCpuSeconds), (p) => p.temporalCpuSeconds),

@@ -4,7 +4,9 @@
 // writes) and the receivers never wait on the worker's event loop, and its CPU is its own.
 // Settings come from the environment (loadConfig), as for `npm run worker`. It tells the bench
 // over IPC when it is ready and, every 250 ms, when each delivery's first attempt began (the
-// dispatcher's) and how many attempts ran (the report's stage split); it stops on a message or SIGTERM.
+// dispatcher's), how many attempts ran (the report's stage split) and how its event loop fared;
+// it stops on a message or SIGTERM.
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { createWebhookActivities } from '../../activities/webhooks.ts';
 import { createDeliveryAttempts, type DeliveryAttempts } from '../../src/webhooks/attempt.ts';
 import { createDb } from '../../db/connection.ts';
@@ -17,7 +19,14 @@ import { connectTemporal } from '../../temporal/client.ts';
 import { WORKFLOWS_PATH } from '../../temporal/runtime.ts';
 import { clientOnWorkers, startWorkers } from '../../temporal/worker.ts';
 
-export type WorkerMessage = { ready: true } | { starts: [number, number][]; executions: number };
+/** The worker's event loop over the last report's window: the longest and the p99 delay (ms), and its utilisation (0-1). */
+export interface LoopWindow {
+  maxMs: number;
+  p99Ms: number;
+  utilisation: number;
+}
+
+export type WorkerMessage = { ready: true } | { starts: [number, number][]; executions: number; loop: LoopWindow };
 
 const config = loadConfig(process.env);
 // stdout is the bench's report: the worker's warnings go to stderr.
@@ -49,8 +58,17 @@ const attempts: DeliveryAttempts = {
   },
 };
 const activities = createWebhookActivities(attempts);
+// The dispatcher's first attempts for every endpoint and the retries' activities share this one
+// event loop: how long it kept a ready callback waiting says what the others' messages queued behind.
+const delay = monitorEventLoopDelay({ resolution: 5 });
+delay.enable();
+let elu = performance.eventLoopUtilization();
 const report = setInterval(() => {
-  send({ starts, executions });
+  const now = performance.eventLoopUtilization();
+  const loop = { maxMs: delay.max / 1e6, p99Ms: delay.percentile(99) / 1e6, utilisation: performance.eventLoopUtilization(now, elu).utilization };
+  elu = now;
+  delay.reset();
+  send({ starts, executions, loop });
   starts = [];
 }, 250);
 
