@@ -180,10 +180,11 @@ async function trackHealth(trx: Knex.Transaction, webhookId: number, ok: boolean
     await trx('webhooks').where({ id: webhookId }).whereNotNull('failing_since').update({ failing_since: null });
     return;
   }
-  const [row] = await trx('webhooks')
-    .where({ id: webhookId })
-    .update({ failing_since: trx.raw('COALESCE(failing_since, ?)', [now]) })
-    .returning(['failing_since', 'active']);
+  // Written by the first failure of a run only: the attempts that fail together (a hanging
+  // endpoint's sends time out at once) would otherwise queue on the webhook's row lock, each
+  // holding a pooled connection the other endpoints' attempts are waiting for.
+  const [started] = await trx('webhooks').where({ id: webhookId }).whereNull('failing_since').update({ failing_since: now }).returning(['failing_since', 'active']);
+  const row = started ?? (await trx('webhooks').where({ id: webhookId }).first('failing_since', 'active'));
   const since = row?.failing_since as Date | undefined;
   if (!row?.active || !since || now.getTime() - since.getTime() < DISABLE_AFTER_FAILING_MS) return;
   const last = status === null ? (error ?? 'no answer') : `HTTP ${status}`;
