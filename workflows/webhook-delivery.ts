@@ -1,9 +1,9 @@
 // webhookDelivery: the retries of one message to one webhook, durably, until it is delivered,
 // refused for good or its retry schedule is spent (its first attempt is the dispatcher's, which
-// starts this workflow only when a retry is needed: src/webhooks/dispatcher.ts). Each attempt is an activity that sends and records the
-// outcome and says how long to wait before the next one (the schedule, with its jitter and
-// Retry-After, lives in src/webhooks/retry-schedule.ts); the wait is a durable timer, so a
-// worker crash or restart loses nothing. A crash during a send re-runs the attempt: at-least-once,
+// starts this workflow only when a retry is needed: src/webhooks/dispatcher.ts). Each attempt is
+// an activity that sends and records the outcome and says how long to wait before the next one
+// (the schedule, with its jitter and Retry-After, lives in src/webhooks/retry-schedule.ts); the
+// wait is a durable timer, so a worker crash or restart loses nothing. A crash during a send re-runs the attempt: at-least-once,
 // under the same webhook-id.
 import { continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.ts';

@@ -55,8 +55,9 @@ export function createGateway(services: Services, apis: readonly ApiModule[]): K
     }
     await next();
   });
-  // The rendered reference of both documents; public like them.
-  app.use(docsPage());
   app.use(router.routes());
+  // The rendered reference of both documents; public like them. After the router, so it sees
+  // only paths no route matched and adds nothing to an API request.
+  app.use(docsPage());
   return app;
 }

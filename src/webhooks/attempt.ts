@@ -6,7 +6,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
 import type { Logger } from '../logger.ts';
-import { DELIVERY_TIMEOUT_MS, send } from './http-send.ts';
+import { DELIVERY_TIMEOUT_MS, send, type SendOutcome } from './http-send.ts';
 import { DISABLE_AFTER_FAILING_MS, nextDelayMs, retryAfterMs, verdictFor } from './retry-schedule.ts';
 import type { SecretBox } from './secret-box.ts';
 import { signedHeaders } from './signing.ts';
@@ -100,42 +100,50 @@ export function createDeliveryAttempts(deps: DeliveryAttemptDeps): DeliveryAttem
     async attempt(deliveryId, opts = {}) {
       const delivery = await db('webhook_deliveries').where({ id: deliveryId }).first();
       if (!delivery || delivery.state !== 'pending') return { done: true };
-      const accountId = Number(delivery.account_id);
-      const hook = await db('webhooks').where({ id: delivery.webhook_id }).first();
-      if (!hook || hook.deleted) return finish(deliveryId, 'failed', 'the webhook was deleted');
-      if (!hook.active) return finish(deliveryId, 'failed', 'the webhook is not active');
-
-      const now = new Date();
-      const body = delivery.body as string;
-      const discord = hook.kind === 'discord';
-      const payload = discord ? JSON.stringify(discordMessage(JSON.parse(body) as DeliveryBody, await itemRoles(delivery.notification_id))) : body;
-      const headers = discord ? {} : signedHeaders(signingSecrets(hook, box, accountId, now), delivery.message_id, Math.floor(now.getTime() / 1000), body);
-      const url = box.open(hook.url_sealed, accountId);
       // A slow or dead endpoint may hold only its share of the worker's slots: past it, this
-      // attempt is put off (not counted, nothing sent) and the slot goes to other endpoints.
-      const webhookId = Number(hook.id);
+      // attempt is put off (not counted, nothing read or sent) and the slot goes to other
+      // endpoints. Taken before the webhook is read, with no wait in between, so the bound holds.
+      const webhookId = Number(delivery.webhook_id);
       const slotIn = slotFreeInMs(webhookId);
       if (slotIn > 0) return { done: false, delayMs: Math.max(MIN_PUT_OFF_MS, slotIn) + Math.floor(Math.random() * PUT_OFF_JITTER_MS), putOff: true };
-      const started = Date.now();
+      const taken = Date.now();
       const starts = inFlight.get(webhookId);
-      if (starts) starts.push(started);
-      else inFlight.set(webhookId, [started]);
-      // Heartbeats while the send is out: a worker that dies mid-send is noticed within the
-      // heartbeat timeout (workflows/webhook-delivery.ts), not the attempt's whole time-out.
-      const beat = opts.heartbeat ? setInterval(opts.heartbeat, HEARTBEAT_EVERY_MS) : undefined;
-      let outcome;
+      if (starts) starts.push(taken);
+      else inFlight.set(webhookId, [taken]);
+
+      let outcome: SendOutcome;
+      let discord = false;
+      let now = new Date();
+      let beat: NodeJS.Timeout | undefined;
+      let sentAt: number | undefined;
       try {
+        const accountId = Number(delivery.account_id);
+        const hook = await db('webhooks').where({ id: webhookId }).first();
+        if (!hook || hook.deleted) return await finish(deliveryId, 'failed', 'the webhook was deleted');
+        if (!hook.active) return await finish(deliveryId, 'failed', 'the webhook is not active');
+
+        now = new Date();
+        const body = delivery.body as string;
+        discord = hook.kind === 'discord';
+        const payload = discord ? JSON.stringify(discordMessage(JSON.parse(body) as DeliveryBody, await itemRoles(delivery.notification_id))) : body;
+        const headers = discord ? {} : signedHeaders(signingSecrets(hook, box, accountId, now), delivery.message_id, Math.floor(now.getTime() / 1000), body);
+        const url = box.open(hook.url_sealed, accountId);
+        // Heartbeats while the send is out: a worker that dies mid-send is noticed within the
+        // heartbeat timeout (workflows/webhook-delivery.ts), not the attempt's whole time-out.
+        beat = opts.heartbeat ? setInterval(opts.heartbeat, HEARTBEAT_EVERY_MS) : undefined;
+        sentAt = Date.now();
         outcome = await send(url, headers, payload, { allowPrivateNetworks: deps.allowPrivateNetworks, timeoutMs });
       } finally {
         clearInterval(beat);
         const left = inFlight.get(webhookId) ?? [];
-        left.splice(left.indexOf(started), 1);
+        left.splice(left.indexOf(taken), 1);
         if (!left.length) inFlight.delete(webhookId);
-        // One number per webhook this worker has sent to; a bound keeps a churn of webhooks from growing it.
-        if (lastSendMs.size >= LAST_SEND_ENTRIES && !lastSendMs.has(webhookId)) lastSendMs.clear();
-        lastSendMs.set(webhookId, Date.now() - started);
+        if (sentAt !== undefined) {
+          // One number per webhook this worker has sent to; a bound keeps a churn of webhooks from growing it.
+          if (lastSendMs.size >= LAST_SEND_ENTRIES && !lastSendMs.has(webhookId)) lastSendMs.clear();
+          lastSendMs.set(webhookId, Date.now() - sentAt);
+        }
       }
-
       const verdict = verdictFor(outcome.status);
       const attempts = Number(delivery.attempt_count) + 1;
       // On a 429, Discord's `retry_after` (body, fractional seconds) before the Retry-After header.
@@ -161,10 +169,10 @@ export function createDeliveryAttempts(deps: DeliveryAttemptDeps): DeliveryAttem
             next_attempt_at: state === 'pending' ? new Date(Date.now() + delayMs!) : null,
             updated_at: trx.raw('statement_timestamp()'),
           });
-        await trackHealth(trx, Number(hook.id), verdict === 'delivered', now, outcome.status, outcome.error);
+        await trackHealth(trx, webhookId, verdict === 'delivered', now, outcome.status, outcome.error);
       });
       // The webhook's id only: its URL may carry a token and never reaches the log.
-      log.debug({ delivery_id: deliveryId, webhook_id: Number(hook.id), status: outcome.status, error: outcome.error, state }, 'webhook attempt');
+      log.debug({ delivery_id: deliveryId, webhook_id: webhookId, status: outcome.status, error: outcome.error, state }, 'webhook attempt');
       return state === 'pending' ? { done: false, delayMs: delayMs! } : { done: true };
     },
   };

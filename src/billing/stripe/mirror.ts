@@ -41,9 +41,9 @@ function status(s: string): SubscriptionStatus {
 export function paymentMethodOf(sub: Stripe.Subscription): boolean | null {
   if (sub.default_payment_method || sub.default_source) return true;
   const customer = sub.customer;
-  if (typeof customer === 'string' || !customer || ('deleted' in customer && customer.deleted)) return typeof customer === 'string' ? null : false;
-  const c = customer as Stripe.Customer;
-  return Boolean(c.invoice_settings?.default_payment_method || c.default_source);
+  if (typeof customer === 'string') return null;
+  if ('deleted' in customer) return false;
+  return Boolean(customer.invoice_settings?.default_payment_method || customer.default_source);
 }
 
 export function viewOf(sub: Stripe.Subscription): StripeSubscriptionView {
