@@ -157,6 +157,15 @@ async function main() {
         await settle(scratch.url);
         saturated.push(await runLoad({ ...s, connections, durationSec: duration }));
       }
+      // The provider comparison again in the other order (Stripe, then local): in one order only,
+      // whichever ran second was the slower (0.81x and 0.94x with Stripe second, 1.00x with it
+      // first), so the check compares each provider's two runs together.
+      const reversed: LoadResult[] = [];
+      for (const s of [scenarios[4]!, scenarios[1]!]) {
+        console.error(`running: ${s.name}, saturation (again, the providers in the other order)`);
+        await settle(scratch.url);
+        reversed.push(await runLoad({ ...s, connections, durationSec: duration }));
+      }
       for (const rate of fixedRates) {
         const rows: PacedResult[] = [];
         for (const s of scenarios) {
@@ -175,10 +184,15 @@ async function main() {
       const floorRatio = saturated[3]!.requestsPerSec / saturated[0]!.requestsPerSec;
       console.log(`ceiling: bare Koa + a paid request's required database work reaches ${floorRatio.toFixed(2)}x bare Koa; the gateway reaches ${(ratio / floorRatio).toFixed(2)}x of that ceiling`);
       console.log(`gateway RSS after run: ${gateway.rssMiB()} MiB; bare Koa RSS: ${bare.rssMiB()} MiB`);
-      const stripeRatio = saturated[4]!.requestsPerSec / paid.requestsPerSec;
+      const [stripeAgain, localAgain] = reversed as [LoadResult, LoadResult];
+      const stripeRatio = (saturated[4]!.requestsPerSec + stripeAgain.requestsPerSec) / (paid.requestsPerSec + localAgain.requestsPerSec);
       // Both rows run the same admission code; a Stripe row faster than the local one is the
-      // run-to-run spread (±7 % seen), so only "slower by more than 5 %" misses.
-      console.log(`target: paid request throughput with BILLING_PROVIDER=stripe no more than 5% below the local provider's (${stripeRatio.toFixed(3)}x: ${stripeRatio >= 0.95 ? 'met' : 'NOT met'}); non-2xx ${saturated[4]!.non2xx}, errors ${saturated[4]!.errors}`);
+      // run-to-run spread, so only "slower by more than 5 %" misses.
+      console.log(
+        `target: paid request throughput with BILLING_PROVIDER=stripe no more than 5% below the local provider's, both orders together ` +
+          `(local ${Math.round(paid.requestsPerSec)} then ${Math.round(localAgain.requestsPerSec)}/s, Stripe ${Math.round(saturated[4]!.requestsPerSec)} then ${Math.round(stripeAgain.requestsPerSec)}/s: ` +
+          `${stripeRatio.toFixed(3)}x: ${stripeRatio >= 0.95 ? 'met' : 'NOT met'}); non-2xx ${saturated[4]!.non2xx + stripeAgain.non2xx}, errors ${saturated[4]!.errors + stripeAgain.errors}`,
+      );
       console.log(`target: paid request >= 0.4x bare Koa throughput (${ratio.toFixed(2)}x: ${ratio >= 0.4 ? 'met' : 'NOT met'})`);
       console.log(`target: paid request p99 < 10 ms below saturation (${paidP99}: ${p99Met ? 'met' : 'NOT met'}); at saturation the p99 is ${paid.p99ms} ms, which ${connections} closed-loop connections set by queueing (Little's law: ${(1000 * connections / paid.requestsPerSec).toFixed(1)} ms mean)`);
     } finally {
