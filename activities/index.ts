@@ -117,7 +117,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
         perEndpointConcurrency: config.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
       })
     : undefined;
-  const webhooks = webhookAttempts ? createWebhookActivities(webhookAttempts) : {};
+  const webhooks = webhookAttempts ? createWebhookActivities(deps.db, webhookAttempts) : {};
   // Background calls may take longer than a request's live read; Temporal retries them.
   const stripe = config.BILLING_PROVIDER === 'stripe' ? createStripeClient(config, { timeoutMs: 30_000 }) : null;
   const billing = stripe

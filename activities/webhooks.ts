@@ -1,19 +1,27 @@
-// The webhook delivery activity: a retry of one delivery (its first attempt is the
-// dispatcher's), made by src/webhooks/attempt.ts and heartbeating while its send is out.
+// The webhook retry activity: one round of a webhook's due retries (src/webhooks/due-retries.ts;
+// first attempts are the dispatcher's), heartbeating while it runs so a dead worker's round is
+// run again within the heartbeat timeout.
 import { Context } from '@temporalio/activity';
-import type { AttemptOutcome, DeliveryAttempts } from '../src/webhooks/attempt.ts';
-
-export type { AttemptOutcome } from '../src/webhooks/attempt.ts';
+import type { Db } from '../db/connection.ts';
+import type { DeliveryAttempts } from '../src/webhooks/attempt.ts';
+import { attemptDueRetries, type DueRunResult } from '../src/webhooks/due-retries.ts';
 
 export interface WebhookActivities {
-  attemptWebhookDelivery(deliveryId: number): Promise<AttemptOutcome>;
+  attemptDueWebhookRetries(webhookId: number): Promise<DueRunResult>;
 }
 
-export function createWebhookActivities(attempts: DeliveryAttempts): WebhookActivities {
+const HEARTBEAT_EVERY_MS = 1_000;
+
+export function createWebhookActivities(db: Db, attempts: DeliveryAttempts): WebhookActivities {
   return {
-    attemptWebhookDelivery(deliveryId) {
+    async attemptDueWebhookRetries(webhookId) {
       const ctx = Context.current();
-      return attempts.attempt(deliveryId, { heartbeat: () => ctx.heartbeat() });
+      const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
+      try {
+        return await attemptDueRetries(db, attempts, webhookId, { concurrency: attempts.perEndpointConcurrency, signal: ctx.cancellationSignal });
+      } finally {
+        clearInterval(beat);
+      }
     },
   };
 }

@@ -164,6 +164,8 @@ interface PhaseRun {
   loop: { p99MaxMs: number; worstMs: number; utilisation: number };
   /** Requests the hanging endpoints accepted (every one held until the sender gave up). */
   hangingRequests: number;
+  /** Events added to the webhook queue's workflow histories during the phase, by type (what Temporal was asked to do). */
+  temporalEvents: Map<string, number>;
 }
 
 async function runPhase(
@@ -176,6 +178,7 @@ async function runPhase(
   workerPid: number,
   postgresPid: number | null,
   probe: Probe,
+  histories: () => Promise<Map<string, number>>,
 ): Promise<PhaseRun> {
   const peak: Backlog = { undispatched: 0, workflowTasks: 0, activityTasks: 0 };
   const look = async (): Promise<string> => {
@@ -186,6 +189,8 @@ async function runPhase(
     return fmtBacklog(b);
   };
   for (const e of endpoints) e.receiver.fallback = hanging.has(e.index) ? 'hang' : { status: 204 };
+  // Read before the CPU counters start: listing histories costs the Temporal server CPU too.
+  const events0 = await histories();
   const hangingBefore = endpoints.filter((e) => hanging.has(e.index)).reduce((n, e) => n + e.receiver.received.length, 0);
   const cpu0 = process.cpuUsage();
   const temporal0 = temporalPid ? cpuSeconds(temporalPid) : 0;
@@ -296,6 +301,7 @@ async function runPhase(
   }
   const cpu = process.cpuUsage(cpu0);
   const run: PhaseRun = {
+    temporalEvents: new Map(),
     name,
     peak,
     hanging,
@@ -312,7 +318,10 @@ async function runPhase(
     loop: loopOver(wall0, Date.now()),
     hangingRequests: endpoints.filter((e) => hanging.has(e.index)).reduce((n, e) => n + e.receiver.received.length, 0) - hangingBefore,
   };
+  const events1 = await histories();
+  const temporalEvents = (run.temporalEvents = new Map([...events1].map(([type, n]) => [type, n - (events0.get(type) ?? 0)] as const).filter(([, n]) => n > 0)));
   progress(`  phase ${name} done in ${run.seconds.toFixed(1)} s: ${delivered(healthy)} of ${healthy.length} delivered to answering endpoints`);
+  if (temporalEvents.size) progress(`  Temporal history events in phase ${name}: ${[...temporalEvents].map(([t, n]) => `${t.replace('EVENT_TYPE_', '')} ${n}`).join(', ')}`);
   return run;
 }
 
@@ -521,6 +530,19 @@ async function main(): Promise<string> {
     return { undispatched: Number(row?.n ?? 0), workflowTasks, activityTasks };
   };
 
+  // Every event of every workflow run on the webhook queue, by type: what the retries cost Temporal.
+  const histories = async (): Promise<Map<string, number>> => {
+    const byType = new Map<string, number>();
+    for await (const w of temporal.client.workflow.list({ query: `TaskQueue = '${config.WEBHOOK_TASK_QUEUE}'` })) {
+      const history = await temporal.client.workflow.getHandle(w.workflowId, w.runId).fetchHistory();
+      for (const e of history.events ?? []) {
+        const type = proto.temporal.api.enums.v1.EventType[e.eventType ?? 0] ?? String(e.eventType);
+        byType.set(type, (byType.get(type) ?? 0) + 1);
+      }
+    }
+    return byType;
+  };
+
   // The postmaster, parent of every backend, if the server runs on this machine (its CPU is read from /proc).
   const backend = await benchDb.raw('SELECT pg_backend_pid() AS pid');
   const postgresPid = parentOf(Number(backend.rows[0].pid));
@@ -528,15 +550,15 @@ async function main(): Promise<string> {
   // One message to every endpoint first, not counted: connection pools, the workflow cache and
   // the JIT start warm in neither phase's figures.
   progress('warm-up: one message to every endpoint...');
-  await runPhase('warm-up', Math.max(1, Math.ceil(ENDPOINTS / RATE)), benchDb, endpoints, new Set(), server.pid, worker.pid, postgresPid, probe);
+  await runPhase('warm-up', Math.max(1, Math.ceil(ENDPOINTS / RATE)), benchDb, endpoints, new Set(), server.pid, worker.pid, postgresPid, probe, histories);
 
   progress(`phase A: all ${ENDPOINTS} endpoints answer, ${SECONDS} s at ${RATE}/s...`);
-  const a = await runPhase('A', SECONDS, benchDb, endpoints, new Set(), server.pid, worker.pid, postgresPid, probe);
+  const a = await runPhase('A', SECONDS, benchDb, endpoints, new Set(), server.pid, worker.pid, postgresPid, probe, histories);
   progress(`phase A2: all ${ENDPOINTS} answer again (the baseline's own spread), ${SECONDS} s at ${RATE}/s...`);
-  const a2 = await runPhase('A2', SECONDS, benchDb, endpoints, new Set(), server.pid, worker.pid, postgresPid, probe);
+  const a2 = await runPhase('A2', SECONDS, benchDb, endpoints, new Set(), server.pid, worker.pid, postgresPid, probe, histories);
   const hanging = new Set(Array.from({ length: HANGING }, (_, k) => Math.floor((k * ENDPOINTS) / Math.max(1, HANGING))));
   progress(`phase B: endpoints ${[...hanging].join(', ')} hang until the ${DELIVERY_TIMEOUT_MS / 1000} s timeout, ${SECONDS} s at ${RATE}/s...`);
-  const b = await runPhase('B', SECONDS, benchDb, endpoints, hanging, server.pid, worker.pid, postgresPid, probe);
+  const b = await runPhase('B', SECONDS, benchDb, endpoints, hanging, server.pid, worker.pid, postgresPid, probe, histories);
 
   const answering = (e: number) => !hanging.has(e);
   const aAll = await latencies(benchDb, 'A', () => true, () => collect(endpoints, hanging));
@@ -646,6 +668,7 @@ function report(r: {
     phase('peak backlog: workflow / activity tasks in the queue', (p) => `${p.peak.workflowTasks ?? '?'} / ${p.peak.activityTasks ?? '?'}`),
     phase('activity executions (all endpoints; put-offs and retries included)', (p) => String(p.activityExecutions), (p) => p.activityExecutions),
     phase('requests the hanging endpoints held', (p) => (p === b ? String(p.hangingRequests) : '')),
+    phase('Temporal: workflow history events (retry workflows)', (p) => String([...p.temporalEvents.values()].reduce((n, v) => n + v, 0))),
     phase('generator lateness p99 ms; failed writes', (p) => `${fmt(q([...p.lateness].sort((x, y) => x - y), 99))}; ${p.writeErrors}`),
     phase('phase wall time s (load and drain)', (p) => p.seconds.toFixed(1)),
     phase('worker event loop: longest delay per 250 ms, p99 / worst ms', (p) => `${fmt(p.loop.p99MaxMs)} / ${fmt(p.loop.worstMs)}`),

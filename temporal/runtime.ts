@@ -147,9 +147,12 @@ export async function startLocalWorkers(
       });
     }
     const local = clientOnWorkers(workers, config.TEMPORAL_NAMESPACE);
-    // Stopped before the workers (undo runs in reverse), so no eager start meets a closed connection.
-    const dispatcher = startDispatcher({ db, connectionString: opts.connectionString, client: temporal.client, localWorkers: local, attempts: webhookAttempts, taskQueue: queues.webhooks, log: wlog });
-    undo.push({ name: 'webhook dispatcher', run: () => dispatcher.stop() });
+    // Without the webhook key nothing here can open a webhook's secrets: deliveries wait in the
+    // outbox for a worker that can. Stopped before the workers (undo runs in reverse).
+    if (webhookAttempts) {
+      const dispatcher = startDispatcher({ db, connectionString: opts.connectionString, client: temporal.client, attempts: webhookAttempts, taskQueue: queues.webhooks, log: wlog });
+      undo.push({ name: 'webhook dispatcher', run: () => dispatcher.stop() });
+    }
     return { stop: unwind, client: local };
   } catch (err) {
     await unwind();

@@ -17,7 +17,7 @@ import { DEFAULT_SCHEDULE_MS } from '../../src/webhooks/retry-schedule.ts';
 import { SecretBox } from '../../src/webhooks/secret-box.ts';
 import { connectTemporal } from '../../temporal/client.ts';
 import { WORKFLOWS_PATH } from '../../temporal/runtime.ts';
-import { clientOnWorkers, startWorkers } from '../../temporal/worker.ts';
+import { startWorkers } from '../../temporal/worker.ts';
 
 /** The worker's event loop over the last report's window: the longest and the p99 delay (ms), and its utilisation (0-1). */
 export interface LoopWindow {
@@ -47,17 +47,18 @@ const seen = new Set<number>();
 let executions = 0;
 // Only timed and counted, then the real attempt: the dispatcher's first ones and the activity's retries.
 const attempts: DeliveryAttempts = {
+  perEndpointConcurrency: real.perEndpointConcurrency,
   slotFreeInMs: real.slotFreeInMs,
-  attempt(deliveryId, opts) {
+  attempt(deliveryId) {
     executions++;
     if (!seen.has(deliveryId)) {
       seen.add(deliveryId);
       starts.push([deliveryId, Date.now()]);
     }
-    return real.attempt(deliveryId, opts);
+    return real.attempt(deliveryId);
   },
 };
-const activities = createWebhookActivities(attempts);
+const activities = createWebhookActivities(db, attempts);
 // The dispatcher's first attempts for every endpoint and the retries' activities share this one
 // event loop: how long it kept a ready callback waiting says what the others' messages queued behind.
 const delay = monitorEventLoopDelay({ resolution: 5 });
@@ -85,8 +86,6 @@ const dispatcher = startDispatcher({
   db,
   connectionString: config.DATABASE_URL!,
   client: temporal.client,
-  // As temporal/runtime.ts does: eager starts on this process's own worker.
-  localWorkers: clientOnWorkers(workers, config.TEMPORAL_NAMESPACE),
   attempts,
   taskQueue: config.WEBHOOK_TASK_QUEUE,
   log,

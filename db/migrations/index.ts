@@ -19,6 +19,7 @@ import * as m015 from './015_meter_sync.ts';
 import * as m016 from './016_webhook_retention.ts';
 import * as m017 from './017_subscription_statuses.ts';
 import * as m018 from './018_webhook_claims.ts';
+import * as m019 from './019_webhook_waiting.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   '016_webhook_retention': m016,
   '017_subscription_statuses': m017,
   '018_webhook_claims': m018,
+  '019_webhook_waiting': m019,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

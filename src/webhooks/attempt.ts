@@ -1,8 +1,8 @@
 // One attempt of one webhook delivery: reads the delivery and its webhook, signs and sends
 // (http-send.ts), records the attempt and the new state in one transaction, and says whether and
 // when to try again. Made by the dispatcher for a delivery's first attempt (no workflow on the
-// healthy path) and by the delivery activity for every retry (workflows/webhook-delivery.ts),
-// sharing one per-endpoint bound per process.
+// healthy path) and by the webhook's retry rounds for every retry (src/webhooks/due-retries.ts,
+// workflows/webhook-retries.ts), sharing one per-endpoint bound per process.
 import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
 import type { Logger } from '../logger.ts';
@@ -15,7 +15,7 @@ import type { DeliveryBody } from './outbox.ts';
 
 /**
  * `putOff`: nothing was sent, the endpoint already had its share of this process's attempts in
- * flight; the caller waits longer after each put-off in a row (workflows/webhook-delivery.ts).
+ * flight; `delayMs` is then about when a slot frees.
  */
 export type AttemptOutcome = { done: true } | { done: false; delayMs: number; putOff?: boolean };
 
@@ -32,6 +32,8 @@ export interface DeliveryAttemptDeps {
 }
 
 export interface DeliveryAttempts {
+  /** Attempts to one webhook this process runs at once. */
+  readonly perEndpointConcurrency: number;
   /**
    * 0 when the webhook has a free share of this process's attempts; otherwise about how long until
    * one frees, judged by its last send's time (up to the time-out, for an endpoint that hangs). A
@@ -39,8 +41,7 @@ export interface DeliveryAttempts {
    * hanging endpoint, most of that asking was wasted.
    */
   slotFreeInMs?(webhookId: number): number;
-  /** `heartbeat` is called every second while the send is out (the activity's liveness). */
-  attempt(deliveryId: number, opts?: { heartbeat?: () => void }): Promise<AttemptOutcome>;
+  attempt(deliveryId: number): Promise<AttemptOutcome>;
 }
 
 type Row = Record<string, unknown>;
@@ -50,9 +51,6 @@ const LAST_SEND_ENTRIES = 100_000;
 /** A put-off waits at least this, plus up to the jitter, so put-offs to one endpoint do not wake together. */
 const MIN_PUT_OFF_MS = 1_000;
 const PUT_OFF_JITTER_MS = 1_000;
-
-/** Under the workflow's heartbeat timeout, with room for a busy event loop. */
-const HEARTBEAT_EVERY_MS = 1_000;
 
 /** The secrets that sign now: the current one, and the one a rotation replaced until it expires. */
 function signingSecrets(hook: Row, box: SecretBox, accountId: number, now: Date): string[] {
@@ -96,8 +94,9 @@ export function createDeliveryAttempts(deps: DeliveryAttemptDeps): DeliveryAttem
   }
 
   return {
+    perEndpointConcurrency: deps.perEndpointConcurrency,
     slotFreeInMs,
-    async attempt(deliveryId, opts = {}) {
+    async attempt(deliveryId) {
       const delivery = await db('webhook_deliveries').where({ id: deliveryId }).first();
       if (!delivery || delivery.state !== 'pending') return { done: true };
       // A slow or dead endpoint may hold only its share of the worker's slots: past it, this
@@ -114,7 +113,6 @@ export function createDeliveryAttempts(deps: DeliveryAttemptDeps): DeliveryAttem
       let outcome: SendOutcome;
       let discord = false;
       let now = new Date();
-      let beat: NodeJS.Timeout | undefined;
       let sentAt: number | undefined;
       try {
         const accountId = Number(delivery.account_id);
@@ -128,13 +126,9 @@ export function createDeliveryAttempts(deps: DeliveryAttemptDeps): DeliveryAttem
         const payload = discord ? JSON.stringify(discordMessage(JSON.parse(body) as DeliveryBody, await itemRoles(delivery.notification_id))) : body;
         const headers = discord ? {} : signedHeaders(signingSecrets(hook, box, accountId, now), delivery.message_id, Math.floor(now.getTime() / 1000), body);
         const url = box.open(hook.url_sealed, accountId);
-        // Heartbeats while the send is out: a worker that dies mid-send is noticed within the
-        // heartbeat timeout (workflows/webhook-delivery.ts), not the attempt's whole time-out.
-        beat = opts.heartbeat ? setInterval(opts.heartbeat, HEARTBEAT_EVERY_MS) : undefined;
         sentAt = Date.now();
         outcome = await send(url, headers, payload, { allowPrivateNetworks: deps.allowPrivateNetworks, timeoutMs });
       } finally {
-        clearInterval(beat);
         const left = inFlight.get(webhookId) ?? [];
         left.splice(left.indexOf(taken), 1);
         if (!left.length) inFlight.delete(webhookId);

@@ -1,27 +1,24 @@
 // Takes each enqueued delivery (woken by NOTIFY on webhook_deliveries, and by a slow safety
 // poll) and makes its first attempt here, at once: on the healthy path a message reaches its
 // endpoint with no workflow at all, which is what lets one worker keep up with a hundred
-// deliveries a second (bench:webhooks). Only a delivery that needs a retry (or was put off: its
-// endpoint had its share of attempts in flight) gets a webhookDelivery workflow, started to wait
-// the first delay and carry on with the durable schedule (workflows/webhook-delivery.ts).
+// deliveries a second (bench:webhooks). Every other delivery is handed over to its webhook's
+// webhookRetries workflow (src/webhooks/hand-over.ts): one that needs a retry, and one whose
+// endpoint already has its share of this process's attempts in flight (a slow or hanging
+// endpoint), which waits about as long as the endpoint's sends take. One workflow per webhook,
+// however many messages wait, and the outbox holds only messages not yet looked at: a claim's
+// cost does not grow with a dead endpoint's backlog.
 //
-// A delivery is claimed with a lease (claimed_until) and marked dispatched only once its attempt
-// is recorded or its workflow started. A dispatcher that dies mid-send leaves the claim to lapse,
-// and another sends the same message again under the same webhook-id (at least once); a
-// workflow started twice is refused by its id, one per generation (a manual retry is the next).
-// A delivery whose endpoint already has its share of this process's attempts in flight (a slow
-// or hanging endpoint) is not attempted: its claim is pushed back until one of those attempts
-// times out at the latest, and at least 0.5 s then twice as long each time up to a minute,
-// costing a row update rather than a workflow, so a hanging endpoint's backlog never slows the
-// others. Any number of processes may run it: claims use SKIP LOCKED.
-// Without `attempts` (a process that cannot open webhook secrets) every delivery goes straight
-// to its workflow.
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+// A delivery is claimed with a lease (claimed_until) and marked dispatched only once its first
+// attempt is recorded. A dispatcher that dies mid-send leaves the claim to lapse, and another
+// sends the same message again under the same webhook-id (at least once); one that dies after
+// recording a failure leaves a row that, claimed again, is only handed over (its attempt is not
+// repeated ahead of the schedule). Any number of processes may run it: claims use SKIP LOCKED.
+import type { Client } from '@temporalio/client';
 import { listen } from '../../db/listener.ts';
 import type { Db } from '../../db/connection.ts';
 import type { Logger } from '../logger.ts';
-import { webhookDeliveryId, type webhookDelivery } from '../../workflows/webhook-delivery.ts';
 import type { DeliveryAttempts } from './attempt.ts';
+import { startHandOvers, type HandOverRow } from './hand-over.ts';
 import { DELIVERIES_CHANNEL } from './outbox.ts';
 
 const BATCH = 200;
@@ -31,13 +28,10 @@ const SAFETY_POLL_MS = 2_000;
  * dispatcher's claim does not lapse; short, as a dead one's message waits this long to be resent.
  */
 const CLAIM_MS = 15_000;
-/** After a dispatch that failed (Temporal or the database unreachable): claimed again this soon. */
+/** After a dispatch that failed (the database unreachable): claimed again this soon. */
 const RETRY_CLAIM_MS = 2_000;
 /** First attempts this process has in flight at once (each endpoint's own share is smaller). */
 const MAX_IN_FLIGHT = 200;
-/** A deferred delivery is looked at again after this, then twice as long each time, up to MAX_DEFER_MS. */
-const FIRST_DEFER_MS = 500;
-const MAX_DEFER_MS = 60_000;
 /** How long stop() waits for first attempts in flight; the rest are sent again after their claim lapses. */
 const STOP_WAIT_MS = 2_000;
 
@@ -47,23 +41,16 @@ export interface DispatcherOptions {
   client: Client;
   taskQueue: string;
   log: Logger;
-  /**
-   * A client on this process's own workers (clientOnWorkers, temporal/worker.ts) serving
-   * `taskQueue`: workflows are then started eagerly on them. The server hands the first workflow
-   * task back in the start response instead of dispatching it through the task queue, which
-   * saves its matching work and a round trip per delivery (bench:webhooks, short runs at 100/s:
-   * the server's CPU per delivery 19.5 → 13 ms). A worker with no free slot makes it fall back
-   * to the queue, so it helps least when the worker is saturated.
-   */
-  localWorkers?: Client;
-  /** Makes first attempts here (shared with this process's delivery activity for its per-endpoint bound). */
-  attempts?: DeliveryAttempts;
+  /** Makes first attempts here (shared with this process's retry activity for its per-endpoint bound). */
+  attempts: DeliveryAttempts;
 }
 
 interface Claimed {
   id: string;
-  generation: number;
   webhook_id: string;
+  state: string;
+  attempt_count: number;
+  next_attempt_at: Date | null;
 }
 
 export interface Dispatcher {
@@ -73,14 +60,14 @@ export interface Dispatcher {
 }
 
 export function startDispatcher(opts: DispatcherOptions): Dispatcher {
-  const { db, client, log } = opts;
-  const starter = opts.localWorkers ?? client;
+  const { db, client, log, attempts } = opts;
   let running: Promise<void> | null = null;
   let again = false;
   let stopped = false;
   /** The last claim found more than it had room for: a finished attempt makes room, so drain again. */
   let starved = false;
   const inFlight = new Set<Promise<void>>();
+  const handOvers = startHandOvers({ db, client, taskQueue: opts.taskQueue, log });
 
   const claim = async (limit: number): Promise<Claimed[]> => {
     const { rows } = await db.raw(
@@ -89,49 +76,26 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
          SELECT id FROM webhook_deliveries
          WHERE NOT dispatched AND (claimed_until IS NULL OR claimed_until < now())
          ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED)
-       RETURNING id, generation, webhook_id`,
+       RETURNING id, webhook_id, state, attempt_count, next_attempt_at`,
       [CLAIM_MS / 1000, limit],
     );
     return rows;
   };
 
-  const startWorkflow = async (deliveryId: number, generation: number, firstDelayMs?: number) => {
-    try {
-      await starter.workflow.start<typeof webhookDelivery>('webhookDelivery', {
-        requestEagerStart: starter === opts.localWorkers,
-        workflowId: webhookDeliveryId(deliveryId, generation),
-        taskQueue: opts.taskQueue,
-        args: [{ deliveryId, firstDelayMs }],
-      });
-    } catch (err) {
-      if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-    }
-  };
-
-  /**
-   * Pushes the claims of deliveries to a busy endpoint back: until a slot may free (`waitMs`), and
-   * longer after each deferral.
-   */
-  const defer = async (busy: { id: string; waitMs: number }[]): Promise<void> => {
-    if (!busy.length) return;
-    await db.raw(
-      `UPDATE webhook_deliveries AS d
-       SET claimed_until = now() + make_interval(secs => least(?, greatest(b.wait, ? * 2 ^ d.deferrals)) * (0.8 + 0.4 * random())), deferrals = d.deferrals + 1
-       FROM unnest(?::bigint[], ?::float8[]) AS b(id, wait)
-       WHERE d.id = b.id`,
-      [MAX_DEFER_MS / 1000, FIRST_DEFER_MS / 1000, busy.map((r) => r.id), busy.map((r) => r.waitMs / 1000)],
-    );
-  };
-
   const dispatch = async (row: Claimed): Promise<void> => {
     const id = Number(row.id);
+    const webhookId = Number(row.webhook_id);
     try {
-      const outcome = opts.attempts ? await opts.attempts.attempt(id) : null;
-      // The endpoint filled up since the claim: deferred like the ones seen busy at claim time.
-      if (outcome && !outcome.done && outcome.putOff) return await defer([{ id: row.id, waitMs: outcome.delayMs }]);
-      if (!outcome) await startWorkflow(id, row.generation);
-      else if (!outcome.done) await startWorkflow(id, row.generation, outcome.delayMs);
-      await db('webhook_deliveries').where({ id }).update({ dispatched: true, claimed_until: null });
+      // Attempted before (a dispatcher stopped after recording it): only the hand-over is left,
+      // at the time the schedule gave.
+      const outcome =
+        row.attempt_count > 0
+          ? row.state === 'pending'
+            ? { done: false as const, delayMs: Math.max(0, (row.next_attempt_at?.getTime() ?? 0) - Date.now()) }
+            : { done: true as const }
+          : await attempts.attempt(id);
+      if (outcome.done) await db('webhook_deliveries').where({ id }).update({ dispatched: true, claimed_until: null });
+      else await handOvers.handOver([{ id: row.id, webhookId, dueAt: Date.now() + outcome.delayMs }]);
     } catch (err) {
       log.warn({ err, delivery_id: id }, 'webhook dispatch failed; will retry');
       await db('webhook_deliveries')
@@ -155,18 +119,26 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
             starved = room <= 0;
             if (stopped || starved) break;
             const rows = await claim(room);
-            const busy = new Map<Claimed, number>();
-            for (const r of rows) {
-              const waitMs = opts.attempts?.slotFreeInMs?.(Number(r.webhook_id)) ?? 0;
-              if (waitMs > 0) busy.set(r, waitMs);
-            }
-            await defer([...busy].map(([r, waitMs]) => ({ id: r.id, waitMs })));
+            const busy: HandOverRow[] = [];
             for (const row of rows) {
-              if (busy.has(row)) continue;
+              // An endpoint with no free slot: the delivery waits for one in its webhook's queue.
+              const waitMs = row.attempt_count > 0 ? 0 : (attempts.slotFreeInMs?.(Number(row.webhook_id)) ?? 0);
+              if (waitMs > 0) {
+                busy.push({ id: row.id, webhookId: Number(row.webhook_id), dueAt: Date.now() + waitMs });
+                continue;
+              }
               const p: Promise<void> = dispatch(row).finally(() => {
                 inFlight.delete(p);
                 if (starved && !stopped) void drain();
               });
+              inFlight.add(p);
+            }
+            // After the others' attempts have started: they never wait on a busy endpoint's hand-over.
+            if (busy.length) {
+              const p: Promise<void> = handOvers
+                .handOver(busy)
+                .catch((err: unknown) => log.warn({ err }, 'webhook hand-over failed; will retry'))
+                .finally(() => inFlight.delete(p));
               inFlight.add(p);
             }
             if (rows.length < room) break;
@@ -189,6 +161,7 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
     stop: async () => {
       stopped = true;
       clearInterval(timer);
+      handOvers.stop();
       await listener.close();
       await running;
       let timeout: NodeJS.Timeout | undefined;

@@ -76,7 +76,7 @@ export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
       timeoutMs: opts.timeoutMs,
       perEndpointConcurrency: opts.perEndpointConcurrency ?? 4,
     }));
-    const activities = createWebhookActivities(attempts);
+    const activities = createWebhookActivities(stack.db, attempts);
     workers = await startWorkers({
       connection: { address: temporalAddress() },
       namespace: TEST_NAMESPACE,
@@ -87,8 +87,8 @@ export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
     const temporal = await connectTemporal({ address: temporalAddress(), namespace: TEST_NAMESPACE });
     stack.client = temporal.client;
     closeClient = temporal.close;
-    // Workflow ids name delivery ids and every file shares the run's namespace.
-    await stack.db.raw(`ALTER SEQUENCE webhook_deliveries_id_seq RESTART WITH ${1 + Math.floor(Math.random() * 2 ** 40)}`);
+    // Workflow ids name webhook ids and every file shares the run's namespace.
+    await stack.db.raw(`ALTER SEQUENCE webhooks_id_seq RESTART WITH ${1 + Math.floor(Math.random() * 2 ** 40)}`);
     dispatcher = startDispatcher({ db: stack.db, connectionString: scratch.url, client: stack.client, attempts, taskQueue: stack.taskQueue, log });
     stack.notify = (accountId, itemId, payload = {}) => writeNotification(stack.db, accountId, itemId, payload);
   }, 120_000);

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { streamMessage } from '../../../src/notifications/log.ts';
 import { enqueuePing } from '../../../src/webhooks/outbox.ts';
-import { webhookDelivery, webhookDeliveryId } from '../../../workflows/webhook-delivery.ts';
+import { webhookRetries, webhookRetriesId } from '../../../workflows/webhook-retries.ts';
 import { call, eventually, newAccount, type TestAccount } from '../../support/harness.ts';
 import { startReceiver, type Receiver } from '../../support/webhook-receiver.ts';
 import { useWebhookStack } from '../../support/webhook-stack.ts';
@@ -144,25 +144,53 @@ describe('standard delivery', () => {
   });
 });
 
-describe('a long-running delivery', () => {
+describe('retries', () => {
+  it('one workflow per webhook carries every message waiting for a retry, and ends when none waits', async () => {
+    const { hook, itemId, receiver: rx } = await setup();
+    // The endpoint fails until every message has been retried at least once, then answers.
+    rx.fallback = { status: 503 };
+    const nids: number[] = [];
+    for (let i = 0; i < 5; i++) nids.push(await stack.notify(acct.accountId, itemId));
+    const handle = stack.client.workflow.getHandle(webhookRetriesId(hook.id as number));
+    await eventually(async () => {
+      const rows = await stack.db('webhook_deliveries').whereIn('notification_id', nids).where('attempt_count', '>=', 2);
+      return rows.length === 5 ? true : undefined;
+    });
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+    rx.fallback = { status: 204 };
+    const ds = [];
+    for (const nid of nids) ds.push(await settled(nid));
+    expect(ds.map((d) => d.state)).toEqual(Array(5).fill('delivered'));
+    // Every copy of a message carries its one webhook-id, one per recorded attempt.
+    for (const d of ds) expect(rx.received.filter((r) => r.headers['webhook-id'] === d.message_id)).toHaveLength(d.attempt_count);
+    expect(rx.received).toHaveLength(ds.reduce((n, d) => n + d.attempt_count, 0));
+    expect(rx.received.every((r) => r.verified[0] === true)).toBe(true);
+    // One run (or a chain of them) of one workflow for all five, done once nothing waits.
+    await handle.result();
+    const runs = [];
+    for await (const w of stack.client.workflow.list({ query: `WorkflowId = '${handle.workflowId}'` })) runs.push(w);
+    expect(runs.length).toBeGreaterThanOrEqual(1);
+    expect(runs.every((w) => w.taskQueue === stack.taskQueue)).toBe(true);
+  });
+
   it('continues as new past its history limit and loses nothing: one webhook-id, delivered once the endpoint answers', async () => {
     const { hook, receiver: rx } = await setup();
     rx.script = [{ status: 503 }, { status: 503 }, { status: 503 }, { status: 503 }];
-    // A ping enqueued already dispatched (in one transaction, before its NOTIFY is delivered), so
-    // only the run started here sends it, with a history limit a few attempts long.
+    // A ping whose first attempt is on record as failed (as the dispatcher leaves it), so only
+    // the run started here sends it, with a history limit a few rounds long.
     const deliveryId = await stack.db.transaction(async (trx) => {
       const id = await enqueuePing(trx, acct.accountId, hook.id as number);
-      await trx('webhook_deliveries').where({ id }).update({ dispatched: true });
+      await trx('webhook_deliveries').where({ id }).update({ dispatched: true, attempt_count: 1, next_attempt_at: new Date() });
       return id;
     });
-    const handle = await stack.client.workflow.start(webhookDelivery, {
-      workflowId: webhookDeliveryId(deliveryId, 0),
+    const handle = await stack.client.workflow.start(webhookRetries, {
+      workflowId: webhookRetriesId(hook.id as number),
       taskQueue: stack.taskQueue,
-      args: [{ deliveryId, historyLimit: 20 }],
+      args: [{ webhookId: hook.id as number, historyLimit: 10 }],
     });
     await handle.result();
     const d = await stack.db('webhook_deliveries').where({ id: deliveryId }).first();
-    expect(d).toMatchObject({ state: 'delivered', attempt_count: 5 });
+    expect(d).toMatchObject({ state: 'delivered', attempt_count: 6 });
     expect(rx.received.map((r) => r.headers['webhook-id'])).toEqual(Array(5).fill(d.message_id));
     expect(rx.received.every((r) => r.verified[0] === true)).toBe(true);
     // The first run handed over to a second (or more), each continuing from the database.

@@ -1,13 +1,15 @@
 // Behind a busy endpoint, its backlog waits for a slot about as long as the endpoint's sends take
-// (issue 15's isolation): a hanging endpoint's deliveries are deferred until a send in flight to
-// it times out, not asked about again every half second (that asking cost the database and
-// Temporal work the other endpoints then waited behind), while a quick endpoint's are looked at
-// again soon. Per-endpoint bound 2, time-out 2 s; retries wait a minute so none takes a slot here.
+// (issue 15's isolation): a hanging endpoint's deliveries wait, in its webhook's retry workflow,
+// until a send in flight to it times out, not asked about again every half second (that asking
+// cost the database and Temporal work the other endpoints then waited behind), while a quick
+// endpoint's are looked at again soon. Per-endpoint bound 2, time-out 2 s; retries wait a minute
+// so none takes a slot here.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, newAccount, type TestAccount } from '../../support/harness.ts';
 import { startReceiver, type Receiver } from '../../support/webhook-receiver.ts';
 import { useWebhookStack } from '../../support/webhook-stack.ts';
 import { createItem } from '../watchlist/helpers.ts';
+import { webhookRetriesId } from '../../../workflows/webhook-retries.ts';
 import { createWebhook } from './helpers.ts';
 
 const TIMEOUT_MS = 2_000;
@@ -76,13 +78,20 @@ describe('waiting for a slot', () => {
     expect(wait).toBeGreaterThan(TIMEOUT_MS / 2);
     expect(wait).toBeLessThanOrEqual(TIMEOUT_MS);
 
-    // The backlog behind the two hanging sends: each deferred once, its claim pushed to about when
-    // a slot frees (0.8-1.2 of the wait), not the half second a deferral of an unknown endpoint waits.
+    // The backlog behind the two hanging sends: handed to the webhook's retry workflow to go
+    // about when a slot frees (0.8-1.2 of the wait), not the half second an unknown endpoint's
+    // put-off waits, and out of the outbox the dispatcher claims from.
     const backlog = await notifyMany(itemId, 4);
-    const deferred = await eventually(async () => {
-      const rows = await stack.db('webhook_deliveries').whereIn('notification_id', backlog).select('deferrals', stack.db.raw('extract(epoch from claimed_until - clock_timestamp()) * 1000 AS ahead_ms'));
-      return rows.every((r) => r.deferrals >= 1) ? rows : undefined;
+    const waiting = await eventually(async () => {
+      const rows = await stack.db('webhook_deliveries')
+        .whereIn('notification_id', backlog)
+        .select('dispatched', 'attempt_count', stack.db.raw('extract(epoch from next_attempt_at - clock_timestamp()) * 1000 AS ahead_ms'));
+      return rows.every((r) => r.dispatched) ? rows : undefined;
     }, 20_000, 10);
-    for (const r of deferred) expect(Number(r.ahead_ms)).toBeGreaterThan(600);
+    for (const r of waiting) {
+      expect(r.attempt_count).toBe(0);
+      expect(Number(r.ahead_ms)).toBeGreaterThan(600);
+    }
+    expect((await stack.client.workflow.getHandle(webhookRetriesId(hookId)).describe()).status.name).toBe('RUNNING');
   });
 });

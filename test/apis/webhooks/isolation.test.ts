@@ -1,13 +1,13 @@
 // A slow endpoint holds at most its share of the worker (issue 15): with the per-endpoint bound
 // at 2, a receiver that takes 1.5 s per answer never sees more than 2 requests at once, every
 // message still arrives, and another endpoint's delivery goes through meanwhile; the busy
-// endpoint's backlog waits in the outbox (deferred claims), not in Temporal.
+// endpoint's backlog waits for a slot in its webhook's one retry workflow.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, newAccount, type TestAccount } from '../../support/harness.ts';
 import { startReceiver, type Receiver } from '../../support/webhook-receiver.ts';
 import { useWebhookStack } from '../../support/webhook-stack.ts';
 import { createItem } from '../watchlist/helpers.ts';
-import { webhookDeliveryId } from '../../../workflows/webhook-delivery.ts';
+import { webhookRetriesId } from '../../../workflows/webhook-retries.ts';
 import { createWebhook } from './helpers.ts';
 
 const stack = useWebhookStack({ perEndpointConcurrency: 2 });
@@ -49,12 +49,10 @@ describe('per-endpoint concurrency', () => {
     // Put-off attempts are not attempts: each delivery has exactly its one successful attempt.
     const attempts = await stack.db('webhook_attempts as a').join('webhook_deliveries as d', 'd.id', 'a.delivery_id').whereIn('d.notification_id', slowIds).count('* as n').first();
     expect(Number(attempts?.n)).toBe(6);
-    // The ones that found the endpoint busy were deferred by the dispatcher (a row update), not
-    // handed to a workflow that puts them off: no Temporal work for a busy endpoint's backlog.
-    const rows = await stack.db('webhook_deliveries').whereIn('notification_id', slowIds).select('id', 'deferrals');
-    expect(rows.some((r) => r.deferrals > 0)).toBe(true);
-    for (const r of rows) {
-      await expect(stack.client.workflow.getHandle(webhookDeliveryId(Number(r.id), 0)).describe()).rejects.toThrow(/not found/i);
-    }
+    // The ones that found the endpoint busy waited for a slot in the slow webhook's one retry
+    // workflow; the fast endpoint never needed one.
+    const slowRuns = await stack.client.workflow.getHandle(webhookRetriesId(Number(slowHook.id))).describe();
+    expect(slowRuns.taskQueue).toBe(stack.taskQueue);
+    await expect(stack.client.workflow.getHandle(webhookRetriesId(Number(fastHook.id))).describe()).rejects.toThrow(/not found/i);
   });
 });

@@ -25,8 +25,8 @@ const stack = useWorkerStack<WorkerStack>({
     WEBHOOK_RETRY_SCHEDULE_MS: '500,1000,2000,4000,8000',
   }),
   build: async (s) => {
-    // Workflow ids name item and delivery ids, and every file shares the run's namespace.
-    for (const seq of ['watchlist_items_id_seq', 'webhook_deliveries_id_seq']) {
+    // Workflow ids name item and webhook ids, and every file shares the run's namespace.
+    for (const seq of ['watchlist_items_id_seq', 'webhooks_id_seq']) {
       await s.db.raw(`ALTER SEQUENCE ${seq} RESTART WITH ${1 + Math.floor(Math.random() * 2 ** 40)}`);
     }
     return s;
