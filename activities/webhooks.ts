@@ -12,13 +12,14 @@ export interface WebhookActivities {
 
 const HEARTBEAT_EVERY_MS = 1_000;
 
-export function createWebhookActivities(db: Db, attempts: DeliveryAttempts): WebhookActivities {
+/** `roundMaxMs`: how long a round takes new deliveries (ROUND_MAX_MS); tests shorten it to see many rounds. */
+export function createWebhookActivities(db: Db, attempts: DeliveryAttempts, opts: { roundMaxMs?: number } = {}): WebhookActivities {
   return {
     async attemptDueWebhookRetries(webhookId) {
       const ctx = Context.current();
       const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
       try {
-        return await attemptDueRetries(db, attempts, webhookId, { concurrency: attempts.perEndpointConcurrency, signal: ctx.cancellationSignal });
+        return await attemptDueRetries(db, attempts, webhookId, { concurrency: attempts.perEndpointConcurrency, maxMs: opts.roundMaxMs, signal: ctx.cancellationSignal });
       } finally {
         clearInterval(beat);
       }

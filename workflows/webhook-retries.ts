@@ -3,9 +3,9 @@
 // complete (a retry on the schedule, src/webhooks/retry-schedule.ts, or an endpoint with no free
 // slot) waits in the database, dispatched and pending with its next_attempt_at, and the
 // dispatcher signals this workflow (signal-with-start, one run per webhook) when it falls due.
-// Each round is an activity that attempts every delivery then due (src/webhooks/due-retries.ts)
-// and says when the next falls due; the wait is a durable timer that a signal for an earlier one
-// cuts short. The run ends when nothing waits; the next hand-over starts another. A crash during
+// Each round is an activity that attempts the deliveries as they fall due, for as long as one
+// falls due within a minute (up to 5 minutes; src/webhooks/due-retries.ts), and says when the
+// next does; the wait is a durable timer that a signal for an earlier one cuts short. The run ends when nothing waits; the next hand-over starts another. A crash during
 // a send re-runs the round: at-least-once, under the same webhook-id.
 import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.ts';
@@ -34,12 +34,13 @@ export function webhookRetriesId(webhookId: number): string {
 }
 
 const { attemptDueWebhookRetries } = proxyActivities<WebhookActivities>({
-  // A round takes new deliveries for 30 s (DUE_RUN_BUDGET_MS), then its last sends finish (10 s
-  // each at most) and are recorded.
-  startToCloseTimeout: '2 minutes',
-  // The round heartbeats every second: a worker that dies mid-send has the round run again (same
-  // webhook-ids) after this, not after the 2 minutes above.
-  heartbeatTimeout: '5 seconds',
+  // A round takes new deliveries for up to 5 minutes (ROUND_MAX_MS, src/webhooks/due-retries.ts),
+  // then its last sends finish (10 s each at most) and are recorded.
+  startToCloseTimeout: '7 minutes',
+  // The round heartbeats every second (the SDK sends one about every 12 s): a worker that dies
+  // mid-round has it run again after this, not after the 7 minutes above. Longer than a send, so
+  // a busy worker's heartbeats are never late; a retry that comes 15 s later than due is on time.
+  heartbeatTimeout: '15 seconds',
   // Only the activity's own failures (the database unreachable, a crash) are retried here; an
   // endpoint's failures are outcomes, paced by the schedule.
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },

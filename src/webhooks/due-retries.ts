@@ -1,26 +1,38 @@
 // The deliveries of one webhook whose time has come: what one round of the webhook's retry
 // workflow does (workflows/webhook-retries.ts). A delivery the dispatcher could not complete
 // waits in the database, dispatched and pending with its next_attempt_at: a retry on the
-// schedule, or a first attempt put off because its endpoint had no free slot. This attempts those
-// now due, at most the endpoint's share of this process's attempts at once, and says when the
-// next falls due. One workflow per webhook rather than per message: a dead endpoint's backlog
-// costs Temporal a timer and an activity per round of its sends, not a workflow, timers and
-// activities per message (bench:webhooks; docs/webhooks.md#delivery).
+// schedule, or a first attempt put off because its endpoint had no free slot. A round attempts
+// those due, at most the endpoint's share of this process's attempts at once, and keeps looking
+// (every second) while another falls due within a minute, for up to 5 minutes; then it says when
+// the next falls due and the workflow sleeps on a timer. A dead endpoint, whose backlog keeps
+// falling due as its sends time out, so costs Temporal one activity every 5 minutes, not a round
+// trip through the workflow per batch of sends: each of those was a burst of work on the Temporal
+// server and the worker that the healthy endpoints' messages waited behind (bench:webhooks).
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
 import type { DeliveryAttempts } from './attempt.ts';
 
-/** A run stops taking new deliveries after this (its sends in flight still finish): the workflow's history stays short. */
-export const DUE_RUN_BUDGET_MS = 30_000;
+/** A round takes no new delivery after this (its sends in flight still finish); the activity's time-out allows for it. */
+export const ROUND_MAX_MS = 5 * 60_000;
+/** A round with nothing due keeps looking while the next delivery falls due within this. */
+const LINGER_MS = 60_000;
+/** How often a round with nothing due reads again (a hand-over from another process is seen within this). */
+const POLL_MS = 1_000;
 /** Deliveries read per query; the sends themselves are bounded by the endpoint's share. */
 const BATCH = 50;
+/**
+ * A round that sent nothing has the next wait at least this: a delivery this database does not
+ * yet count as due (its clock behind the workflow's) is not asked about in a tight loop.
+ */
 const IDLE_ROUND_GAP_MS = 1_000;
 
 export interface DueRunOptions {
   /** The endpoint's share of this process's attempts (WEBHOOK_PER_ENDPOINT_CONCURRENCY). */
   concurrency: number;
-  budgetMs?: number;
-  /** Set when the run should take no new delivery (the activity was cancelled). */
+  /** ROUND_MAX_MS unless given. */
+  maxMs?: number;
+  /** Set when the round should take no new delivery (the activity was cancelled). */
   signal?: AbortSignal;
 }
 
@@ -36,23 +48,35 @@ function waitingOf(db: Db | Knex.Transaction, webhookId: number) {
   return db('webhook_deliveries').where({ webhook_id: webhookId, state: 'pending', dispatched: true });
 }
 
+/** When the webhook's soonest waiting delivery falls due (ms since the epoch); null when none waits. */
+async function nextDue(db: Db | Knex.Transaction, webhookId: number): Promise<number | null> {
+  const row = await waitingOf(db, webhookId).min('next_attempt_at as at').first();
+  return row?.at ? new Date(row.at as string | Date).getTime() : null;
+}
+
 /**
- * Attempts the webhook's due retries, oldest due first, until none is due or the budget is
- * spent. When the endpoint's slots are all held by first attempts (the dispatcher, same
- * process), the run ends early and the next wake is when a slot is likely to free.
+ * Attempts the webhook's due deliveries, soonest due first, for as long as some fall due within
+ * LINGER_MS (up to `maxMs`). When the endpoint's slots are all held by first attempts (the
+ * dispatcher, same process), it waits until one is likely to free.
  */
 export async function attemptDueRetries(db: Db, attempts: DeliveryAttempts, webhookId: number, opts: DueRunOptions): Promise<DueRunResult> {
-  const deadline = Date.now() + (opts.budgetMs ?? DUE_RUN_BUDGET_MS);
+  const deadline = Date.now() + (opts.maxMs ?? ROUND_MAX_MS);
   const taking = new Set<number>();
   const running = new Set<Promise<void>>();
   let attempted = 0;
-  let putOffUntil = 0;
+  /** The endpoint's slots are held elsewhere: no attempt before this. */
+  let blockedUntil = 0;
   let queue: number[] = [];
-  const open = () => putOffUntil === 0 && !opts.signal?.aborted && Date.now() < deadline;
+  /** Until `ms` pass, an attempt finishes or the round is cancelled. */
+  const pause = (ms: number) => Promise.race([delay(Math.max(0, ms), undefined, { signal: opts.signal, ref: false }).catch(() => {}), ...running]);
 
-  while (open()) {
+  while (!opts.signal?.aborted && Date.now() < deadline) {
     if (running.size >= opts.concurrency) {
       await Promise.race(running);
+      continue;
+    }
+    if (Date.now() < blockedUntil) {
+      await pause(blockedUntil - Date.now());
       continue;
     }
     if (!queue.length) {
@@ -63,12 +87,17 @@ export async function attemptDueRetries(db: Db, attempts: DeliveryAttempts, webh
         .limit(BATCH)
         .select('id');
       queue = rows.map((r) => Number(r.id));
-      if (!queue.length) {
-        if (!running.size) break;
-        // Nothing more due now; one finishing may leave another due (a 429 asking for 0 s).
-        await Promise.race(running);
+    }
+    if (!queue.length) {
+      // Nothing due now. One in flight may leave another due soon (a 429 asking for 0 s).
+      if (running.size) {
+        await pause(POLL_MS);
         continue;
       }
+      const next = await nextDue(db, webhookId);
+      if (next === null || next - Date.now() > LINGER_MS) break;
+      await pause(Math.min(next - Date.now(), POLL_MS));
+      continue;
     }
     const id = queue.shift()!;
     if (taking.has(id)) continue;
@@ -79,7 +108,9 @@ export async function attemptDueRetries(db: Db, attempts: DeliveryAttempts, webh
       .then((outcome) => {
         if (outcome.done || !outcome.putOff) return;
         attempted--;
-        putOffUntil = Math.max(putOffUntil, Date.now() + outcome.delayMs);
+        blockedUntil = Math.max(blockedUntil, Date.now() + outcome.delayMs);
+        // Read again once a slot frees: what is due may have changed by then.
+        queue = [];
       })
       .finally(() => {
         taking.delete(id);
@@ -94,11 +125,8 @@ export async function attemptDueRetries(db: Db, attempts: DeliveryAttempts, webh
   // or signalled. NO KEY UPDATE: never in the way of a new delivery's foreign key (hand-over.ts).
   return db.transaction(async (trx) => {
     await trx('webhooks').where({ id: webhookId }).forNoKeyUpdate().first('id');
-    const next = await waitingOf(trx, webhookId).min('next_attempt_at as at').first();
-    const at = next?.at ? new Date(next.at as string | Date).getTime() : null;
-    // A round that sent nothing waits a little before the next: a delivery this database does
-    // not yet count as due (its clock behind the workflow's) is not asked about in a tight loop.
-    const nextDueAt = at === null ? null : Math.max(at, putOffUntil, attempted ? 0 : Date.now() + IDLE_ROUND_GAP_MS);
+    const at = await nextDue(trx, webhookId);
+    const nextDueAt = at === null ? null : Math.max(at, blockedUntil, attempted ? 0 : Date.now() + IDLE_ROUND_GAP_MS);
     await trx('webhooks').where({ id: webhookId }).update({ retry_wake_at: nextDueAt === null ? null : new Date(nextDueAt) });
     return { attempted, nextDueAt };
   });

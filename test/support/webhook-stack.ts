@@ -35,6 +35,8 @@ export interface WebhookStackOptions {
   /** Per-attempt timeout, ms (production: 10 s). */
   timeoutMs?: number;
   perEndpointConcurrency?: number;
+  /** How long a retry round takes new deliveries, ms (production: 5 minutes). */
+  roundMaxMs?: number;
 }
 
 let counter = 0;
@@ -76,7 +78,7 @@ export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
       timeoutMs: opts.timeoutMs,
       perEndpointConcurrency: opts.perEndpointConcurrency ?? 4,
     }));
-    const activities = createWebhookActivities(stack.db, attempts);
+    const activities = createWebhookActivities(stack.db, attempts, { roundMaxMs: opts.roundMaxMs });
     workers = await startWorkers({
       connection: { address: temporalAddress() },
       namespace: TEST_NAMESPACE,

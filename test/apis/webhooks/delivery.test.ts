@@ -12,7 +12,8 @@ import { useWebhookStack } from '../../support/webhook-stack.ts';
 import { createItem } from '../watchlist/helpers.ts';
 import { createWebhook } from './helpers.ts';
 
-const stack = useWebhookStack({ scheduleMs: [300, 300, 300, 300, 300], timeoutMs: 1_500 });
+// Rounds of 200 ms: each retry its own round, so a run's history grows as it would over days.
+const stack = useWebhookStack({ scheduleMs: [300, 300, 300, 300, 300], timeoutMs: 1_500, roundMaxMs: 200 });
 let acct: TestAccount;
 let receiver: Receiver;
 
