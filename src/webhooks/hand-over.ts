@@ -45,6 +45,8 @@ const OVERDUE_MS = 2 * 60_000;
 
 export interface HandOvers {
   handOver(rows: readonly HandOverRow[]): Promise<void>;
+  /** Settles when the sweep made at start is done (or given up at stop). */
+  firstSweep: Promise<void>;
   stop(): void;
 }
 
@@ -63,25 +65,30 @@ export function startHandOvers(opts: { db: Db; client: Client; taskQueue: string
   };
 
   /**
-   * Lowers each webhook's wake time to its soonest delivery here, in `trx` and in webhook id order
-   * (no deadlock between hand-overs of several webhooks); returns the webhooks whose run would
-   * have looked too late, or not at all, with the time to signal. The lock is NO KEY UPDATE: a
-   * new delivery's foreign key takes KEY SHARE on its webhook inside the notification log's
-   * serialized append, and a FOR UPDATE here made every notification write wait behind it
-   * (bench:webhooks: 140 writes timed out in phase B).
+   * In one statement: marks the deliveries dispatched with their times (`id` null: none, for the
+   * sweep) and lowers each webhook's wake time to its soonest, locking the webhooks in id order (no
+   * deadlock between hand-overs of several webhooks). Returns the webhooks whose run would have
+   * looked too late, or not at all, with the time to signal. The lock is NO KEY UPDATE: a new
+   * delivery's foreign key takes KEY SHARE on its webhook inside the notification log's serialized
+   * append, and a FOR UPDATE here made every notification write wait behind it (bench:webhooks:
+   * 140 writes timed out in phase B).
    */
-  const lowerWakes = async (trx: Db, soonest: Map<number, number>): Promise<Map<number, number>> => {
-    const { rows } = await trx.raw(
-      `WITH s AS (SELECT * FROM unnest(?::bigint[], ?::float8[]) AS s(id, due)),
+  const record = async (rows: readonly { id: string | null; webhookId: number; dueAt: number }[]): Promise<Map<number, number>> => {
+    const { rows: woken } = await db.raw(
+      `WITH h AS (SELECT * FROM unnest(?::bigint[], ?::bigint[], ?::float8[]) AS h(id, webhook_id, due)),
+            moved AS (
+              UPDATE webhook_deliveries AS d SET dispatched = true, claimed_until = NULL, next_attempt_at = to_timestamp(h.due / 1000.0)
+              FROM h WHERE d.id = h.id),
+            s AS (SELECT webhook_id AS id, min(due) AS due FROM h GROUP BY webhook_id),
             old AS (SELECT w.id, w.retry_wake_at FROM webhooks w JOIN s ON s.id = w.id ORDER BY w.id FOR NO KEY UPDATE OF w)
        UPDATE webhooks w SET retry_wake_at = least(old.retry_wake_at, to_timestamp(s.due / 1000.0))
        FROM old JOIN s ON s.id = old.id
        WHERE w.id = old.id
        RETURNING w.id, s.due, extract(epoch from old.retry_wake_at) * 1000 AS was`,
-      [[...soonest.keys()], [...soonest.values()]],
+      [rows.map((r) => r.id) as string[], rows.map((r) => r.webhookId), rows.map((r) => r.dueAt)],
     );
     const late = new Map<number, number>();
-    for (const r of rows as { id: string; due: number; was: string | null }[]) {
+    for (const r of woken as { id: string; due: number; was: string | null }[]) {
       if (r.was === null || Number(r.was) > Number(r.due) + LATE_OK_MS) late.set(Number(r.id), Number(r.due));
     }
     return late;
@@ -101,18 +108,7 @@ export function startHandOvers(opts: { db: Db; client: Client; taskQueue: string
   };
 
   const handOver = async (rows: readonly HandOverRow[]): Promise<void> => {
-    if (!rows.length) return;
-    const soonest = new Map<number, number>();
-    for (const r of rows) soonest.set(r.webhookId, Math.min(r.dueAt, soonest.get(r.webhookId) ?? Infinity));
-    const late = await db.transaction(async (trx) => {
-      await trx.raw(
-        `UPDATE webhook_deliveries AS d SET dispatched = true, claimed_until = NULL, next_attempt_at = to_timestamp(h.due / 1000.0)
-         FROM unnest(?::bigint[], ?::float8[]) AS h(id, due) WHERE d.id = h.id`,
-        [rows.map((r) => r.id), rows.map((r) => r.dueAt)],
-      );
-      return lowerWakes(trx, soonest);
-    });
-    await signalAll(late);
+    if (rows.length) await signalAll(await record(rows));
   };
 
   /** Signals the run of every webhook with deliveries waiting, or with deliveries overdue by `overdueMs`. */
@@ -123,7 +119,7 @@ export function startHandOvers(opts: { db: Db; client: Client; taskQueue: string
     for (const r of rows) {
       if (stopped) return;
       const dueAt = new Date(r.due).getTime();
-      await db.transaction((trx) => lowerWakes(trx, new Map([[Number(r.webhook_id), dueAt]])));
+      await record([{ id: null, webhookId: Number(r.webhook_id), dueAt }]);
       await signal(Number(r.webhook_id), dueAt);
     }
     if (rows.length) log.info({ webhooks: rows.length, overdue_only: overdueMs !== undefined }, 'webhook retry workflows signalled by a sweep');
@@ -131,8 +127,8 @@ export function startHandOvers(opts: { db: Db; client: Client; taskQueue: string
 
   let sweeping: Promise<void> | null = null;
   /** Sweeps after `firstWaitMs`, and again later until a sweep succeeds, unless one is under way. */
-  const startSweep = (firstWaitMs: number) => {
-    sweeping ??= (async () => {
+  const startSweep = (firstWaitMs: number): Promise<void> => {
+    return (sweeping ??= (async () => {
       for (let wait = firstWaitMs; !stopped; wait = Math.min(Math.max(wait, FIRST_SWEEP_WAIT_MS) * 2, MAX_SWEEP_WAIT_MS)) {
         await new Promise((r) => setTimeout(r, wait).unref());
         if (stopped) return;
@@ -142,11 +138,11 @@ export function startHandOvers(opts: { db: Db; client: Client; taskQueue: string
           if (!stopped) log.warn({ err }, 'webhook retry sweep failed; will retry');
         }
       }
-    })().finally(() => (sweeping = null));
+    })().finally(() => (sweeping = null)));
   };
-  const sweepSoon = () => startSweep(FIRST_SWEEP_WAIT_MS);
+  const sweepSoon = () => void startSweep(FIRST_SWEEP_WAIT_MS);
 
-  startSweep(0);
+  const firstSweep = startSweep(0);
   const overdue = setInterval(() => {
     if (!sweeping) sweep(OVERDUE_MS).catch((err: unknown) => log.warn({ err }, 'webhook overdue sweep failed'));
   }, OVERDUE_SWEEP_EVERY_MS);
@@ -154,6 +150,7 @@ export function startHandOvers(opts: { db: Db; client: Client; taskQueue: string
 
   return {
     handOver,
+    firstSweep,
     stop: () => {
       stopped = true;
       clearInterval(overdue);

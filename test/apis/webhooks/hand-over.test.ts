@@ -57,16 +57,18 @@ const wakeOf = async (hookId: number): Promise<number | null> => {
   return row.retry_wake_at ? (row.retry_wake_at as Date).getTime() : null;
 };
 
-function newHandOvers(): HandOvers {
+/** Another dispatcher's hand-overs, its start sweep done (it would signal what the test leaves waiting). */
+async function newHandOvers(): Promise<HandOvers> {
   const h = startHandOvers({ db: stack.db, client: stack.client, taskQueue: stack.taskQueue, log: createLogger('warn') });
   handOvers.push(h);
+  await h.firstSweep;
   return h;
 }
 
 describe('handing a delivery over', () => {
   it('signals only when the run would look too late or not at all', async () => {
     const { hookId } = await webhook();
-    const h = newHandOvers();
+    const h = await newHandOvers();
     const now = Date.now();
 
     // A run that means to look in 30 s: a delivery due in 40 s needs no signal, and none starts one.
@@ -91,7 +93,7 @@ describe('handing a delivery over', () => {
 
   it('signals when no run will look (retry_wake_at null), and the run delivers everything waiting', async () => {
     const { hookId, rx } = await webhook();
-    const h = newHandOvers();
+    const h = await newHandOvers();
     const ids = [await ping(hookId), await ping(hookId), await ping(hookId)];
     await h.handOver(ids.map((id) => ({ id: String(id), webhookId: hookId, dueAt: Date.now() })));
     await eventually(async () => ((await stack.db('webhook_deliveries').whereIn('id', ids).where({ state: 'delivered' })).length === 3 ? true : undefined), 20_000);
@@ -107,7 +109,7 @@ describe('a round', () => {
   it('keeps attempting as retries fall due within a minute: a failing endpoint\'s whole schedule is one activity', async () => {
     const { hookId, rx } = await webhook();
     rx.fallback = { status: 503 };
-    const h = newHandOvers();
+    const h = await newHandOvers();
     const ids = [await ping(hookId), await ping(hookId)];
     await h.handOver(ids.map((id) => ({ id: String(id), webhookId: hookId, dueAt: Date.now() })));
     const handle = stack.client.workflow.getHandle(webhookRetriesId(hookId));
@@ -131,7 +133,7 @@ describe('deliveries no run knows of', () => {
     // will look, so no hand-over would signal.
     const id = await ping(hookId, { dispatched: true, claimed_until: null, next_attempt_at: new Date(Date.now() - 60_000) });
     await stack.db('webhooks').where({ id: hookId }).update({ retry_wake_at: new Date(Date.now() - 60_000) });
-    newHandOvers();
+    await newHandOvers();
     await eventually(async () => ((await stack.db('webhook_deliveries').where({ id }).first()).state === 'delivered' ? true : undefined), 20_000);
     expect(rx.received).toHaveLength(1);
   });
