@@ -120,9 +120,10 @@ export class DeliveryStore {
 }
 
 /**
- * Puts a finished delivery back to pending under the next generation (a new workflow run of the
- * same message: same webhook-id, same body) and wakes the dispatcher. Used by the API's retry
- * and by `npm run ops -- webhooks:retry`.
+ * Puts a finished delivery back to pending, in the outbox with its schedule from the start (the
+ * same message: same webhook-id, same body; `generation` counts the manual retries), and wakes
+ * the dispatcher, which makes its first attempt again. Used by the API's retry and by
+ * `npm run ops -- webhooks:retry`.
  */
 export async function requeueDelivery(trx: Knex.Transaction, where: Record<string, unknown>): Promise<'pending' | 'retried' | null> {
   const row = await trx('webhook_deliveries').where(where).forUpdate().first('id', 'state');
