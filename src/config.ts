@@ -201,7 +201,7 @@ const schema = z.object({
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: flag('false'),
   /** Task queue of the webhook deliveries, apart so a slow endpoint never holds up monitors or scrapes. */
   WEBHOOK_TASK_QUEUE: z.string().min(1).default('webhooks'),
-  /** Delivery attempts one worker runs at once. */
+  /** Retry rounds (activities) one worker runs at once; the dispatcher bounds first attempts apart. */
   WEBHOOK_CONCURRENCY: positiveInt.default(200),
   /** Delivery attempts to one webhook one worker runs at once: a slow endpoint holds at most this many slots. */
   WEBHOOK_PER_ENDPOINT_CONCURRENCY: positiveInt.default(4),
