@@ -85,12 +85,17 @@ export async function listPollers(client: Client, opts: { platform?: string; tas
   if (opts.taskQueue) query += ` AND TaskQueue = ${quote(opts.taskQueue)}`;
   const out: PollerListing[] = [];
   for await (const w of client.workflow.list({ query })) {
+    const deadline = Date.now() + QUERY_WAIT_MS;
     try {
       // A query waits for a worker; an operator listing pollers should not wait on a dead one.
-      const status = await client.withDeadline(Date.now() + QUERY_WAIT_MS, () => client.workflow.getHandle(w.workflowId).query(shardStatusQuery));
+      const status = await client.withDeadline(deadline, () => client.workflow.getHandle(w.workflowId).query(shardStatusQuery));
       out.push({ workflow_id: w.workflowId, ...status });
     } catch (err) {
-      out.push({ workflow_id: w.workflowId, unanswered: err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err) });
+      const raw = err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
+      // The deadline surfaces as DEADLINE_EXCEEDED or, on a loaded machine, as "CANCELLED: Call
+      // cancelled": either way what the operator needs is that no worker answered in time.
+      const timedOut = Date.now() >= deadline - 100 || /DEADLINE_EXCEEDED|CANCELLED/.test(raw);
+      out.push({ workflow_id: w.workflowId, unanswered: timedOut ? `no worker answered within ${QUERY_WAIT_MS / 1000} s (${raw})` : raw });
     }
   }
   return out.sort((a, b) => a.workflow_id.localeCompare(b.workflow_id));
