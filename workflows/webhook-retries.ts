@@ -5,8 +5,9 @@
 // dispatcher signals this workflow (signal-with-start, one run per webhook) when it falls due.
 // Each round is an activity that attempts the deliveries as they fall due, for as long as one
 // falls due within a minute (up to 5 minutes; src/webhooks/due-retries.ts), and says when the
-// next does; the wait is a durable timer that a signal for an earlier one cuts short. The run ends when nothing waits; the next hand-over starts another. A crash during
-// a send re-runs the round: at-least-once, under the same webhook-id.
+// next does; the wait is a durable timer that a signal for an earlier one cuts short. The run
+// ends when nothing waits; the next hand-over starts another. A crash during a send re-runs the
+// round: at-least-once, under the same webhook-id.
 import { condition, continueAsNew, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { WebhookActivities } from '../activities/webhooks.ts';
 
@@ -27,7 +28,6 @@ export const retryDueSignal = defineSignal<[dueAt: number]>('retryDue');
 
 /** Far under Temporal's own warning at 10,240 events. */
 export const HISTORY_LIMIT = 2_000;
-
 
 export function webhookRetriesId(webhookId: number): string {
   return `webhook-retries-${webhookId}`;
