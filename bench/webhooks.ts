@@ -157,7 +157,7 @@ interface PhaseRun {
   cpuSeconds: number;
   temporalCpuSeconds: number;
   workerCpuSeconds: number;
-  /** Every PostgreSQL backend's (the postmaster's tree): the claims, deferrals and attempts' statements. */
+  /** Every PostgreSQL backend's (the postmaster's tree): the claims, hand-overs and attempts' statements. */
   postgresCpuSeconds: number;
   /** The whole machine's busy CPU: what the processes above do not account for was someone else's. */
   machineCpuSeconds: number;

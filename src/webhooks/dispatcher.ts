@@ -88,14 +88,14 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
     try {
       // Attempted before (a dispatcher stopped after recording it): only the hand-over is left,
       // at the time the schedule gave.
-      const outcome =
+      const dueAt =
         row.attempt_count > 0
           ? row.state === 'pending'
-            ? { done: false as const, delayMs: Math.max(0, (row.next_attempt_at?.getTime() ?? 0) - Date.now()) }
-            : { done: true as const }
-          : await attempts.attempt(id);
-      if (outcome.done) await db('webhook_deliveries').where({ id }).update({ dispatched: true, claimed_until: null });
-      else await handOvers.handOver([{ id: row.id, webhookId, dueAt: Date.now() + outcome.delayMs }]);
+            ? (row.next_attempt_at?.getTime() ?? Date.now())
+            : null
+          : await attempts.attempt(id).then((o) => (o.done ? null : Date.now() + o.delayMs));
+      if (dueAt === null) await db('webhook_deliveries').where({ id }).update({ dispatched: true, claimed_until: null });
+      else await handOvers.handOver([{ id: row.id, webhookId, dueAt }]);
     } catch (err) {
       log.warn({ err, delivery_id: id }, 'webhook dispatch failed; will retry');
       await db('webhook_deliveries')
