@@ -10,11 +10,22 @@ export const TEMPORAL_CLI_VERSION = 'v1.5.1';
 export const TEMPORAL_CLI_MODULE = 'github.com/temporalio/cli/cmd/temporal';
 /** The toolchain the tag was built with, fetched through the proxy if the machine's Go fails. */
 export const FALLBACK_GO_TOOLCHAIN = 'go1.25.0';
+/**
+ * The SQLite driver the dev server is built with. v1.5.1's go.mod names modernc.org/sqlite
+ * v1.34.1, whose context handling checks "still running?" and then calls sqlite3_interrupt
+ * without a lock between the two: a request that times out can interrupt the next statement on
+ * Temporal's single SQLite connection, which belongs to another request (`interrupted (9)`; a
+ * namespace read that fails so is reported by Temporal v1.29 as "Namespace default was not
+ * found", and every worker started then dies). v1.62.0 holds a lock across both (issue 22;
+ * docs/testing.md "The run's Temporal server").
+ */
+export const TEMPORAL_SQLITE_DRIVER = { module: 'modernc.org/sqlite', version: 'v1.62.0' } as const;
 
 export const TEMPORAL_CLI: GoTool = {
   label: 'the Temporal CLI',
   module: TEMPORAL_CLI_MODULE,
   version: TEMPORAL_CLI_VERSION,
+  requires: { [TEMPORAL_SQLITE_DRIVER.module]: TEMPORAL_SQLITE_DRIVER.version },
   binaryName: 'temporal',
   cacheDirName: 'tm-temporal',
   pathEnv: 'TEMPORAL_CLI_PATH',
@@ -29,7 +40,7 @@ export interface ResolveTemporalCliOptions extends Omit<ResolveGoBinaryOptions, 
   cliPath?: string;
 }
 
-/** The cached binary's path: `<cache>/tm-temporal/<version>/temporal`. */
+/** The cached binary's path: `<cache>/tm-temporal/<version>+sqlite-<driver version>/temporal`. */
 export function cachedCliPath(env: NodeJS.ProcessEnv = process.env): string {
   return cachedBinaryPath(TEMPORAL_CLI, env);
 }

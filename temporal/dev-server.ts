@@ -18,9 +18,12 @@ export interface DevServerOptions {
   /** DATA_DIR: the server keeps its SQLite database in `<dataDir>/temporal/`. */
   dataDir: string;
   port: number;
-  uiPort: number;
+  /** The Web UI's port; null runs the server without it (`--headless`), as the test run does. */
+  uiPort: number | null;
   namespace: string;
   log: Log;
+  /** More `--dynamic-config-value KEY=VALUE` settings, such as a test run's higher poll limits. */
+  dynamicConfig?: Record<string, string | number>;
   /** How long the frontend may take to answer after launch. */
   readyTimeoutMs?: number;
   /** How long SIGTERM is given before SIGKILL. */
@@ -49,7 +52,7 @@ export function devServerFiles(dataDir: string) {
 const SQLITE_PRAGMAS = ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'];
 
 /** The CLI's arguments. The search attributes are registered at every start (a no-op once there). */
-export function devServerArgs(opts: Pick<DevServerOptions, 'port' | 'uiPort' | 'namespace'>, dbFilename: string): string[] {
+export function devServerArgs(opts: Pick<DevServerOptions, 'port' | 'uiPort' | 'namespace' | 'dynamicConfig'>, dbFilename: string): string[] {
   return [
     'server',
     'start-dev',
@@ -59,16 +62,23 @@ export function devServerArgs(opts: Pick<DevServerOptions, 'port' | 'uiPort' | '
     IP,
     '--port',
     String(opts.port),
-    '--ui-port',
-    String(opts.uiPort),
+    ...(opts.uiPort === null ? ['--headless'] : ['--ui-port', String(opts.uiPort)]),
     '--namespace',
     opts.namespace,
     '--log-level',
     'warn',
     '--log-format',
     'json',
+    ...storageAndConfigArgs(opts),
+  ];
+}
+
+/** What both launchers pass: the SQLite pragmas, the search attributes, the dynamic config. */
+function storageAndConfigArgs(opts: Pick<DevServerOptions, 'dynamicConfig'>): string[] {
+  return [
     ...SQLITE_PRAGMAS,
     ...searchAttributeArgs(),
+    ...Object.entries(opts.dynamicConfig ?? {}).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${value}`]),
   ];
 }
 
@@ -79,7 +89,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   // hold the ports and the SQLite file.
   await stopOrphan(files, opts.log, opts.stopGraceMs ?? 5_000);
   await assertPortFree(opts.port, 'TEMPORAL_PORT');
-  await assertPortFree(opts.uiPort, 'TEMPORAL_UI_PORT');
+  if (opts.uiPort !== null) await assertPortFree(opts.uiPort, 'TEMPORAL_UI_PORT');
   if (opts.binary === null) return startWithSdk(opts, files.db);
 
   const started = performance.now();
@@ -161,7 +171,7 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
     throw new Error(`Temporal dev server did not start: ${(err as Error).message}${tail}`);
   }
   ready = true;
-  const uiUrl = `http://localhost:${opts.uiPort}`;
+  const uiUrl = opts.uiPort === null ? null : `http://localhost:${opts.uiPort}`;
   opts.log.info(
     { address, ui: uiUrl, pid: child.pid, db: files.db, ms: Math.round(performance.now() - started) },
     'Temporal dev server ready',
@@ -205,11 +215,11 @@ async function startWithSdk(opts: DevServerOptions, dbFilename: string): Promise
         dbFilename,
         ip: IP,
         port: opts.port,
-        ui: true,
-        uiPort: opts.uiPort,
+        ui: opts.uiPort !== null,
+        ...(opts.uiPort === null ? {} : { uiPort: opts.uiPort }),
         namespace: opts.namespace,
         log: { format: 'json', level: 'warn' },
-        extraArgs: [...SQLITE_PRAGMAS, ...searchAttributeArgs()],
+        extraArgs: storageAndConfigArgs(opts),
       },
     });
   } catch (err) {
@@ -221,7 +231,7 @@ async function startWithSdk(opts: DevServerOptions, dbFilename: string): Promise
   let stopped = false;
   return {
     address: env.address,
-    uiUrl: `http://localhost:${opts.uiPort}`,
+    uiUrl: opts.uiPort === null ? null : `http://localhost:${opts.uiPort}`,
     stop: async () => {
       if (stopped) return;
       stopped = true;

@@ -2,6 +2,8 @@
 // than the Go module proxy: an explicit path from the tool's env variable, else a per-machine
 // cache outside the checkout, else a one-time `go install` into that cache under a lock. Returns
 // null when none of that is possible; what that means is up to the caller (see `fallback`).
+// A tool that needs a dependency newer than its own go.mod names (a fix) is built inside a
+// throwaway module that requires both, since `go install pkg@version` takes no such override.
 import { spawn } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -16,6 +18,12 @@ export interface GoTool {
   /** The package `go install` builds: 'github.com/temporalio/cli/cmd/temporal'. */
   module: string;
   version: string;
+  /**
+   * Dependencies raised above what the tool's go.mod names, `{ 'modernc.org/sqlite': 'v1.62.0' }`:
+   * the build runs in a module of its own that requires the tool and these (Go's minimal version
+   * selection then takes them), and the cache keys on them, so a changed fix builds anew.
+   */
+  requires?: Record<string, string>;
   /** The file `go install` writes into GOBIN. */
   binaryName: string;
   /** `<cache>/<cacheDirName>/<version>/<binaryName>`. */
@@ -48,10 +56,15 @@ export interface ResolveGoBinaryOptions {
   signal?: AbortSignal;
 }
 
-/** The cached binary's path: `<cache>/<cacheDirName>/<version>/<binaryName>`. */
+/** The build's name in the cache: the version, then each raised dependency, `v1.5.1+sqlite-v1.62.0`. */
+export function buildKey(tool: GoTool): string {
+  return [tool.version, ...Object.entries(tool.requires ?? {}).map(([mod, v]) => `${mod.split('/').at(-1)}-${v}`)].join('+');
+}
+
+/** The cached binary's path: `<cache>/<cacheDirName>/<buildKey>/<binaryName>`. */
 export function cachedBinaryPath(tool: GoTool, env: NodeJS.ProcessEnv = process.env): string {
   const base = env[tool.cacheEnv] || env.XDG_CACHE_HOME || path.join(env.HOME || os.homedir(), '.cache');
-  return path.join(base, tool.cacheDirName, tool.version, tool.binaryName);
+  return path.join(base, tool.cacheDirName, buildKey(tool), tool.binaryName);
 }
 
 export async function resolveGoBinary(tool: GoTool, opts: ResolveGoBinaryOptions = {}): Promise<string | null> {
@@ -122,7 +135,7 @@ async function buildOnce(
 ): Promise<string | null> {
   const root = path.dirname(path.dirname(target)); // <cache>/<cacheDirName>
   await fs.mkdir(root, { recursive: true });
-  const lockDir = path.join(root, `${tool.version}.lock`);
+  const lockDir = path.join(root, `${buildKey(tool)}.lock`);
   const waitStarted = Date.now();
   const waitDeadline = waitStarted + (opts.lockTimeoutMs ?? 20 * 60_000);
   const interval = opts.progressIntervalMs ?? 15_000;
@@ -195,7 +208,7 @@ async function lockOwner(lockDir: string): Promise<number | 'stale' | null> {
 
 async function removeLeftoverBuildDirs(tool: GoTool, root: string): Promise<void> {
   for (const name of await fs.readdir(root)) {
-    if (name.startsWith(`${tool.version}.build-`)) await fs.rm(path.join(root, name), { recursive: true, force: true });
+    if (name.startsWith(`${buildKey(tool)}.build-`)) await fs.rm(path.join(root, name), { recursive: true, force: true });
   }
 }
 
@@ -208,37 +221,44 @@ async function goInstall(
   progress: (msg: string) => void,
   opts: ResolveGoBinaryOptions,
 ): Promise<{ dir: string; binary: string } | null> {
-  const dir = await fs.mkdtemp(path.join(root, `${tool.version}.build-`));
+  const dir = await fs.mkdtemp(path.join(root, `${buildKey(tool)}.build-`));
   const what = `${tool.module}@${tool.version}`;
+  const raised = Object.entries(tool.requires ?? {}).map(([mod, v]) => `${mod}@${v}`);
   progress(
-    `building ${tool.label} ${tool.version} (go install ${what}${toolchain ? `, GOTOOLCHAIN=${toolchain}` : ''}); ` +
-      `one time per machine, it takes ${tool.buildTime}`,
+    `building ${tool.label} ${tool.version} (go install ${what}${raised.length ? ` with ${raised.join(', ')}` : ''}` +
+      `${toolchain ? `, GOTOOLCHAIN=${toolchain}` : ''}); one time per machine, it takes ${tool.buildTime}`,
   );
   const started = Date.now();
   const childEnv: NodeJS.ProcessEnv = { ...env, GOBIN: dir };
   if (toolchain) childEnv.GOTOOLCHAIN = toolchain;
-  const child = spawn(go, ['install', what], { env: childEnv, stdio: ['ignore', 'ignore', 'pipe'] });
+  // Without raised dependencies, one `go install pkg@version` (the tool's own go.mod decides).
+  // With them, a module of our own in the build dir: `go get` the tool and the raised versions
+  // into its go.mod, then `go install pkg` builds with that module's versions.
+  const moduleDir = path.join(dir, 'module');
+  const steps: { args: string[]; cwd?: string }[] = raised.length
+    ? [
+        { args: ['mod', 'init', 'ticket-market/go-tool-build'], cwd: moduleDir },
+        { args: ['get', what, ...raised], cwd: moduleDir },
+        { args: ['install', tool.module], cwd: moduleDir },
+      ]
+    : [{ args: ['install', what] }];
+  if (raised.length) await fs.mkdir(moduleDir);
   let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4000)));
   const ticker = setInterval(
     () => progress(`still building ${tool.label} (${Math.round((Date.now() - started) / 1000)} s elapsed)`),
     opts.progressIntervalMs ?? 15_000,
   );
-  const onAbort = () => child.kill('SIGTERM');
-  opts.signal?.addEventListener('abort', onAbort);
-  const code = await new Promise<number | null>((resolve) => {
-    child.once('error', (err) => {
-      stderr += String(err);
-      resolve(-1);
-    });
-    child.once('exit', (c) => resolve(c));
-  });
+  let code: number | null = 0;
+  for (const step of steps) {
+    code = await runGo(go, step.args, { cwd: step.cwd, env: childEnv, signal: opts.signal }, (d) => (stderr = (stderr + d).slice(-4000)));
+    if (code !== 0) break;
+  }
   clearInterval(ticker);
-  opts.signal?.removeEventListener('abort', onAbort);
   const seconds = Math.round((Date.now() - started) / 1000);
   const binary = path.join(dir, tool.binaryName);
   if (code === 0 && !(await notExecutable(binary))) {
     progress(`built ${tool.label} in ${seconds} s`);
+    await fs.rm(moduleDir, { recursive: true, force: true });
     return { dir, binary };
   }
   await fs.rm(dir, { recursive: true, force: true });
@@ -246,6 +266,30 @@ async function goInstall(
   const tail = stderr.trim().split('\n').slice(-10).join('\n');
   progress(`go install failed after ${seconds} s (exit ${code}):\n${tail}`);
   return null;
+}
+
+/** One `go` command; its exit code (-1 when it could not run), stderr passed to `onStderr`. */
+async function runGo(
+  go: string,
+  args: string[],
+  opts: { cwd?: string; env: NodeJS.ProcessEnv; signal?: AbortSignal },
+  onStderr: (chunk: string) => void,
+): Promise<number | null> {
+  const child = spawn(go, args, { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr.setEncoding('utf8').on('data', onStderr);
+  const onAbort = () => child.kill('SIGTERM');
+  opts.signal?.addEventListener('abort', onAbort);
+  try {
+    return await new Promise<number | null>((resolve) => {
+      child.once('error', (err) => {
+        onStderr(String(err));
+        resolve(-1);
+      });
+      child.once('exit', (c) => resolve(c));
+    });
+  } finally {
+    opts.signal?.removeEventListener('abort', onAbort);
+  }
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

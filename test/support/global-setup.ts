@@ -1,14 +1,28 @@
-// Once per run: one fresh, migrated database (dropped afterwards), one Temporal dev server,
-// started through @temporalio/testing on the per-machine CLI binary (temporal/binary.ts), else the
-// SDK's download, and one stripe-mock (stripe-mock-server.ts; stateless, so shared freely). Tests
-// isolate by creating their own accounts and their own task queues.
-import { TestWorkflowEnvironment } from '@temporalio/testing';
+// Once per run: one fresh, migrated database (dropped afterwards), one Temporal dev server, and one
+// stripe-mock (stripe-mock-server.ts; stateless, so shared freely). Tests isolate by creating
+// their own accounts and their own task queues.
+//
+// The Temporal server is `npm start`'s own launcher (temporal/dev-server.ts) on the per-machine CLI
+// binary (temporal/binary.ts), with its SQLite database in a file (WAL) in a directory of the
+// run's, never in memory. The CLI's SQLite driver (modernc.org/sqlite v1.34.1, built into
+// Temporal v1.29.1) interrupts the connection when a request's context ends, and on a loaded
+// machine that interrupt can land on another request's statement (`interrupted (9)`); an
+// in-memory database lives only as long as its single connection, so a full run could lose the
+// namespace itself and fail every test after it (issue 22, docs/testing.md). A file outlives any
+// connection. The server's warnings and errors go to a log file in that directory, summarised
+// at the end of the run.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
 import type { TestProject } from 'vitest/node';
 import { createScratchDatabase } from '../../db/scratch.ts';
 import { resolveTemporalCli } from '../../temporal/binary.ts';
-import { searchAttributeArgs } from '../../temporal/search-attributes.ts';
+import { startDevServer } from '../../temporal/dev-server.ts';
+import { createLogger } from '../../src/logger.ts';
 import { freePort } from '../../src/runtime/ports.ts';
 import { resolveStripeMock, startStripeMock } from './stripe-mock-server.ts';
+import { summariseServerLog } from './temporal-server-log.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -22,44 +36,48 @@ declare module 'vitest' {
   }
 }
 
-
 /**
  * A Temporal server that cannot start fails the Temporal tests (with this reason), not the whole
  * run: the database tests do not need it.
  */
 async function startTemporal(): Promise<{ address: string; error: string; teardown(): Promise<void> }> {
   const started = performance.now();
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tm-test-temporal-'));
+  const logFile = path.join(dataDir, 'server.log');
+  const destination = pino.destination({ dest: logFile, sync: true });
+  const removeDir = () => fs.promises.rm(dataDir, { recursive: true, force: true });
   try {
     const binary = await resolveTemporalCli({
       cliPath: process.env.TEMPORAL_CLI_PATH || undefined,
       onProgress: (msg) => process.stderr.write(`temporal: ${msg}\n`),
     });
-    const env = await TestWorkflowEnvironment.createLocal({
-      server: {
-        executable: binary ? { type: 'existing-path', path: binary } : { type: 'cached-download' },
-        ip: '127.0.0.1',
-        port: await freePort(),
-        ui: false,
-        log: { format: 'json', level: 'error' },
-        // No start-up banner on the test run's stdout; the service's search attributes, as
-        // `npm start`'s dev server has them.
-        extraArgs: [
-          '--output',
-          'none',
-          ...searchAttributeArgs(),
-          // Every test file's workers long-poll this one server (a worker: about 20 polls per
-          // queue, up to four queues). Past the namespace's concurrent poll limit (1,200 by
-          // default) a new worker's polls are refused and it backs off: a worker spawned late in
-          // a full run then took no task for 20 to 90 s. Production servers are sized apart.
-          '--dynamic-config-value',
-          'frontend.namespaceCount=20000',
-        ],
-        // In memory (no dbFilename): nothing to keep after the run.
-      },
+    const server = await startDevServer({
+      binary,
+      dataDir,
+      port: await freePort(),
+      uiPort: null,
+      namespace: 'default',
+      log: createLogger('warn', destination),
+      // Every test file's workers long-poll this one server. Past the namespace's concurrent poll
+      // limit (1,200 by default) a new worker's polls are refused and it backs off: a worker
+      // spawned late in a full run then took no task for 20 to 90 s. Production servers are
+      // sized apart.
+      dynamicConfig: { 'frontend.namespaceCount': 20_000 },
+      readyTimeoutMs: 60_000,
     });
-    process.stderr.write(`temporal: test server at ${env.address} in ${Math.round(performance.now() - started)} ms\n`);
-    return { address: env.address, error: '', teardown: () => env.teardown() };
+    process.stderr.write(`temporal: test server at ${server.address} in ${Math.round(performance.now() - started)} ms (${path.join(dataDir, 'temporal')})\n`);
+    return {
+      address: server.address,
+      error: '',
+      teardown: async () => {
+        await server.stop();
+        destination.flushSync();
+        process.stderr.write(summariseServerLog(fs.readFileSync(logFile, 'utf8')));
+        await removeDir();
+      },
+    };
   } catch (err) {
+    await removeDir();
     const error = `the run's Temporal server did not start: ${err instanceof Error ? err.message : String(err)}`;
     process.stderr.write(`temporal: ${error}\n`);
     return { address: '', error, teardown: async () => {} };

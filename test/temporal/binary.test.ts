@@ -1,12 +1,26 @@
 // How the Temporal CLI is found: TEMPORAL_CLI_PATH first, then the per-machine cache, then a
-// one-time `go install` under a lock. The go command here is a fake script that "builds" a tiny
+// one-time build under a lock (in a module of its own that raises the SQLite driver). The go command here is a fake script that "builds" a tiny
 // binary, so the lock, the atomic rename and the GOTOOLCHAIN retry run for real without Go.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FALLBACK_GO_TOOLCHAIN, TEMPORAL_CLI_MODULE, TEMPORAL_CLI_VERSION, cachedCliPath, resolveTemporalCli } from '../../temporal/binary.ts';
+import { buildKey } from '../../src/runtime/go-binary.ts';
+import {
+  FALLBACK_GO_TOOLCHAIN,
+  TEMPORAL_CLI,
+  TEMPORAL_CLI_MODULE,
+  TEMPORAL_CLI_VERSION,
+  TEMPORAL_SQLITE_DRIVER,
+  cachedCliPath,
+  resolveTemporalCli,
+} from '../../temporal/binary.ts';
+
+/** The cache's folder for this build: the CLI's version and the driver it is built with. */
+const BUILD = buildKey(TEMPORAL_CLI);
+/** A build's `go` commands: a module of its own, the CLI and the raised driver, the install. */
+const BUILD_STEPS = 3;
 
 const FAKE_GO = `#!/bin/sh
 echo "\${GOTOOLCHAIN:-local} $GOBIN $*" >> "$CALLS"
@@ -48,10 +62,11 @@ afterEach(async () => {
 });
 
 describe('resolveTemporalCli', () => {
-  it('keeps the cache layout the machine already uses', () => {
-    expect(cachedCliPath({ TEMPORAL_CLI_CACHE: '/c' })).toBe(`/c/tm-temporal/${TEMPORAL_CLI_VERSION}/temporal`);
-    expect(cachedCliPath({ XDG_CACHE_HOME: '/x', HOME: '/h' })).toBe(`/x/tm-temporal/${TEMPORAL_CLI_VERSION}/temporal`);
-    expect(cachedCliPath({ HOME: '/h' })).toBe(`/h/.cache/tm-temporal/${TEMPORAL_CLI_VERSION}/temporal`);
+  it('caches per CLI version and SQLite driver version, so a binary built with the old driver is not reused', () => {
+    expect(BUILD).toBe(`${TEMPORAL_CLI_VERSION}+sqlite-${TEMPORAL_SQLITE_DRIVER.version}`);
+    expect(cachedCliPath({ TEMPORAL_CLI_CACHE: '/c' })).toBe(`/c/tm-temporal/${BUILD}/temporal`);
+    expect(cachedCliPath({ XDG_CACHE_HOME: '/x', HOME: '/h' })).toBe(`/x/tm-temporal/${BUILD}/temporal`);
+    expect(cachedCliPath({ HOME: '/h' })).toBe(`/h/.cache/tm-temporal/${BUILD}/temporal`);
   });
 
   it('TEMPORAL_CLI_PATH wins over the cache and never builds', async () => {
@@ -86,15 +101,19 @@ describe('resolveTemporalCli', () => {
     expect(result).toBe(target);
     expect(spawnSync(target, { encoding: 'utf8' }).stdout).toBe('fake temporal\n');
 
-    const [call, ...more] = await calls();
-    expect(more).toEqual([]);
-    const [toolchain, gobin, ...args] = call!.split(' ');
-    expect(toolchain).toBe('local');
-    expect(args).toEqual(['install', `${TEMPORAL_CLI_MODULE}@${TEMPORAL_CLI_VERSION}`]);
+    const steps = (await calls()).map((c) => c.split(' '));
+    expect(steps.map(([_toolchain, _gobin, ...args]) => args)).toEqual([
+      ['mod', 'init', 'ticket-market/go-tool-build'],
+      ['get', `${TEMPORAL_CLI_MODULE}@${TEMPORAL_CLI_VERSION}`, `${TEMPORAL_SQLITE_DRIVER.module}@${TEMPORAL_SQLITE_DRIVER.version}`],
+      ['install', TEMPORAL_CLI_MODULE],
+    ]);
+    expect(new Set(steps.map(([toolchain]) => toolchain))).toEqual(new Set(['local']));
+    const gobin = steps[0]![1]!;
+    expect(new Set(steps.map(([, bin]) => bin))).toEqual(new Set([gobin]));
     // Built beside the target (same filesystem, so the rename is atomic), then cleaned up.
-    expect(path.dirname(gobin!)).toBe(path.dirname(path.dirname(target)));
-    await expect(fs.stat(gobin!)).rejects.toThrow();
-    expect((await fs.readdir(path.dirname(gobin!))).sort()).toEqual([TEMPORAL_CLI_VERSION]);
+    expect(path.dirname(gobin)).toBe(path.dirname(path.dirname(target)));
+    await expect(fs.stat(gobin)).rejects.toThrow();
+    expect((await fs.readdir(path.dirname(gobin))).sort()).toEqual([BUILD]);
 
     expect(messages[0]).toMatch(/building the Temporal CLI v1\.5\.1/);
     expect(messages.some((m) => /still building the Temporal CLI \(\d+ s elapsed\)/.test(m))).toBe(true);
@@ -102,32 +121,33 @@ describe('resolveTemporalCli', () => {
 
     // The next call is a cache hit.
     expect(await resolveTemporalCli({ env, goBinary: go })).toBe(target);
-    expect(await calls()).toHaveLength(1);
+    expect(await calls()).toHaveLength(BUILD_STEPS);
   });
 
   it('concurrent callers build once: the others wait on the lock and get the same binary', async () => {
     const slow = { ...env, BUILD_SECONDS: '0.5' };
     const results = await Promise.all([1, 2, 3].map(() => resolveTemporalCli({ env: slow, goBinary: go, onProgress })));
     expect(results).toEqual([cachedCliPath(env), cachedCliPath(env), cachedCliPath(env)]);
-    expect(await calls()).toHaveLength(1);
+    expect(await calls()).toHaveLength(BUILD_STEPS);
     expect(messages.filter((m) => /is building the Temporal CLI; waiting/.test(m))).toHaveLength(2);
   });
 
   it('a lock left by a dead process is taken over', async () => {
     const dead = spawnSync('/bin/sh', ['-c', 'echo $$'], { encoding: 'utf8' });
-    const lock = path.join(path.dirname(path.dirname(cachedCliPath(env))), `${TEMPORAL_CLI_VERSION}.lock`);
+    const lock = path.join(path.dirname(path.dirname(cachedCliPath(env))), `${BUILD}.lock`);
     await fs.mkdir(lock, { recursive: true });
     await fs.writeFile(path.join(lock, 'owner'), dead.stdout.trim());
     // And a half-finished build of that process.
-    await fs.mkdir(path.join(path.dirname(lock), `${TEMPORAL_CLI_VERSION}.build-old`));
+    await fs.mkdir(path.join(path.dirname(lock), `${BUILD}.build-old`));
     expect(await resolveTemporalCli({ env, goBinary: go })).toBe(cachedCliPath(env));
-    expect(await fs.readdir(path.dirname(lock))).toEqual([TEMPORAL_CLI_VERSION]);
+    expect(await fs.readdir(path.dirname(lock))).toEqual([BUILD]);
   });
 
   it(`a build that fails under the machine's Go is retried once with GOTOOLCHAIN=${FALLBACK_GO_TOOLCHAIN}`, async () => {
     const result = await resolveTemporalCli({ env: { ...env, FAIL_UNLESS_TOOLCHAIN: FALLBACK_GO_TOOLCHAIN }, goBinary: go, onProgress });
     expect(result).toBe(cachedCliPath(env));
-    expect((await calls()).map((c) => c.split(' ')[0])).toEqual(['local', FALLBACK_GO_TOOLCHAIN]);
+    // The first build stops at its first failing step; the retry runs all of them.
+    expect((await calls()).map((c) => c.split(' ')[0])).toEqual(['local', ...Array(BUILD_STEPS).fill(FALLBACK_GO_TOOLCHAIN)]);
     expect(messages.join('\n')).toMatch(/go install failed after \d+ s \(exit 1\):\ngo: cannot build with this toolchain/);
   });
 
@@ -148,7 +168,7 @@ describe('resolveTemporalCli', () => {
     const bin = path.join(dir, 'gobin');
     await writeExecutable(path.join(bin, 'go'), FAKE_GO);
     expect(await resolveTemporalCli({ env: { ...env, PATH: `${bin}:${env.PATH}` } })).toBe(cachedCliPath(env));
-    expect(await calls()).toHaveLength(1);
+    expect(await calls()).toHaveLength(BUILD_STEPS);
   });
 
   it('an abort kills the build and releases the lock', async () => {
