@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../../src/accounts/operations.ts';
 import { addMonths } from '../../src/billing/periods.ts';
 import { call, databaseUrl, runTs, startTestGateway, testConfig, type ProcessResult, type TestGateway } from '../support/harness.ts';
+import { awayFromMinuteEdge } from '../support/gateway-helpers.ts';
 
 const DAY = 86_400_000;
 let gw: TestGateway;
@@ -160,8 +161,7 @@ describe('keys:create', () => {
     const { key, key_id } = await keyViaCli(id, '--rate-limit', '2');
     expect((await gw.db('api_keys').where({ id: key_id }).first()).rate_limit_per_minute).toBe(2);
     // Stay clear of a calendar-minute boundary so the three calls share one window.
-    const intoMinute = Date.now() % 60_000;
-    if (intoMinute > 55_000) await sleep(60_000 - intoMinute + 100);
+    await awayFromMinuteEdge(10_000);
     expect((await call(gw.url, 'GET', '/watchlist', { key })).status).toBe(200);
     expect((await call(gw.url, 'GET', '/watchlist', { key })).status).toBe(200);
     const third = await call(gw.url, 'GET', '/watchlist', { key });

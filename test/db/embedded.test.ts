@@ -131,7 +131,8 @@ describe.runIf(process.getuid?.() === 0)('embedded PostgreSQL as root under a pr
     expect(run.stderr).toContain(`DATA_DIR=${dataDir}`);
     expect(run.stderr).toMatch(/Fix: /);
     expect(run.stderr).not.toMatch(/initdb/); // refused before trying
-    expect(Date.now() - t0).toBeLessThan(10_000);
+    // Node and tsx starting, then the refusal: seconds on a loaded machine.
+    expect(Date.now() - t0).toBeLessThan(20_000);
   }, 30_000);
 
   it('fails naming DATA_DIR and the fix when no place user postgres can reach can be made for the cluster', async () => {

@@ -73,8 +73,8 @@ class Connection {
     return this.write(`${Buffer.byteLength(data).toString(16)}\r\n${data}\r\n`);
   }
 
-  /** The next complete response on the connection (Content-Length framed). */
-  async response(timeoutMs = 5_000): Promise<RawResponse | null> {
+  /** The next complete response on the connection (Content-Length framed); null if none comes within `timeoutMs` (generous: a loaded machine is slow, a passing run does not wait). */
+  async response(timeoutMs = 15_000): Promise<RawResponse | null> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const end = this.buffer.indexOf('\r\n\r\n');
@@ -96,7 +96,7 @@ class Connection {
     }
   }
 
-  async waitClosed(timeoutMs = 3_000): Promise<boolean> {
+  async waitClosed(timeoutMs = 10_000): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (!this.closed && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     return this.closed;

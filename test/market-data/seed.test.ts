@@ -64,7 +64,9 @@ describe('a full-detail seed of 300 events', () => {
       const { count } = await one<{ count: number }>(a.db, `SELECT count(*)::int AS count FROM ${table}`);
       expect(count, table).toBe(n);
     }
-    expect(seedMs).toBeLessThan(15_000);
+    // A few seconds here; the bound leaves room for a loaded machine and still catches a
+    // regression to row-at-a-time writes (`npm run seed` reports rows/s).
+    expect(seedMs).toBeLessThan(45_000);
   });
 
   it('gives every event one search row whose counters are its newest snapshot', async () => {
@@ -287,7 +289,8 @@ describe('npm run seed and the demo catalog', () => {
     try {
       const first = await ensureDemoCatalog(d.db);
       expect(first).toMatchObject({ created: true, events: 200 });
-      expect(first.ms).toBeLessThan(2_000);
+      // Well under 2 s on a quiet machine; the bound leaves room for a loaded one.
+      expect(first.ms).toBeLessThan(10_000);
       expect(await ensureDemoCatalog(d.db)).toMatchObject({ created: false });
       const { count } = await one<{ count: number }>(d.db, 'SELECT count(*)::int AS count FROM event_search');
       expect(count).toBe(200);

@@ -9,7 +9,7 @@ import { inspectSignal, monitorStatusQuery } from '../../workflows/monitor-messa
 import { monitorWorkflowId } from '../../workflows/watchlist-monitor.ts';
 import { parseEventRef, targetKey } from '../../src/platform/event-ref.ts';
 import { call } from '../support/harness.ts';
-import { baselined, eventually, notificationsOf, notPolled, useMonitorStack, type MonitorStack } from '../support/monitor-stack.ts';
+import { baselined, eventually, notificationsOf, notPolled, polledAgain, useMonitorStack, type MonitorStack } from '../support/monitor-stack.ts';
 import { hits, putEvent, section } from '../support/scrape-stack.ts';
 
 const stack: MonitorStack = useMonitorStack({ intervalMs: 300 });
@@ -65,13 +65,16 @@ function targetOf(event: string): string {
   return targetKey(ref.ref);
 }
 
-/** Until the item has `n` notifications; then a little longer, to catch any extra. */
-async function notificationsFor(accountId: number, itemId: number, n: number) {
+/**
+ * Until the item has `n` notifications; then a little longer, to catch any extra: at least 900 ms
+ * and, whatever the machine's speed, until the event's target has been polled again after them.
+ */
+async function notificationsFor(accountId: number, itemId: number, n: number, event: string) {
   const rows = await eventually(async () => {
     const all = (await notificationsOf(stack, accountId)).filter((r) => r.itemId === itemId);
     return all.length >= n ? all : undefined;
   });
-  await new Promise((r) => setTimeout(r, 900));
+  await Promise.all([new Promise((r) => setTimeout(r, 900)), polledAgain(stack, 'pf_03', event)]);
   const after = (await notificationsOf(stack, accountId)).filter((r) => r.itemId === itemId);
   expect(after).toHaveLength(rows.length);
   return after.map((r) => r.payload);
@@ -80,8 +83,14 @@ async function notificationsFor(accountId: number, itemId: number, n: number) {
 /** Waits three poll intervals: long enough for a change to have been seen if it were to be. */
 const quiet = () => new Promise((r) => setTimeout(r, 1_500));
 
-async function noNotifications(accountId: number, itemId: number): Promise<void> {
-  await quiet();
+/**
+ * No notification for the item after a change to `event`: checked once the quiet time has passed
+ * and the event's target has been polled since the change (so a loaded machine, polling late,
+ * cannot make the check pass for want of a poll). The target must still be polled: an item that
+ * left the pollers needs another item on its event to keep it polled (canary).
+ */
+async function noNotifications(accountId: number, itemId: number, event: string): Promise<void> {
+  await Promise.all([quiet(), polledAgain(stack, 'pf_03', event)]);
   expect((await notificationsOf(stack, accountId)).filter((r) => r.itemId === itemId)).toHaveLength(0);
 }
 
@@ -92,7 +101,7 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     const event = await newEvent([section('Stalls', 80, 2)]);
     const { id } = await createItem(acct.key, { event });
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 5)] });
-    const [n] = await notificationsFor(acct.accountId, id, 1);
+    const [n] = await notificationsFor(acct.accountId, id, 1, event);
     expect(n).toMatchObject({
       item_id: id,
       change_type: 'stock_increase',
@@ -113,11 +122,11 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     const up = await createItem(acct.key, { event, change_type: 'price_increase' });
     const any = await createItem(acct.key, { event, change_type: null });
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 3)] });
-    expect((await notificationsFor(acct.accountId, down.id, 1))[0]).toMatchObject({ change_type: 'price_decrease', before: { min_price: 100 }, after: { min_price: 80 } });
+    expect((await notificationsFor(acct.accountId, down.id, 1, event))[0]).toMatchObject({ change_type: 'price_decrease', before: { min_price: 100 }, after: { min_price: 80 } });
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 90, 4)] });
-    expect((await notificationsFor(acct.accountId, up.id, 1))[0]).toMatchObject({ change_type: 'price_increase', before: { min_price: 80 }, after: { min_price: 90 } });
-    expect(await notificationsFor(acct.accountId, down.id, 1)).toHaveLength(1);
-    const kinds = (await notificationsFor(acct.accountId, any.id, 3)).map((n) => n.change_type);
+    expect((await notificationsFor(acct.accountId, up.id, 1, event))[0]).toMatchObject({ change_type: 'price_increase', before: { min_price: 80 }, after: { min_price: 90 } });
+    expect(await notificationsFor(acct.accountId, down.id, 1, event)).toHaveLength(1);
+    const kinds = (await notificationsFor(acct.accountId, any.id, 3, event)).map((n) => n.change_type);
     expect(kinds.sort()).toEqual(['price_decrease', 'price_increase', 'stock_increase']);
   });
 
@@ -127,11 +136,11 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     const stalls = await createItem(acct.key, { event, section: 'stalls' });
     const cheap = await createItem(acct.key, { event, max_price_filter: 70 });
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 100, 1), section('Circle', 60, 4)] });
-    expect((await notificationsFor(acct.accountId, cheap.id, 1))[0]).toMatchObject({ section: 'Circle', after: { stock: 4 } });
-    await noNotifications(acct.accountId, stalls.id);
+    expect((await notificationsFor(acct.accountId, cheap.id, 1, event))[0]).toMatchObject({ section: 'Circle', after: { stock: 4 } });
+    await noNotifications(acct.accountId, stalls.id, event);
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 100, 3), section('Circle', 60, 4)] });
-    expect((await notificationsFor(acct.accountId, stalls.id, 1))[0]).toMatchObject({ section: 'Stalls', after: { stock: 3 } });
-    expect(await notificationsFor(acct.accountId, cheap.id, 1)).toHaveLength(1);
+    expect((await notificationsFor(acct.accountId, stalls.id, 1, event))[0]).toMatchObject({ section: 'Stalls', after: { stock: 3 } });
+    expect(await notificationsFor(acct.accountId, cheap.id, 1, event)).toHaveLength(1);
   });
 
   it('muted_until suppresses notifications until then; clearing it lets them through', async () => {
@@ -139,12 +148,12 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     const event = await newEvent([section('Stalls', 80, 1)]);
     const { id } = await createItem(acct.key, { event, muted_until: new Date(Date.now() + 3_600_000).toISOString() });
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 4)] });
-    await noNotifications(acct.accountId, id);
+    await noNotifications(acct.accountId, id, event);
     await patch(acct.key, id, { muted_until: null });
     await configApplied(id);
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 6)] });
     // Measured from the last state seen while muted (4), not from before the mute.
-    expect((await notificationsFor(acct.accountId, id, 1))[0]).toMatchObject({ before: { stock: 4 }, after: { stock: 6 } });
+    expect((await notificationsFor(acct.accountId, id, 1, event))[0]).toMatchObject({ before: { stock: 4 }, after: { stock: 6 } });
   });
 
   it('task_active false pauses the monitor and leaves the poller; true resumes from what is on sale then', async () => {
@@ -153,17 +162,20 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     const { id } = await createItem(acct.key, { event });
     expect((await stack.db('monitor_members').where({ target: targetOf(event) }).pluck('item_id')).map(Number)).toEqual([id]);
 
+    // Another item on the event keeps its target polled while this one is paused.
+    const canary = await createItem(acct.key, { event });
     await patch(acct.key, id, { task_active: false });
     await notPolled(stack, id);
     await monitorApplied(id);
     expect((await status(id)).state).toBe('paused');
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 5)] });
-    await noNotifications(acct.accountId, id);
+    await noNotifications(acct.accountId, id, event);
+    expect(await notificationsFor(acct.accountId, canary.id, 1, event)).toHaveLength(1);
 
     await patch(acct.key, id, { task_active: true });
     await baselined(stack, id);
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 7)] });
-    expect((await notificationsFor(acct.accountId, id, 1))[0]).toMatchObject({ before: { stock: 5 }, after: { stock: 7 } });
+    expect((await notificationsFor(acct.accountId, id, 1, event))[0]).toMatchObject({ before: { stock: 5 }, after: { stock: 7 } });
   });
 
   it('a PATCH of change_type takes effect on the running monitor', async () => {
@@ -173,7 +185,7 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     await patch(acct.key, id, { change_type: 'price_decrease' });
     await configApplied(id);
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 90, 5)] });
-    const rows = await notificationsFor(acct.accountId, id, 1);
+    const rows = await notificationsFor(acct.accountId, id, 1, event);
     expect(rows.map((r) => r.change_type)).toEqual(['price_decrease']);
   });
 
@@ -181,12 +193,15 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     const acct = await stack.account();
     const event = await newEvent([section('Stalls', 80, 1)]);
     const { id } = await createItem(acct.key, { event });
+    // Another item on the event keeps its target polled after this one is deleted.
+    const canary = await createItem(acct.key, { event });
     expect((await call(stack.gateway.url, 'DELETE', `/watchlist/${id}`, { key: acct.key })).status).toBe(204);
     const handle = stack.client.workflow.getHandle(monitorWorkflowId(id));
     await eventually(async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined));
     await notPolled(stack, id);
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 9)] });
-    await noNotifications(acct.accountId, id);
+    await noNotifications(acct.accountId, id, event);
+    expect(await notificationsFor(acct.accountId, canary.id, 1, event)).toHaveLength(1);
   });
 
   it('items on one target share its polls: scrapes follow the interval, not the number of items', async () => {
@@ -199,18 +214,22 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     expect(members.map((m) => Number(m.item_id)).sort()).toEqual([...ids].sort());
     // One baseline for all: the same snapshot row.
     expect(new Set(members.map((m) => m.baseline_snapshot_id)).size).toBe(1);
+    const opened = performance.now();
     const before = await hits(stack.sim, 'pf_03', event);
     await new Promise((r) => setTimeout(r, 3_000));
     const scrapes = (await hits(stack.sim, 'pf_03', event)) - before;
+    // The scrapes counted happened between the first count's start and the second's end: 3 s,
+    // or longer when a loaded machine ran the timer or the counts late.
+    const windowS = (performance.now() - opened) / 1000;
     // 3 s at a 300 ms interval (±10% jitter, plus the scrape itself): about 8 on a quiet machine
     // (fewer on a loaded one), never the ~60 of six items polling on their own.
     expect(scrapes).toBeGreaterThanOrEqual(1);
-    expect(scrapes).toBeLessThanOrEqual(12);
+    expect(scrapes).toBeLessThanOrEqual(4 * windowS);
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 3)] });
     // Each item notifies once, into its own account's log only.
     for (const [i, id] of ids.entries()) {
       const owner = i % 2 ? other : acct;
-      expect(await notificationsFor(owner.accountId, id, 1)).toHaveLength(1);
+      expect(await notificationsFor(owner.accountId, id, 1, event)).toHaveLength(1);
       const stranger = i % 2 ? acct : other;
       expect((await notificationsOf(stack, stranger.accountId)).filter((r) => r.itemId === id)).toHaveLength(0);
     }
@@ -224,9 +243,11 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     await patch(acct.key, created.id, { change_type: 'price_increase' });
     await configApplied(created.id);
     const updateMs = performance.now() - started;
-    // The contract is 60 s and the aim 2 s; `npm run bench:monitors` reports the figures.
+    // The contract is 60 s and the aim 2 s; `npm run bench:monitors` reports the figures. The
+    // bounds leave room for a loaded machine and still catch an update that waits for the
+    // pollers' half-minute reload instead of reaching them at once.
     expect(created.ms).toBeLessThan(10_000);
-    expect(updateMs).toBeLessThan(2_000);
+    expect(updateMs).toBeLessThan(10_000);
   });
   it('a change that notifies ten items costs none of their monitors a workflow task', async () => {
     const acct = await stack.account();
@@ -237,7 +258,7 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     const historyLength = async (id: number) => (await stack.client.workflow.getHandle(monitorWorkflowId(id)).fetchHistory()).events?.length ?? 0;
     const before = await Promise.all(ids.map(historyLength));
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 4)] });
-    for (const id of ids) expect(await notificationsFor(acct.accountId, id, 1)).toHaveLength(1);
+    for (const id of ids) expect(await notificationsFor(acct.accountId, id, 1, event)).toHaveLength(1);
     expect(await Promise.all(ids.map(historyLength))).toEqual(before);
   });
 
@@ -246,7 +267,7 @@ describe('watchlist monitors', { timeout: 120_000 }, () => {
     const event = await newEvent([section('Stalls', 80, 1)]);
     const { id } = await createItem(acct.key, { event, muted_until: null });
     await putEvent(stack.sim, 'pf_03', event, { region: 'fr', sections: [section('Stalls', 80, 3)] });
-    const [n] = await notificationsFor(acct.accountId, id, 1);
+    const [n] = await notificationsFor(acct.accountId, id, 1, event);
     const baseline = await baselined(stack, id);
     await monitorApplied(id);
     const handle = stack.client.workflow.getHandle(monitorWorkflowId(id));

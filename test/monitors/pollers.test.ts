@@ -80,7 +80,9 @@ describe('shard pollers', { timeout: 120_000 }, () => {
     const acct = await stack.account();
     const { id, event } = await watch(acct.key);
     await baselined(stack, id);
-    await putEvent(stack.sim, 'pf_03', event, stalls(3, { behaviour: 'blocked', blocked_status: 429, retry_after_s: 4 }));
+    // A Retry-After long enough that the quiet window below ends well inside it, however late on a
+    // loaded machine the block is seen.
+    await putEvent(stack.sim, 'pf_03', event, stalls(3, { behaviour: 'blocked', blocked_status: 429, retry_after_s: 8 }));
     const blocked = await eventually(async () => (await troubledTargets(stack.db, { platform: 'pf_03' })).find((t) => t.target.endsWith(event.split('/').pop()!)));
     expect(blocked).toMatchObject({ kind: 'blocked', platform: 'pf_03', items: 1 });
     expect(Date.parse(blocked.blocked_until!)).toBeGreaterThan(Date.now() + 1_500);
@@ -93,7 +95,7 @@ describe('shard pollers', { timeout: 120_000 }, () => {
     const rows = await eventually(async () => {
       const all = (await notificationsOf(stack, acct.accountId)).filter((r) => r.itemId === id);
       return all.length ? all : undefined;
-    }, 20_000);
+    });
     expect(rows.map((r) => [(r.payload.before as { stock: number }).stock, (r.payload.after as { stock: number }).stock])).toEqual([[1, 3]]);
     await eventually(async () => ((await troubledTargets(stack.db)).some((t) => t.target.endsWith(event.split('/').pop()!)) ? undefined : true));
     await remove(acct.key, id);
@@ -105,21 +107,25 @@ describe('shard pollers', { timeout: 120_000 }, () => {
     for (let i = 0; i < 10; i++) items.push(await watch(acct.key));
     for (const { id } of items) await baselined(stack, id, 60_000);
     const count = async () => (await Promise.all(items.map((i) => hits(stack.sim, 'pf_03', i.event)))).reduce((a, b) => a + b, 0);
+    const opened = performance.now();
     const before = await count();
     await new Promise((r) => setTimeout(r, 4_000));
     const polls = (await count()) - before;
+    // The polls counted happened between the first count's start and the second's end: 4 s, or
+    // longer when a loaded machine ran the timer or the counts late.
+    const windowS = (performance.now() - opened) / 1000;
     // Ten targets at 300 ms would be ~130 polls in 4 s; the budget allows RPS a second (a
     // burst of one), shared with nothing else in this file now.
     expect(polls).toBeGreaterThanOrEqual(RPS * 4 * 0.6);
-    expect(polls).toBeLessThanOrEqual(RPS * 4 + 2);
+    expect(polls).toBeLessThanOrEqual(RPS * windowS + 2);
     for (const { id } of items) await remove(acct.key, id);
   });
 
   it('a worker stop ends its shard polls at once, paced ones too (none after it), and the next worker polls on', async () => {
     const acct = await stack.account();
-    // 30 targets at 5 requests a second: the shard's paced slots reach 6 s ahead.
+    // 60 targets at 5 requests a second: the shard's paced slots reach 12 s ahead.
     const items: { id: number; event: string }[] = [];
-    for (let i = 0; i < 30; i++) items.push(await watch(acct.key));
+    for (let i = 0; i < 60; i++) items.push(await watch(acct.key));
     for (const { id } of items) await baselined(stack, id, 60_000);
     const count = async () => (await Promise.all(items.map((i) => hits(stack.sim, 'pf_03', i.event)))).reduce((a, b) => a + b, 0);
     const stopping = Date.now();
@@ -135,14 +141,15 @@ describe('shard pollers', { timeout: 120_000 }, () => {
       },
     });
     expect(pollsWhileDown).toBe(0);
-    // Not the grace on-demand scrapes get (GRACE_MS), nor the paced slots' 6 s.
-    expect(stopMs).toBeLessThan(4_000);
+    // Not the grace on-demand scrapes get (GRACE_MS, 10 s), nor the paced slots' 12 s; a stop
+    // on a loaded machine has room below both.
+    expect(stopMs).toBeLessThan(7_000);
     const [first] = items;
     await putEvent(stack.sim, 'pf_03', first!.event, stalls(4));
     const rows = await eventually(async () => {
       const all = (await notificationsOf(stack, acct.accountId)).filter((r) => r.itemId === first!.id);
       return all.length ? all : undefined;
-    }, 30_000);
+    });
     expect(rows.map((r) => [(r.payload.before as { stock: number }).stock, (r.payload.after as { stock: number }).stock])).toEqual([[1, 4]]);
     for (const { id } of items) await remove(acct.key, id);
   });
@@ -157,7 +164,7 @@ describe('shard pollers', { timeout: 120_000 }, () => {
     await notPolled(stack, id);
     await eventually(async () => ((await handle.describe()).status.name === 'COMPLETED' ? true : undefined), 30_000);
     const again = await watch(acct.key);
-    await baselined(stack, again.id, 15_000);
+    await baselined(stack, again.id);
     const next = await handle.describe();
     expect(next.status.name).toBe('RUNNING');
     expect(next.runId).not.toBe(first);

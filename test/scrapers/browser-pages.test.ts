@@ -14,6 +14,8 @@ import { ScrapeFailure, type ScrapeFailureKind } from '../../src/scrapers/types.
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 // Well above a warm visit (~0.2 s) even on a loaded two-core machine.
 const TIMEOUT_MS = 2_500;
+/** For waits on the pool's own bookkeeping (a page closing, a request arriving): generous, over at once when it holds. */
+const POLL = { timeout: 15_000 };
 
 let server: http.Server;
 let base: string;
@@ -148,9 +150,11 @@ describe('browser pages', () => {
       await failureOf(pages.withPage(`${base}${path}`, use), 'attempt_timeout');
       // The limit starts once the page is ours (opening one is not the site's fault).
       expect(performance.now() - started).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
-      expect(performance.now() - started).toBeLessThan(TIMEOUT_MS + 1_500);
+      // At the limit, not at twice it (the started time includes getting a page, which on a
+      // loaded machine can take a second or more).
+      expect(performance.now() - started).toBeLessThan(2 * TIMEOUT_MS);
     }
-    await expect.poll(() => pages.stats().openPages).toBeLessThanOrEqual(1);
+    await expect.poll(() => pages.stats().openPages, POLL).toBeLessThanOrEqual(1);
   });
 
   it('queues visits beyond the page limit, without counting the wait against the time limit', async () => {
@@ -167,7 +171,8 @@ describe('browser pages', () => {
     const queued = pages.withPage(`${base}/page`, async () => 'x', { signal: controller.signal });
     setTimeout(() => controller.abort(), 100);
     await failureOf(queued, 'attempt_timeout');
-    expect(performance.now() - started).toBeLessThan(600);
+    // Not when a slot frees: the busy visits hold theirs until their limit (TIMEOUT_MS) at the earliest.
+    expect(performance.now() - started).toBeLessThan(TIMEOUT_MS - 500);
     release.abort();
     for (const visit of busy) await failureOf(visit, 'attempt_timeout');
   });
@@ -180,7 +185,7 @@ describe('browser pages', () => {
     requests.length = 0;
     const visit = pages.withPage(`${base}/hang`, async () => 'x');
     // Killed while the page waits on the site, as a crash mid-scrape would happen.
-    await expect.poll(() => requests).toContain('/hang');
+    await expect.poll(() => requests, POLL).toContain('/hang');
     process.kill(main!, 'SIGKILL');
     const failure = await failureOf(visit, 'upstream');
     expect(failure.message).toMatch(/could not load|went away/);

@@ -27,6 +27,9 @@ function capturedLog(): { log: ReturnType<typeof createLogger>; lines: { level: 
   return { log: createLogger('info', { write: (l: string) => void lines.push(JSON.parse(l)) }), lines };
 }
 
+/** For the reporter's first write: generous, over as soon as it is there. */
+const POLL = { timeout: 15_000 };
+
 /** A fresh reader each time: a reader reuses its answer for a moment. */
 const missingOn = (taskQueue: string) => new BrowserReports(db, taskQueue).missing();
 
@@ -35,7 +38,7 @@ describe('browser reports', () => {
     const taskQueue = uniqueTaskQueue('scrapes');
     const { log, lines } = capturedLog();
     const reporter = startBrowserReports({ db, taskQueue, chromiumPath: MISSING, log });
-    await expect.poll(() => missingOn(taskQueue)).toBe(true);
+    await expect.poll(() => missingOn(taskQueue), POLL).toBe(true);
     expect(await missingOn(uniqueTaskQueue('scrapes'))).toBe(false);
     expect(lines.filter((l) => l.msg.includes('apt-get install -y chromium'))).toEqual([expect.objectContaining({ level: 40, msg: expect.stringContaining(MISSING) })]);
     await reporter.stop();
@@ -47,7 +50,7 @@ describe('browser reports', () => {
     const { log, lines } = capturedLog();
     const reporter = startBrowserReports({ db, taskQueue, chromiumPath: PRESENT, log });
     try {
-      await expect.poll(() => db('scrape_worker_browsers').where({ task_queue: taskQueue }).first('chromium_found')).toEqual({ chromium_found: true });
+      await expect.poll(() => db('scrape_worker_browsers').where({ task_queue: taskQueue }).first('chromium_found'), POLL).toEqual({ chromium_found: true });
       expect(await missingOn(taskQueue)).toBe(false);
       expect(lines).toEqual([]);
     } finally {
@@ -60,7 +63,7 @@ describe('browser reports', () => {
     const silent = createLogger('silent');
     const reporters = [PRESENT, MISSING, PRESENT].map((chromiumPath) => startBrowserReports({ db, taskQueue, chromiumPath, log: silent }));
     try {
-      await expect.poll(() => missingOn(taskQueue)).toBe(true);
+      await expect.poll(() => missingOn(taskQueue), POLL).toBe(true);
     } finally {
       await Promise.all(reporters.map((r) => r.stop()));
     }

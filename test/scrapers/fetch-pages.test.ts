@@ -10,9 +10,16 @@ import { listen, usePageServers } from './page-server.ts';
 import { expectFailure } from './platform-harness.ts';
 
 const { server, other } = usePageServers();
+/**
+ * The shared fetcher's limit: every request to the local server must succeed within it, on a
+ * loaded two-core machine too; the time-out tests wait it out on /hang, which never answers.
+ */
+const LIMIT_MS = 2_000;
+/** Waits on the server's in-flight count: generous, a passing run returns as soon as it holds. */
+const SETTLE = { timeout: 15_000 };
 let pages: PageFetcher;
 beforeAll(() => {
-  pages = createFetchPages({ concurrency: 4, timeoutMs: 500 });
+  pages = createFetchPages({ concurrency: 4, timeoutMs: LIMIT_MS });
 });
 
 describe('answers', () => {
@@ -175,8 +182,8 @@ describe('failures', () => {
   it('refuses a body larger than its bound as upstream, declared or not', async () => {
     const declared = await expectFailure(pages.html(`${server.url}/huge-declared`), 'upstream');
     expect(declared.message).toMatch(/more than/);
-    // Reading up to the bound takes longer than 500 ms on a loaded machine (seen in a full run):
-    // the time limit is not what this checks.
+    // Reading up to the bound takes longer than a short limit on a loaded machine (seen in a full
+    // run): the time limit is not what this checks.
     const patient = createFetchPages({ concurrency: 1, timeoutMs: 10_000 });
     await expectFailure(patient.html(`${server.url}/huge-chunked`), 'upstream');
     expect((await pages.html(`${server.url}/html`)).status).toBe(200);
@@ -185,10 +192,11 @@ describe('failures', () => {
   it('gives up on a page that never answers at the time limit, and closes its socket', async () => {
     const started = performance.now();
     const failure = await expectFailure(pages.html(`${server.url}/hang`), 'attempt_timeout');
-    expect(failure.message).toBe(`no answer from ${server.url}/hang within 500 ms`);
+    expect(failure.message).toBe(`no answer from ${server.url}/hang within ${LIMIT_MS} ms`);
     expect(failure.retryable).toBe(true);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(490);
-    expect((await server.hangClosed) - started).toBeLessThan(3_000);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(LIMIT_MS - 10);
+    // Closed at the limit, not left open until the server goes away.
+    expect((await server.hangClosed) - started).toBeLessThan(LIMIT_MS + 5_000);
   });
 
   it('gives up on a body that is still arriving at the time limit', async () => {
@@ -200,11 +208,12 @@ describe('failures', () => {
   it('rejects at once when aborted, and at once when the signal is already aborted', async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 30);
-    const patient = createFetchPages({ concurrency: 1, timeoutMs: 5_000 });
+    // A page that never answers and a limit of 30 s: only the abort can end the call early.
+    const patient = createFetchPages({ concurrency: 1, timeoutMs: 30_000 });
     const started = performance.now();
-    const failure = await expectFailure(patient.json(`${server.url}/wait/1500`, { signal: controller.signal }), 'attempt_timeout');
-    expect(failure.message).toBe(`fetching ${server.url}/wait/1500 was aborted`);
-    expect(performance.now() - started).toBeLessThan(1_000);
+    const failure = await expectFailure(patient.json(`${server.url}/hang`, { signal: controller.signal }), 'attempt_timeout');
+    expect(failure.message).toBe(`fetching ${server.url}/hang was aborted`);
+    expect(performance.now() - started).toBeLessThan(10_000);
     const before = server.seen.length;
     await expectFailure(pages.html(`${server.url}/html`, { signal: AbortSignal.abort() }), 'attempt_timeout');
     expect(server.seen.length).toBe(before);
@@ -221,7 +230,7 @@ describe('failures', () => {
 describe('running', () => {
   it('keeps to its concurrency, across html() and json() together', async () => {
     const narrow = createFetchPages({ concurrency: 2, timeoutMs: 5_000 });
-    await vi.waitFor(() => expect(server.inFlight.now).toBe(0));
+    await vi.waitFor(() => expect(server.inFlight.now).toBe(0), SETTLE);
     server.inFlight.max = 0;
     const started = performance.now();
     const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? narrow.html(`${server.url}/slow`) : narrow.json(`${server.url}/slow`))));
@@ -232,7 +241,9 @@ describe('running', () => {
   });
 
   it('frees its slot on every outcome: failures, time-outs and aborts', async () => {
-    const single = createFetchPages({ concurrency: 1, timeoutMs: 300 });
+    // The limit counts the wait for the slot: the calls queue behind each other, and all but /hang
+    // must be done within it on a loaded machine too.
+    const single = createFetchPages({ concurrency: 1, timeoutMs: 3_000 });
     const outcomes = await Promise.allSettled([
       single.html(`${server.url}/status/503`),
       single.html(`${server.url}/status/429`),
@@ -244,14 +255,16 @@ describe('running', () => {
     ]);
     expect(outcomes.map((o) => o.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected', 'rejected', 'fulfilled', 'rejected']);
     // The server hears of the hung socket's close a moment after the fetcher gave it up.
-    await vi.waitFor(() => expect(server.inFlight.now).toBe(0));
+    await vi.waitFor(() => expect(server.inFlight.now).toBe(0), SETTLE);
     server.inFlight.max = 0;
     await Promise.all([single.html(`${server.url}/html`), single.json(`${server.url}/json`)]);
     expect(server.inFlight.max).toBe(1);
   });
 
   it('counts the time a request waits for a free slot against its limit', async () => {
-    const single = createFetchPages({ concurrency: 1, timeoutMs: 300 });
+    // /hang never answers, so both calls time out whatever the limit; the limit is long enough
+    // for the last /html answer on a loaded machine.
+    const single = createFetchPages({ concurrency: 1, timeoutMs: 3_000 });
     const hung = single.html(`${server.url}/hang`);
     const queued = single.html(`${server.url}/html`);
     await expectFailure(hung, 'attempt_timeout');
@@ -267,12 +280,14 @@ describe('running', () => {
     const queued = single.html(`${server.url}/echo`, { signal: controller.signal });
     const next = single.html(`${server.url}/html`);
     const before = server.seen.filter((p) => p === '/echo').length;
+    let slowDone = false;
+    void slow.finally(() => (slowDone = true)).catch(() => {});
     setTimeout(() => controller.abort(), 30);
-    const started = performance.now();
     const failure = await expectFailure(queued, 'attempt_timeout');
     expect(failure.message).toMatch(/was aborted/);
-    // Not when the slot frees, 1.5 s on.
-    expect(performance.now() - started).toBeLessThan(1_000);
+    // Not when the slot frees, 1.5 s on: the call holding the slot has not answered yet. (An
+    // elapsed-time bound under 1.5 s failed on a loaded machine; the order is what it stood for.)
+    expect(slowDone).toBe(false);
     // The one behind it still gets its turn, and the aborted call never reached the server.
     expect((await slow).status).toBe(200);
     expect((await next).status).toBe(200);

@@ -14,9 +14,14 @@ const storageDir = join(process.cwd(), 'storage');
 const storageExisted = existsSync(storageDir);
 
 const { server, other } = usePageServers();
+/**
+ * The shared fetcher's limit: every request to the local server must succeed within it, on a
+ * loaded two-core machine too; the time-out tests wait it out on /hang, which never answers.
+ */
+const LIMIT_MS = 2_000;
 let pages: HttpPages;
 beforeAll(async () => {
-  pages = createHttpPages({ concurrency: 4, timeoutMs: 500 });
+  pages = createHttpPages({ concurrency: 4, timeoutMs: LIMIT_MS });
   await warmUp(pages, `${server.url}/json`);
 });
 afterAll(async () => {
@@ -106,8 +111,9 @@ describe('failures', () => {
   it('gives up on a page that never answers at the time limit, and closes its socket', async () => {
     const started = performance.now();
     await expectFailure(pages.html(`${server.url}/hang`), 'attempt_timeout');
-    expect(performance.now() - started).toBeGreaterThanOrEqual(490);
-    expect((await server.hangClosed) - started).toBeLessThan(3_000);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(LIMIT_MS - 10);
+    // Closed at the limit, not left open until the server goes away.
+    expect((await server.hangClosed) - started).toBeLessThan(LIMIT_MS + 5_000);
   });
 
   it('rejects at once when aborted, and at once when the signal is already aborted', async () => {
@@ -124,7 +130,8 @@ describe('failures', () => {
 
 describe('running', () => {
   it('keeps to its concurrency', async () => {
-    const narrow = createHttpPages({ concurrency: 2, timeoutMs: 2_000 });
+    // The limit counts the wait for a slot: the last two wait two rounds (400 ms) of it.
+    const narrow = createHttpPages({ concurrency: 2, timeoutMs: 10_000 });
     try {
       await warmUp(narrow, `${server.url}/json`);
       server.inFlight.max = 0;
@@ -138,7 +145,9 @@ describe('running', () => {
   });
 
   it('counts the time a request waits for a free slot against its limit', async () => {
-    const single = createHttpPages({ concurrency: 1, timeoutMs: 300 });
+    // /hang never answers, so both calls time out whatever the limit; the limit is long enough
+    // for the /html answers (the warm-up's and the last one) on a loaded machine.
+    const single = createHttpPages({ concurrency: 1, timeoutMs: 3_000 });
     try {
       await warmUp(single, `${server.url}/json`);
       const hung = single.html(`${server.url}/hang`);
@@ -153,10 +162,13 @@ describe('running', () => {
   });
 
   it('settles calls in flight on close() and refuses new ones', async () => {
-    const closing = createHttpPages({ concurrency: 2, timeoutMs: 5_000 });
+    // A limit well past the wait below: the call must be settled by close(), not by its time-out.
+    const closing = createHttpPages({ concurrency: 2, timeoutMs: 30_000 });
     await closing.html(`${server.url}/html`);
+    const hangsBefore = server.seen.filter((p) => p === '/hang').length;
     const inFlight = expectFailure(closing.html(`${server.url}/hang`), 'upstream');
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    // In flight: the server has the request.
+    await vi.waitFor(() => expect(server.seen.filter((p) => p === '/hang').length).toBe(hangsBefore + 1), { timeout: 15_000 });
     await closing.close();
     await inFlight;
     await expectFailure(closing.json(`${server.url}/json`), 'upstream');
@@ -209,7 +221,8 @@ describe('running', () => {
       crawled.push(performance.now() - t);
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-    // Measured about 1-2 ms here; the bound only catches a regression to polling (hundreds of ms).
-    expect(median(crawled) - median(plain)).toBeLessThan(20);
+    // Measured about 1-2 ms here; the bound only catches a regression to polling (hundreds of
+    // ms), with room for a loaded two-core machine, where crawlee's own work takes several times longer.
+    expect(median(crawled) - median(plain)).toBeLessThan(100);
   });
 });

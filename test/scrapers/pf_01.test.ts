@@ -220,7 +220,8 @@ describe('pf_01 adapter on the simulated client-rendered page', () => {
     await expectFailure(pf01.scrape(ref(key)), 'attempt_timeout');
     const took = performance.now() - started;
     expect(took).toBeGreaterThanOrEqual(TIMEOUT_MS - 50);
-    expect(took).toBeLessThan(TIMEOUT_MS + 1_500);
+    // At the limit, not when the page answers (8 s); getting a page on a loaded machine comes on top.
+    expect(took).toBeLessThan(TIMEOUT_MS + 3_000);
   });
 
   it('gives up on a page that never answers', async () => {
@@ -236,8 +237,9 @@ describe('pf_01 adapter on the simulated client-rendered page', () => {
     setTimeout(() => controller.abort(), 200);
     const failure = await expectFailure(scrape, 'attempt_timeout');
     expect(failure.message).toMatch(/aborted/);
-    expect(performance.now() - started).toBeLessThan(800);
-    await expect.poll(() => browser.stats().openPages).toBeLessThanOrEqual(1);
+    // At the abort (200 ms), not at the limit (TIMEOUT_MS): the page never answers.
+    expect(performance.now() - started).toBeLessThan(TIMEOUT_MS / 2);
+    await expect.poll(() => browser.stats().openPages, { timeout: 15_000 }).toBeLessThanOrEqual(1);
     // An already-aborted signal never opens a page.
     await expectFailure(pf01.scrape(ref(key), { signal: AbortSignal.abort() }), 'attempt_timeout');
   });
@@ -257,7 +259,7 @@ describe('pf_01 adapter on the simulated client-rendered page', () => {
     const main = execFileSync('pgrep', ['-P', String(process.pid), '-x', 'chromium']).toString().trim().split('\n');
     expect(main).toHaveLength(1);
     process.kill(Number(main[0]), 'SIGKILL');
-    await expect.poll(() => browser.stats().browsers).toBe(0);
+    await expect.poll(() => browser.stats().browsers, { timeout: 15_000 }).toBe(0);
     expect(totalStock(seatMap(await pf01.scrape(ref(key))))).toBe(2);
     expect(browser.stats()).toMatchObject({ launches: before + 1, browsers: 1 });
   });

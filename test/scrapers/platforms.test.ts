@@ -152,11 +152,13 @@ describe.each(HTTP_PLATFORMS)('%s', (platform) => {
 // take one limit's time rather than thirty.
 describe.concurrent.each(HTTP_PLATFORMS)('%s time limits', (platform) => {
   it('gives up on a slow page after the attempt limit', async () => {
-    const ref = await h.put(platform, 10, { sections: INVENTORY, behaviour: 'slow', delay_ms: 2_000 });
+    // The page would answer after 20 s (the simulator drops it when the client goes): giving up
+    // at the 500 ms limit, not waiting for the page, with room for a loaded machine in between.
+    const ref = await h.put(platform, 10, { sections: INVENTORY, behaviour: 'slow', delay_ms: 20_000 });
     const started = performance.now();
     const failure = await expectFailure(h.adapter(platform, short).scrape(ref), 'attempt_timeout');
     expect(failure.message).toMatch(/within 500 ms/);
-    expect(performance.now() - started).toBeLessThan(1_900);
+    expect(performance.now() - started).toBeLessThan(10_000);
   });
 
   it('gives up on a page that never answers', async () => {

@@ -5,7 +5,7 @@ import WebSocket from 'ws';
 import { KeyVerifier } from '../../src/gateway/key-verifier.ts';
 import { STREAM_PATH } from '../../src/stream/protocol.ts';
 import { newAccount, type TestAccount } from '../support/harness.ts';
-import { unreachableDb } from '../support/gateway-helpers.ts';
+import { awayFromMinuteEdge, unreachableDb } from '../support/gateway-helpers.ts';
 import { append, connect, randomAddress, refusal, sleep, startNode, type TestNode } from './helpers.ts';
 
 function envelope(r: { body: { error?: { code?: unknown; message?: unknown } } }): string | undefined {
@@ -71,8 +71,7 @@ describe('stream upgrade refusals', () => {
   it('429 rate_limited past the key limit: an upgrade counts as one request; Retry-After and RateLimit headers', async () => {
     const k = await newAccount(t.db, { rateLimit: 2 });
     // Stay inside one calendar minute.
-    const left = 60_000 - (Date.now() % 60_000);
-    if (left < 3_000) await new Promise((r) => setTimeout(r, left + 50));
+    await awayFromMinuteEdge(10_000);
     for (let i = 0; i < 2; i++) (await connect(t.url, { key: k.key })).close();
     const r = await refusal(t.url, { apikey: k.key });
     expect([r.status, envelope(r)]).toEqual([429, 'rate_limited']);
@@ -84,8 +83,7 @@ describe('stream upgrade refusals', () => {
   it('limits rejected keys per client address (X-Forwarded-For from the loopback); an upgrade with no key is always 401 and not counted', async () => {
     const strict = await startNode({ db: t.db, env: { UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '3' } });
     try {
-      const left = 60_000 - (Date.now() % 60_000);
-      if (left < 3_000) await new Promise((r) => setTimeout(r, left + 50));
+      await awayFromMinuteEdge(10_000);
       const address = randomAddress();
       // Keyless upgrades guess nothing (spec 5.2): however many, they use none of the allowance.
       for (let i = 0; i < 5; i++) {

@@ -12,6 +12,7 @@ import { closeServices, createRequestPool, createServices } from '../../src/runt
 import { forwardStreamUpgrades, type UpgradeForwarder } from '../../src/stream/forward.ts';
 import { STREAM_PATH } from '../../src/stream/protocol.ts';
 import { newAccount, testConfig, type TestAccount } from '../support/harness.ts';
+import { awayFromMinuteEdge } from '../support/gateway-helpers.ts';
 import { append, connect, randomAddress, refusal, startNode, type TestNode } from './helpers.ts';
 
 describe('stream through the gateway port', () => {
@@ -65,8 +66,7 @@ describe('stream through the gateway port', () => {
   });
 
   it("limits rejected keys per client address: the gateway passes the client's address", async () => {
-    const left = 60_000 - (Date.now() % 60_000);
-    if (left < 3_000) await new Promise((r) => setTimeout(r, left + 50));
+    await awayFromMinuteEdge(10_000);
     const address = randomAddress();
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) statuses.push((await refusal(`ws://${base}${STREAM_PATH}`, { 'x-forwarded-for': address, apikey: 'wrong' })).status);

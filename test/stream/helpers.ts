@@ -158,8 +158,11 @@ export class Client {
     return ids.length ? ids[ids.length - 1]! : (this.messages.find((m) => m.type === 'hello')?.head as number);
   }
 
-  /** Waits until `check` holds over the messages (or the socket closed), failing after timeoutMs. */
-  async until(check: (c: Client) => boolean, timeoutMs = 5_000, what = 'condition'): Promise<void> {
+  /**
+   * Waits until `check` holds over the messages (or the socket closed), failing after timeoutMs:
+   * generous by default, as a loaded machine is slow and a passing run returns as soon as it holds.
+   */
+  async until(check: (c: Client) => boolean, timeoutMs = 20_000, what = 'condition'): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!check(this)) {
       if (this.ws.readyState === WebSocket.CLOSED) throw new Error(`closed (${JSON.stringify(this.closeInfo)}) before ${what}; got ${JSON.stringify(this.messages.slice(-3))}`);
@@ -176,7 +179,7 @@ export class Client {
   }
 
   /** Resolves once the server said `live` (replay done, subscribed). */
-  live(timeoutMs = 5_000): Promise<void> {
+  live(timeoutMs = 20_000): Promise<void> {
     return this.until((c) => c.messages.some((m) => m.type === 'live'), timeoutMs, 'live');
   }
 

@@ -144,7 +144,7 @@ describe('stream resume', () => {
     await writer;
     const final = (await idsAfter(t, acct.accountId, 0)).at(-1)!;
     for (const { c, from } of clients) {
-      await c.until((x) => x.ids().at(-1) === final, 10_000, `row ${final}`);
+      await c.until((x) => x.ids().at(-1) === final, 30_000, `row ${final}`);
       expect(c.ids()).toEqual(await idsAfter(t, acct.accountId, from));
       c.close();
     }
@@ -184,7 +184,7 @@ describe('stream resume', () => {
     })();
     // Every client connected first: one still upgrading when the node stops sees 1006, not 1001
     // (seen on a loaded machine, where 150 ms was not always enough to connect).
-    const connected = Date.now() + 10_000;
+    const connected = Date.now() + 30_000;
     while (clients.some((c) => c.rc.opens === 0) && Date.now() < connected) await sleep(10);
     await sleep(150);
     await node.close(); // every client sees 1001 and starts reconnecting
@@ -196,7 +196,7 @@ describe('stream resume', () => {
     for (const [i, x] of accounts.entries()) {
       const expected = await idsAfter(t, x.accountId, startIds[i]!);
       for (const c of clients.filter((y) => y.who === x)) {
-        const deadline = Date.now() + 10_000;
+        const deadline = Date.now() + 30_000;
         while (c.rc.ids.at(-1) !== expected.at(-1) && Date.now() < deadline) await sleep(20);
         expect(c.rc.ids).toEqual(expected);
         expect(c.rc.closes[0]).toEqual({ code: 1001, reason: 'server_shutdown' });

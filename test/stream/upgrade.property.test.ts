@@ -17,7 +17,7 @@ function rawRequest(port: number, head: string): Promise<{ status: number; text:
     const timer = setTimeout(() => {
       socket.destroy();
       reject(new Error(`no answer to:\n${head}\ngot: ${text}`));
-    }, 5_000);
+    }, 15_000);
     socket.on('data', (d: Buffer) => {
       text += d.toString('utf8');
       const m = /^HTTP\/1\.1 (\d{3}) /.exec(text);

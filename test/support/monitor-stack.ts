@@ -8,6 +8,7 @@ import { startMonitorRelay } from '../../src/monitors/relay.ts';
 import { readLog, type LogRow } from '../../src/notifications/log.ts';
 import { createRequestPool } from '../../src/runtime/services.ts';
 import { eventually, newAccount, type TestAccount } from './harness.ts';
+import { hits } from './simulator.ts';
 import { uniqueTaskQueue } from './temporal.ts';
 import { useWorkerStack, type WorkerStack } from './worker-stack.ts';
 
@@ -75,6 +76,18 @@ export async function baselined(stack: MonitorStack, itemId: number, ms?: number
     const row = await stack.db('monitor_members').where({ item_id: itemId }).first('baseline_snapshot_id');
     return row?.baseline_snapshot_id != null ? Number(row.baseline_snapshot_id) : undefined;
   }, ms);
+}
+
+/**
+ * Until the simulator has served the event `polls` more times than now. A target's polls run one
+ * at a time, so once the second of them has arrived, a poll that began after this call (and saw
+ * whatever was set up before it) has been recorded, notifications included: the positive marker
+ * a test waits for before asserting that something was not notified, instead of a fixed sleep
+ * that a loaded machine can outlast.
+ */
+export async function polledAgain(stack: MonitorStack, platform: string, event: string, polls = 2): Promise<void> {
+  const from = await hits(stack.sim, platform, event);
+  await eventually(async () => ((await hits(stack.sim, platform, event)) >= from + polls ? true : undefined));
 }
 
 /** Until the item has no member row (paused or deleted), within `ms`. */

@@ -152,7 +152,8 @@ describe('the dev server and the process that started it', () => {
         const line = out.split('\n').find((l) => l.startsWith('{'));
         if (line) resolve(JSON.parse(line).pid);
       });
-      child.once('exit', (code) => setTimeout(() => reject(new Error(`launcher exited (${code}) before printing: ${out}`)), 100));
+      // 'close', not 'exit': it comes after the last of the child's output has been read.
+      child.once('close', (code) => reject(new Error(`launcher exited (${code}) before printing: ${out}`)));
     });
     return { child, pid };
   }
@@ -163,7 +164,7 @@ describe('the dev server and the process that started it', () => {
       const ports = { port: await freePort(), uiPort: await freePort() };
       const { pid } = launch(dir, ports, 'exit');
       const serverPid = await pid;
-      expect(await waitUntil(async () => !isRunning(serverPid) && !(await canConnect(ports.port)), 10_000)).toBe(true);
+      expect(await waitUntil(async () => !isRunning(serverPid) && !(await canConnect(ports.port)), 30_000)).toBe(true);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }

@@ -18,7 +18,9 @@ let http: HttpPages;
 let scrapers: MarketplaceScrapers;
 beforeAll(async () => {
   sim = await startSimulator();
-  http = createHttpPages({ concurrency: 4, timeoutMs: 3_000 });
+  // No test here waits a limit out: it only has to hold crawlee's first request of the process
+  // (loading its HTTP client) and every answer on a loaded machine.
+  http = createHttpPages({ concurrency: 4, timeoutMs: 15_000 });
   scrapers = createMarketplaceScrapers(http, { marketplace_a: sim.marketplaceUrls.marketplace_a, marketplace_b: sim.marketplaceUrls.marketplace_b });
 });
 afterAll(async () => {

@@ -323,7 +323,7 @@ describe('failures', { timeout: 120_000 }, () => {
     // The activity itself, retried for that applied tick: it answers without fetching the page.
     // The tracking is ended first so that its own ticks do not fetch meanwhile.
     await stack.client.workflow.getHandle(trackingWorkflowId('marketplace_a', id)).terminate('test: ticks stop here');
-    const http = createHttpPages({ concurrency: 1, timeoutMs: 5_000 });
+    const http = createHttpPages({ concurrency: 1, timeoutMs: 15_000 });
     try {
       const { trackTick } = createTrackingActivities({
         db: stack.db,

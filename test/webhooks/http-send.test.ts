@@ -22,7 +22,9 @@ afterAll(async () => {
 });
 
 const strict = { allowPrivateNetworks: false, timeoutMs: 2_000 };
-const open = { allowPrivateNetworks: true, timeoutMs: 1_000 };
+// Long enough for the loopback receivers' answers (a megabyte among them) on a loaded machine;
+// the hung endpoint's test sets a short one of its own.
+const open = { allowPrivateNetworks: true, timeoutMs: 5_000 };
 
 describe('with the address rule on', () => {
   it('refuses every loopback form without connecting, a name resolving to 127.0.0.1 included', async () => {
@@ -54,11 +56,12 @@ describe('with private networks allowed (loopback receivers)', () => {
 
   it('gives up on a hung endpoint at the timeout', async () => {
     rx.script = ['hang'];
-    const out = await send(rx.url, {}, '{}', open);
+    const out = await send(rx.url, {}, '{}', { ...open, timeoutMs: 1_000 });
     expect(out.status).toBeNull();
     expect(out.error).toMatch(/timed out/);
     expect(out.latencyMs).toBeGreaterThanOrEqual(950);
-    expect(out.latencyMs).toBeLessThan(3_000);
+    // At the timeout, with room for a loaded machine.
+    expect(out.latencyMs).toBeLessThan(5_000);
   });
 
   it('reports a refused connection without the URL in the error', async () => {

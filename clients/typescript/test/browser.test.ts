@@ -221,7 +221,11 @@ describe('NotificationStream in headless chromium, on its own WebSocket, against
       const late = await append(db, acct.accountId, 10); // written while the page catches up
       const expected = [...early, ...written, ...late];
       await until(page, i, (r) => r.rows.length >= expected.length, `${expected.length} rows`);
-      await sleep(200); // nothing more, nothing twice
+      // Nothing more, nothing twice: one last row after all the rest; once it is in, any repeat
+      // of an earlier row would be too (rows arrive in log order).
+      expected.push(...(await append(db, acct.accountId, 1)));
+      await until(page, i, (r) => r.rows.includes(expected.at(-1)!), 'the last row');
+      await sleep(200); // for the page's iterator to catch up with the events
       const r = await results(page, i);
 
       expect(r.rows).toEqual(expected);
@@ -273,7 +277,10 @@ describe('NotificationStream in headless chromium, on its own WebSocket, against
     const after = await append(db, acct.accountId, 5);
     const expected = [...before.filter((id) => id > head), ...after];
     await until(page, i, (r) => r.rows.length >= expected.length, `${expected.length} rows`);
-    await sleep(200);
+    // Nothing more, nothing twice: a last row after the rest, in once any repeat would be.
+    expected.push(...(await append(db, acct.accountId, 1)));
+    await until(page, i, (r) => r.rows.includes(expected.at(-1)!), 'the last row');
+    await sleep(200); // for the page's iterator to catch up with the events
     const r = await results(page, i);
     expect(r.rows).toEqual(expected);
     expect(r.iterated).toEqual(expected);

@@ -75,7 +75,11 @@ describe('against a real stream node', () => {
     const late = await append(db, acct.accountId, 10); // written while the client catches up
     const expected = [...early, ...written, ...late];
     await until(() => seen.rows.length >= expected.length, 30_000, `${expected.length} rows (have ${seen.rows.length})`);
-    await sleep(100); // nothing more, nothing twice
+    // Nothing more, nothing twice: one last row, written after all the rest; once it is in, any
+    // repeat of an earlier row would be too (rows arrive in log order).
+    expected.push(...(await append(db, acct.accountId, 1)));
+    await until(() => seen.rows.some((r) => r.id === expected.at(-1)), 30_000, 'the last row');
+    await sleep(100); // for the iterator to catch up with the events
     expect(seen.rows.map((r) => r.id)).toEqual(expected);
     expect(iterated).toEqual(expected);
     expect(stream.lastId).toBeGreaterThanOrEqual(expected.at(-1)!);
@@ -112,11 +116,11 @@ describe('against a loopback server speaking the protocol', () => {
   it('a server that stops sending heartbeats is left and resumed (after 2 × the interval + 1 s), not waited on', async () => {
     const stream = new NotificationStream({ baseUrl: server.baseUrl, apiKey: 'k', WebSocket: WebSocket as never, reconnect: { baseDelayMs: 10, maxDelayMs: 50 } });
     const seen = collect(stream);
-    await until(() => server.connections.length === 1 && stream.lastId !== null, 5_000, 'hello');
+    await until(() => server.connections.length === 1 && stream.lastId !== null, 15_000, 'hello');
     server.faults = [{ after: 3, fault: 'silence' }];
     const ids = server.append(5); // 3 arrive, then the link goes quiet
     const started = Date.now();
-    await until(() => seen.rows.length === 5, 5_000, 'the rest after the silence');
+    await until(() => seen.rows.length === 5, 15_000, 'the rest after the silence');
     const waited = Date.now() - started;
     expect(seen.rows.map((r) => r.id)).toEqual(ids);
     expect(seen.disconnects[0]).toMatchObject({ code: 1006, reason: 'heartbeat_timeout' });
@@ -132,7 +136,7 @@ describe('against a loopback server speaking the protocol', () => {
     const ids = server.append(50); // 50 behind, 20 replayed per connection
     const stream = new NotificationStream({ baseUrl: server.baseUrl, apiKey: 'k', lastId: from, WebSocket: WebSocket as never });
     const seen = collect(stream);
-    await until(() => seen.rows.length === 50, 5_000, '50 rows');
+    await until(() => seen.rows.length === 50, 15_000, '50 rows');
     expect(seen.rows.map((r) => r.id)).toEqual(ids);
     expect(seen.disconnects.map((d) => [d.code, d.reason, d.delayMs])).toEqual([
       [1013, 'replay_limit', 0],
@@ -164,7 +168,9 @@ describe('against a loopback server speaking the protocol', () => {
               await sleep(5);
             }
             await until(() => seen.rows.length >= expected.length, 10_000, `${expected.length} rows (have ${seen.rows.length})`);
-            await sleep(20);
+            // Nothing more, nothing twice: a last row after the rest, in once any repeat would be.
+            expected.push(...s.append(1));
+            await until(() => seen.rows.some((r) => r.id === expected.at(-1)), 10_000, 'the last row');
             expect(seen.rows.map((r) => r.id)).toEqual(expected);
             expect(seen.errors).toEqual([]);
           } finally {

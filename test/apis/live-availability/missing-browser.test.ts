@@ -51,7 +51,7 @@ async function workerPolling(): Promise<void> {
 
 describe('without Chromium on the scrape worker', { timeout: 120_000 }, () => {
   it('the worker prints the fix at start-up: the package to install, or CHROMIUM_PATH', async () => {
-    const hint = await eventually(async () => workerLines().find((l) => l.msg.includes('Chromium not found')), 10_000);
+    const hint = await eventually(async () => workerLines().find((l) => l.msg.includes('Chromium not found')), 30_000);
     expect(hint.level).toBe(40); // warn
     expect(hint.msg).toContain(MISSING);
     expect(hint.msg).toContain('pf_01');
@@ -67,7 +67,7 @@ describe('without Chromium on the scrape worker', { timeout: 120_000 }, () => {
     const r = await eventually(async () => {
       const reply = await api('GET', '/events/platforms', { key: acct.key });
       return reply.body?.platforms?.pf_01?.degraded === 'browser_missing' ? reply : undefined;
-    }, 10_000);
+    }, 30_000);
     expect(r.status).toBe(200);
     for (const key of PLATFORM_KEYS) {
       const entry = r.body.platforms[key];

@@ -1,7 +1,7 @@
 // The change log the real-time monitors consume (spec 3.1, 6): every create, update and delete
 // writes a row in watchlist_changes and a pg_notify on `watchlist_changes` whose payload is the
 // change id, in commit order; refused requests write nothing.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { call, newAccount, startTestGateway, type TestAccount, type TestGateway } from '../../support/harness.ts';
 import {
   changeCount,
@@ -170,10 +170,18 @@ describe('ordering', () => {
     let patch: Promise<Awaited<ReturnType<typeof call>>> | undefined;
     let otherStamp: Date;
     try {
-      // Another writer holds the row, changes it, and commits a little later.
+      // Another writer holds the row, changes it, and commits once the PATCH waits for it.
       await trx('watchlist_items').where({ id: item.id }).forUpdate().first();
+      const { rows } = await trx.raw('SELECT pg_current_xact_id()::xid::text AS xid');
       patch = call(gw.url, 'PATCH', `/watchlist/${item.id}`, { key: acct.key, body: { priority: 42 } });
-      await sleep(300);
+      // The PATCH waits on this transaction's row lock (not a guess at how long it takes to get there).
+      await vi.waitFor(
+        async () => {
+          const waiting = await gw.db('pg_locks').where({ locktype: 'transactionid', granted: false }).whereRaw('transactionid::text = ?', [rows[0].xid]).count('* as n').first();
+          expect(Number(waiting?.n)).toBeGreaterThan(0);
+        },
+        { timeout: 20_000, interval: 20 },
+      );
       const [row] = await trx('watchlist_items')
         .where({ id: item.id })
         .update({ notes: 'other writer', updated_at: trx.raw('clock_timestamp()') })

@@ -284,8 +284,8 @@ export class Listener {
     return l;
   }
 
-  /** Resolves once every payload in `wanted` has arrived; rejects after `timeoutMs`. */
-  async waitFor(wanted: string[], timeoutMs = 5_000): Promise<void> {
+  /** Resolves once every payload in `wanted` has arrived; rejects after `timeoutMs` (generous: over at once when they are in). */
+  async waitFor(wanted: string[], timeoutMs = 20_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (!wanted.every((p) => this.payloads.includes(p))) {
       const left = deadline - Date.now();

@@ -16,7 +16,7 @@ const OUTAGE_MS = 120_000;
 const MESSAGES = 10;
 const EVERY_MS = OUTAGE_MS / MESSAGES;
 /** Timers and task dispatch on a loaded machine, on top of the schedule's own jitter. */
-const SLACK_MS = 3_000;
+const SLACK_MS = 6_000;
 
 const stack = useWebhookStack({ scheduleMs: [...DEFAULT_SCHEDULE_MS] });
 let acct: TestAccount;

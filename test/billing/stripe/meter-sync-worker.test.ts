@@ -111,7 +111,7 @@ describe('meter sync on the Schedule', { timeout: 180_000 }, () => {
       whileDown: async () => {
         // Stripe gets the event after its sender died: accepted there, never marked here.
         proxy.releaseHeld();
-        await eventually(async () => (proxy.meterTotal(a.customerId, EVENT) === Number(batch.credits) ? true : undefined), 10_000);
+        await eventually(async () => (proxy.meterTotal(a.customerId, EVENT) === Number(batch.credits) ? true : undefined), 30_000);
         expect((await stack.db('meter_batches').where({ id: batch.id }).first()).state).toBe('pending');
       },
     });
