@@ -20,6 +20,8 @@ export const FALLBACK_GO_TOOLCHAIN = 'go1.25.0';
  * docs/testing.md "The run's Temporal server").
  */
 export const TEMPORAL_SQLITE_DRIVER = { module: 'modernc.org/sqlite', version: 'v1.62.0' } as const;
+/** The driver version v1.5.1's own go.mod names (what `go install` alone would build with). */
+export const TEMPORAL_CLI_OWN_SQLITE_VERSION = 'v1.34.1';
 
 export const TEMPORAL_CLI: GoTool = {
   label: 'the Temporal CLI',

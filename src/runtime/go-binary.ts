@@ -108,7 +108,7 @@ async function notExecutable(file: string): Promise<string | null> {
   }
 }
 
-async function findGo(env: NodeJS.ProcessEnv): Promise<string | null> {
+export async function findGo(env: NodeJS.ProcessEnv = process.env): Promise<string | null> {
   const candidates = (env.PATH ?? '')
     .split(path.delimiter)
     .filter(Boolean)
@@ -269,7 +269,7 @@ async function goInstall(
 }
 
 /** One `go` command; its exit code (-1 when it could not run), stderr passed to `onStderr`. */
-async function runGo(
+export async function runGo(
   go: string,
   args: string[],
   opts: { cwd?: string; env: NodeJS.ProcessEnv; signal?: AbortSignal },

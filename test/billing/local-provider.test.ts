@@ -12,6 +12,9 @@ import { addMonths, periodContaining } from '../../src/billing/periods.ts';
 import { databaseUrl, newAccount, startTestGateway, type TestAccount, type TestGateway } from '../support/harness.ts';
 import { clientFor, GATEWAY_ENV, gatewayCode, ledgerRows, usedCredits, type Client, type LedgerRow } from '../support/gateway-helpers.ts';
 
+/** The provider is driven directly here and holds reservations open on purpose: read at once. */
+const HELD = { settle: false } as const;
+
 let db: Db;
 let pool: Pool;
 let billing: LocalBillingProvider;
@@ -49,7 +52,7 @@ describe('settling a reservation', () => {
   it('admit reserves: used goes up at once and the ledger row is reserved', async () => {
     const a = await newAccount(db);
     const id = await reserve(a, 4);
-    expect(await usedCredits(db, a.accountId)).toBe(4);
+    expect(await usedCredits(db, a.accountId, HELD)).toBe(4);
     expect(await row(id)).toMatchObject({ state: 'reserved', credits: 4, account_id: a.accountId, key_id: a.keyId, settled_at: null });
   });
 
@@ -59,7 +62,7 @@ describe('settling a reservation', () => {
     await billing.capture(id, 200);
     await billing.capture(id, 200);
     await billing.release(id, 500);
-    expect(await usedCredits(db, a.accountId)).toBe(5);
+    expect(await usedCredits(db, a.accountId, HELD)).toBe(5);
     expect(await row(id)).toMatchObject({ state: 'charged', status_code: 200 });
   });
 
@@ -67,12 +70,12 @@ describe('settling a reservation', () => {
     const a = await newAccount(db);
     await setUsage(db, a.accountId, 100);
     const id = await reserve(a, 5);
-    expect(await usedCredits(db, a.accountId)).toBe(105);
+    expect(await usedCredits(db, a.accountId, HELD)).toBe(105);
     await Promise.all(Array.from({ length: 8 }, () => billing.release(id, 503)));
-    expect(await usedCredits(db, a.accountId)).toBe(100);
+    expect(await usedCredits(db, a.accountId, HELD)).toBe(100);
     await billing.capture(id, 200); // too late: it stays released
     expect(await row(id)).toMatchObject({ state: 'released', status_code: 503 });
-    expect(await usedCredits(db, a.accountId)).toBe(100);
+    expect(await usedCredits(db, a.accountId, HELD)).toBe(100);
   });
 
   it('settling an unknown request id changes nothing', async () => {
@@ -80,7 +83,7 @@ describe('settling a reservation', () => {
     await reserve(a, 2);
     await billing.release(randomUUID(), 500);
     await billing.capture(randomUUID(), 200);
-    expect(await usedCredits(db, a.accountId)).toBe(2);
+    expect(await usedCredits(db, a.accountId, HELD)).toBe(2);
   });
 });
 
@@ -97,7 +100,7 @@ describe('orphan sweeper', () => {
     // The process that made `orphan` crashed an hour ago.
     await db('credit_ledger').where({ request_id: orphan }).update({ created_at: db.raw("now() - interval '1 hour'") });
     await db('credit_ledger').where({ request_id: charged }).update({ created_at: db.raw("now() - interval '1 hour'") });
-    expect(await usedCredits(db, a.accountId)).toBe(62);
+    expect(await usedCredits(db, a.accountId, HELD)).toBe(62);
 
     const released = await billing.releaseOrphans(TIMEOUT_MS);
     expect(released).toBeGreaterThanOrEqual(1);
@@ -105,16 +108,16 @@ describe('orphan sweeper', () => {
     expect((await row(orphan)).settled_at).toBeInstanceOf(Date);
     expect(await row(fresh)).toMatchObject({ state: 'reserved' });
     expect(await row(charged)).toMatchObject({ state: 'charged' });
-    expect(await usedCredits(db, a.accountId)).toBe(55);
+    expect(await usedCredits(db, a.accountId, HELD)).toBe(55);
 
     // Once only.
     await billing.releaseOrphans(TIMEOUT_MS);
-    expect(await usedCredits(db, a.accountId)).toBe(55);
+    expect(await usedCredits(db, a.accountId, HELD)).toBe(55);
     expect(await row(orphan)).toMatchObject({ state: 'released' });
     // And the request that finally completes cannot charge it after all.
     await billing.capture(orphan, 200);
     expect(await row(orphan)).toMatchObject({ state: 'released' });
-    expect(await usedCredits(db, a.accountId)).toBe(55);
+    expect(await usedCredits(db, a.accountId, HELD)).toBe(55);
   });
 
   it('two sweepers running at once release each orphan once', async () => {
@@ -122,10 +125,10 @@ describe('orphan sweeper', () => {
     const ids = [];
     for (let i = 0; i < 6; i++) ids.push(await reserve(a, 2));
     await db('credit_ledger').whereIn('request_id', ids).update({ created_at: db.raw("now() - interval '2 hours'") });
-    expect(await usedCredits(db, a.accountId)).toBe(12);
+    expect(await usedCredits(db, a.accountId, HELD)).toBe(12);
     await Promise.all([billing.releaseOrphans(TIMEOUT_MS), billing.releaseOrphans(TIMEOUT_MS), billing.releaseOrphans(TIMEOUT_MS)]);
-    expect(await usedCredits(db, a.accountId)).toBe(0);
-    const rows = await ledgerRows(db, a.accountId);
+    expect(await usedCredits(db, a.accountId, HELD)).toBe(0);
+    const rows = await ledgerRows(db, a.accountId, HELD);
     expect(rows.every((r) => r.state === 'released')).toBe(true);
   });
 

@@ -7,7 +7,7 @@
 // fault tests can SIGKILL. Each stack adds only what its own path needs on top.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { Client } from '@temporalio/client';
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { Registry } from 'prom-client';
 import { createActivities, type ActivityDeps } from '../../activities/index.ts';
 import { createDb, type Db } from '../../db/connection.ts';
@@ -174,6 +174,13 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
     onClose(() => gateway.close());
     Object.assign(stack, await spec.build({ ...base, gateway, restartWorker, workerOutput: () => workerOutput() }, { log, onClose }));
   }, 180_000);
+  // A failed test in a child-process file shows what the worker said, which the test cannot:
+  // a worker that took no task for a minute is otherwise a bare time-out.
+  afterEach((ctx) => {
+    const output = (stack as Partial<WorkerStack>).workerOutput?.() ?? '';
+    if (ctx.task.result?.state !== 'fail' || !output) return;
+    process.stderr.write(`\n--- "${ctx.task.name}" failed; the worker process's last output ---\n${output.slice(-8_000)}\n--- end of the worker's output ---\n`);
+  });
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c().catch(() => {});
   }, 60_000);
