@@ -27,6 +27,9 @@ try {
   if (!config.DATABASE_URL) throw new Error('DATABASE_URL is required: the monitors read and write the service database');
   workers = await startLocalWorkers(config, log, address, { connectionString: config.DATABASE_URL, registry: metrics.registry });
   metricsServer = await metrics.listen(config.METRICS_PORT, config.HOST);
+  // The last start-up step: a supervisor (or a test) waiting for this line knows nothing after it
+  // can still fail the start (the metrics port in use did, after the workers were already polling).
+  log.info({ metrics: `${config.HOST}:${config.METRICS_PORT}` }, 'worker ready');
 } catch (err) {
   console.error('worker failed to start:', err instanceof Error ? err.message : err);
   process.exit(1);

@@ -15,13 +15,14 @@ import { createScratchDatabase } from '../../db/scratch.ts';
 import type { Config } from '../../src/config.ts';
 import type { Services } from '../../src/gateway/request-state.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
+import { freePort } from '../../src/runtime/ports.ts';
 import { createRequestPool } from '../../src/runtime/services.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { connectTemporal } from '../../temporal/client.ts';
 import { WORKFLOWS_PATH } from '../../temporal/runtime.ts';
 import { startWorkers } from '../../temporal/worker.ts';
 import { databaseUrl, PROJECT_ROOT, startTestGateway, testConfig, type TestGateway } from './harness.ts';
-import { cachedBundle, temporalAddress, TEST_NAMESPACE } from './temporal.ts';
+import { cachedBundle, temporalAddress, TEST_NAMESPACE, uniqueTaskQueue } from './temporal.ts';
 
 /** What a stack has before its worker and gateway start. */
 export interface StackBase {
@@ -74,7 +75,9 @@ async function spawnWorker(env: NodeJS.ProcessEnv): Promise<{ child: ChildProces
     const timer = setTimeout(() => reject(new Error(`worker not ready within 90 s:\n${output}`)), 90_000);
     const onData = (b: Buffer) => {
       output += b.toString();
-      if (output.includes('Temporal workers running')) {
+      // The worker's last start-up line (temporal/worker-main.ts): the workers already poll at
+      // "Temporal workers running", and the metrics server may still fail the start after it.
+      if (output.includes('"msg":"worker ready"')) {
         clearTimeout(timer);
         resolve();
       }
@@ -110,7 +113,9 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
     onClose(() => scratch.drop());
     const sim = await startSimulator({ empty: true });
     onClose(() => sim.close());
-    const config = testConfig({ ...spec.env, DATABASE_URL: scratch.url });
+    // Every queue of the file's own, named or not: a child-process worker serves the webhook and
+    // billing queues too, and on the default names it would take other files' tasks (and they its).
+    const config = testConfig({ WEBHOOK_TASK_QUEUE: uniqueTaskQueue('webhooks'), BILLING_TASK_QUEUE: uniqueTaskQueue('billing'), ...spec.env, DATABASE_URL: scratch.url });
     const db = createDb({ connectionString: scratch.url, poolMax: 10 });
     onClose(() => db.destroy());
     const address = temporalAddress();
@@ -128,9 +133,18 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
         TEMPORAL_NAMESPACE: TEST_NAMESPACE,
         SCRAPE_TASK_QUEUE: config.SCRAPE_TASK_QUEUE,
         MONITOR_TASK_QUEUE: config.MONITOR_TASK_QUEUE,
+        WEBHOOK_TASK_QUEUE: config.WEBHOOK_TASK_QUEUE,
+        BILLING_TASK_QUEUE: config.BILLING_TASK_QUEUE,
+        // The gateway's key, so the worker opens what it sealed; without it the worker would make
+        // one of its own in DATA_DIR, the checkout's ./data.
+        ...(config.WEBHOOK_SECRET_KEY ? { WEBHOOK_SECRET_KEY: config.WEBHOOK_SECRET_KEY } : {}),
         ...spec.childEnv(base),
         BROWSER_PAGES: '1',
         LOG_LEVEL: 'info',
+        // Its own metrics port, on loopback: the default 9464 is taken by any other file's worker
+        // running at the same time, and a worker that cannot listen exits.
+        HOST: '127.0.0.1',
+        METRICS_PORT: String(await freePort()),
         ...Object.fromEntries(Object.entries(sim.baseUrls).map(([k, url]) => [`${k.toUpperCase()}_BASE_URL`, url])),
       };
       let worker = await spawnWorker(env);
