@@ -3,14 +3,11 @@
 // their own accounts and their own task queues.
 //
 // The Temporal server is `npm start`'s own launcher (temporal/dev-server.ts) on the per-machine CLI
-// binary (temporal/binary.ts), with its SQLite database in a file (WAL) in a directory of the
-// run's, never in memory. The CLI's SQLite driver (modernc.org/sqlite v1.34.1, built into
-// Temporal v1.29.1) interrupts the connection when a request's context ends, and on a loaded
-// machine that interrupt can land on another request's statement (`interrupted (9)`); an
-// in-memory database lives only as long as its single connection, so a full run could lose the
-// namespace itself and fail every test after it (issue 22, docs/testing.md). A file outlives any
-// connection. The server's warnings and errors go to a log file in that directory, summarised
-// at the end of the run.
+// binary (temporal/binary.ts, built with a SQLite driver whose cancellation no longer interrupts
+// other requests' statements: issue 22, docs/testing.md), with its SQLite database in a WAL file in
+// a directory of the run's, never in memory: an in-memory database lives only as long as its one
+// connection, and a file outlives any. The server's warnings and errors go to a log file in that
+// directory, summarised at the end of the run.
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
