@@ -7,7 +7,10 @@ import type { Logger } from '../src/logger.ts';
 import { createFetchPages } from '../src/scrapers/fetch-pages.ts';
 import { createHttpPages } from '../src/scrapers/http-pages.ts';
 import { startBrowserReports } from '../src/scrapers/browser-reports.ts';
+import { createBrowserPages } from '../src/scrapers/browser-pages.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
+import { createPf01Sessions } from '../src/scrapers/platforms/pf_01-session.ts';
+import { registerScraperMetrics, scraperFigures } from '../src/scrapers/scraper-metrics.ts';
 import { ScrapeFailure } from '../src/scrapers/types.ts';
 import { pollAttemptTimeoutMs, scrapeBackstopMs } from '../workflows/scrape-timing.ts';
 import type { Db } from '../db/connection.ts';
@@ -55,15 +58,33 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   // deadline); the fetchers' own bound is only a backstop past it (workflows/scrape-timing.ts).
   const backstopMs = scrapeBackstopMs(config.SCRAPE_TIMEOUT_MS);
   const http = createHttpPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: backstopMs });
+  const baseUrls = deps.baseUrls ?? platformBaseUrls(config);
+  // One Chromium per process, for on-demand page visits and for making pf_01's sessions.
+  const browser = createBrowserPages({ pages: config.BROWSER_PAGES, chromiumPath: config.CHROMIUM_PATH, timeoutMs: backstopMs });
+  // The pollers' lean fetcher (fetch-pages.ts says why a poll does not go through crawlee's);
+  // pf_01's sessions send their requests through it too, polls and on-demand scrapes alike.
+  const pollTimeoutMs = pollAttemptTimeoutMs(config.SCRAPE_TIMEOUT_MS);
+  const pollHttp = createFetchPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: pollTimeoutMs });
+  const pf01 = createPf01Sessions({
+    browser,
+    http: pollHttp,
+    baseUrl: baseUrls.pf_01!.replace(/\/+$/, ''),
+    size: config.BROWSER_SESSIONS,
+    makeTimeoutMs: backstopMs,
+  });
   const scrapers = createScrapers({
     http,
-    baseUrls: deps.baseUrls ?? platformBaseUrls(config),
+    browser,
+    sessions: { pf01, use: 'when-warm' },
+    baseUrls,
     browserPages: config.BROWSER_PAGES,
     chromiumPath: config.CHROMIUM_PATH,
     attemptTimeoutMs: backstopMs,
   });
+  const scraperSources = { browser, sessions: { pf_01: pf01.pool } };
+  registerScraperMetrics(deps.registry, scraperSources);
   // Prints the fix at start-up when Chromium is missing, and tells the gateways (browser-reports.ts).
-  const browserReports = startBrowserReports({ db: deps.db, taskQueue: config.SCRAPE_TASK_QUEUE, chromiumPath: config.CHROMIUM_PATH, log });
+  const browserReports = startBrowserReports({ db: deps.db, taskQueue: config.SCRAPE_TASK_QUEUE, chromiumPath: config.CHROMIUM_PATH, log, figures: scraperFigures(scraperSources) });
   // In the background: the first scrape should not pay for the browser launch (~1 s) or the
   // crawlers' start (~0.4 s), and the worker need not wait for them either.
   void scrapers.warm().catch((err: unknown) => {
@@ -71,14 +92,13 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     if (!(err instanceof ScrapeFailure && err.kind === 'browser_missing')) log.warn({ err }, 'could not warm the scrapers; the first scrape will');
   });
   const alog = log.child({ component: 'activities' });
-  // The pollers' own scrapers: the same adapters and the same warm browser, over the lean fetcher
-  // (fetch-pages.ts says why a poll does not go through crawlee's).
-  const pollTimeoutMs = pollAttemptTimeoutMs(config.SCRAPE_TIMEOUT_MS);
-  const pollHttp = createFetchPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: pollTimeoutMs });
+  // The pollers' own scrapers: the same adapters, the same warm browser and sessions, over the
+  // lean fetcher; a poll of pf_01 always goes through a session.
   const pollScrapers = createScrapers({
     http: pollHttp,
-    browser: scrapers.browser,
-    baseUrls: deps.baseUrls ?? platformBaseUrls(config),
+    browser,
+    sessions: { pf01, use: 'always' },
+    baseUrls,
     browserPages: config.BROWSER_PAGES,
     chromiumPath: config.CHROMIUM_PATH,
     attemptTimeoutMs: pollTimeoutMs,
@@ -131,7 +151,8 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     handBack: polls.handBack,
     webhookAttempts,
     close: async () => {
-      await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close(), browserReports.stop()]);
+      await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close(), browserReports.stop(), pf01.pool.close()]);
+      await browser.close();
       pollHttp.close();
     },
   };

@@ -158,12 +158,16 @@ const schema = z.object({
   RUN_SIMULATOR: flag('true'),
   /** Milliseconds between the simulator's inventory drift steps; 0 turns drift off. */
   SIM_DRIFT_MS: z.coerce.number().int().min(0).default(30_000),
+  /** How long a session token of the simulated pf_01's anti-bot protection lives. */
+  SIM_PF01_SESSION_TTL_MS: z.coerce.number().int().min(1000).max(86_400_000).default(600_000),
   /** Upper bound of one on-demand scrape, retries included (spec 4.2: 60 s). */
   SCRAPE_TIMEOUT_MS: positiveInt.default(60_000),
   /** Scrapes (HTTP and browser pages) one worker runs at once. */
   SCRAPE_CONCURRENCY: positiveInt.default(20),
   /** Pages the warm browser runs at once (pf_01). */
   BROWSER_PAGES: positiveInt.default(4),
+  /** pf_01 sessions a worker keeps, each made in the warm browser and used by HTTP polls. */
+  BROWSER_SESSIONS: positiveInt.max(64).default(4),
   /** Chromium for the client-rendered platforms. */
   CHROMIUM_PATH: z.string().min(1).default('/usr/bin/chromium'),
   /**

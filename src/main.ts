@@ -133,7 +133,7 @@ async function main(): Promise<void> {
     if (stopping) return;
 
     if (config.RUN_SIMULATOR) {
-      const sim = await startSimulator({ port: config.SIM_PORT, host: '127.0.0.1', driftMs: config.SIM_DRIFT_MS });
+      const sim = await startSimulator({ port: config.SIM_PORT, host: '127.0.0.1', driftMs: config.SIM_DRIFT_MS, pf01SessionTtlMs: config.SIM_PF01_SESSION_TTL_MS });
       cleanups.push({ name: 'simulator', run: () => sim.close() });
       console.log(`  Platform simulator (the scrapers' default target): ${sim.url}/_sim/events\n`);
     }

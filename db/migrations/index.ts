@@ -20,6 +20,7 @@ import * as m016 from './016_webhook_retention.ts';
 import * as m017 from './017_subscription_statuses.ts';
 import * as m018 from './018_webhook_claims.ts';
 import * as m019 from './019_webhook_waiting.ts';
+import * as m020 from './020_worker_scraper_figures.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -45,6 +46,7 @@ const migrations: Record<string, Migration> = {
   '017_subscription_statuses': m017,
   '018_webhook_claims': m018,
   '019_webhook_waiting': m019,
+  '020_worker_scraper_figures': m020,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,7 +1,7 @@
 // `npm run ops -- <command>`: operations on the service's Temporal runs and monitors. JSON on
 // stdout; on error a message on stderr and a non-zero exit. Talks to TEMPORAL_ADDRESS, or to the
-// dev server `npm start` runs (127.0.0.1:TEMPORAL_PORT); monitors:blocked and billing:sync-status
-// read DATABASE_URL.
+// dev server `npm start` runs (127.0.0.1:TEMPORAL_PORT); monitors:blocked, billing:sync-status and
+// scrapers:sessions read DATABASE_URL.
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfigOrExit, type Config } from '../config.ts';
@@ -18,6 +18,8 @@ const USAGE = `usage: npm run ops -- <command> [options]
   monitors:blocked [--platform pf_03]               watched targets a platform refuses (429/403) or that keep failing
   monitors:show <item id>                           an item's monitor: config version, state, baseline, last notification
   monitors:pollers [--platform pf_03]               the running shard pollers and their last run
+  scrapers:sessions [--platform pf_01]              each worker's browser page loads and browser-made sessions
+                                                    (ready, made, renewed, refused, why none can be made)
   webhooks:failed [--since 1h]                      webhook deliveries that gave up (newest first)
   webhooks:retry <delivery id>                      send a failed delivery again (same webhook-id)
   webhooks:retry --all-failed [--since 1h]          the same for every failed delivery
@@ -56,7 +58,7 @@ async function main(argv: string[]): Promise<unknown> {
   if (values.help || !command) throw new UsageError('');
   const config = loadConfigOrExit();
   if (command === 'webhooks:failed' || command === 'webhooks:retry') return webhooksCommand(config, command, rest, values);
-  if (command === 'monitors:blocked' || command === 'billing:sync-status') {
+  if (command === 'monitors:blocked' || command === 'billing:sync-status' || command === 'scrapers:sessions') {
     if (rest.length) throw new UsageError(`unexpected argument ${rest[0]}`);
     const { openDatabase } = await import('../runtime/database.ts');
     const database = await openDatabase(config, (msg) => console.error(msg), { applicationName: 'ops', poolMax: 2 });
@@ -64,6 +66,10 @@ async function main(argv: string[]): Promise<unknown> {
       if (command === 'billing:sync-status') {
         const { meterSyncStatus } = await import('../billing/stripe/meter-sync.ts');
         return await meterSyncStatus(database.db, { all: values.all });
+      }
+      if (command === 'scrapers:sessions') {
+        const { workerSessions } = await import('./scrapers.ts');
+        return await workerSessions(database.db, { platform: values.platform });
       }
       return await troubledTargets(database.db, { platform: values.platform });
     } finally {

@@ -1,4 +1,5 @@
-// Which scrape workers can launch their Chromium, kept in `scrape_worker_browsers` (issue 14).
+// Which scrape workers can launch their Chromium, kept in `scrape_worker_browsers` (issue 14),
+// with the figures of their browser and browser-made sessions (issue 23) for the ops CLI.
 // The browser platforms are degraded when a worker that serves the scrape task queue cannot: a
 // scrape of theirs may land on it and fail. Only that worker can tell, since it is the process
 // that launches Chromium; the gateway that answers GET /events/platforms is often another
@@ -24,6 +25,13 @@ const PRUNE_AFTER_MS = 24 * 3600_000;
 const READ_CACHE_MS = 2_000;
 const READ_DEADLINE_MS = 2_000;
 
+/** What a worker's browser and its sessions have done, as `npm run ops -- scrapers:sessions` shows it. */
+export interface ScraperFigures {
+  browser: { page_loads: number; page_loads_per_minute: number | null; launches: number; open_pages: number };
+  /** Session pool figures by platform (session-pool.ts's stats). */
+  sessions: Record<string, object>;
+}
+
 export interface BrowserReporter {
   /** Stops reporting and withdraws this worker's report. */
   stop(): Promise<void>;
@@ -33,7 +41,7 @@ export interface BrowserReporter {
  * A worker's reports for `taskQueue`, the first one at once. Prints the fix (warn) when the
  * browser is missing at start-up or goes missing later, and says so (info) when it turns up.
  */
-export function startBrowserReports(opts: { db: Db; taskQueue: string; chromiumPath: string; log: Logger }): BrowserReporter {
+export function startBrowserReports(opts: { db: Db; taskQueue: string; chromiumPath: string; log: Logger; figures?: () => ScraperFigures }): BrowserReporter {
   const { db, taskQueue, chromiumPath, log } = opts;
   const worker = `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
   let found: boolean | null = null;
@@ -45,10 +53,11 @@ export function startBrowserReports(opts: { db: Db; taskQueue: string; chromiumP
       found = now;
     }
     try {
+      const scrapers = opts.figures ? JSON.stringify(opts.figures()) : null;
       await db(TABLE)
-        .insert({ worker, task_queue: taskQueue, chromium_path: chromiumPath, chromium_found: now, reported_at: db.fn.now() })
+        .insert({ worker, task_queue: taskQueue, chromium_path: chromiumPath, chromium_found: now, reported_at: db.fn.now(), scrapers })
         .onConflict('worker')
-        .merge(['chromium_found', 'reported_at']);
+        .merge(['chromium_found', 'reported_at', 'scrapers']);
       await db(TABLE).where('reported_at', '<', db.raw(`now() - interval '${PRUNE_AFTER_MS} milliseconds'`)).delete();
     } catch (err) {
       log.warn({ err }, 'could not report the browser; the next report tries again');

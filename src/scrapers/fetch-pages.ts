@@ -192,13 +192,13 @@ export function createFetchPages(options: FetchPagesOptions): FetchPages {
             target = next;
             continue;
           }
-          const failure = failureForStatus(url, status, res.headers['retry-after'], Date.now());
+          const failure = init.readStatuses?.includes(status) ? null : failureForStatus(url, status, res.headers['retry-after'], Date.now());
           if (failure) {
             res.destroy();
             throw failure;
           }
           try {
-            return { status, url: target.href, body: decode(await readAll(res, url), res.headers['content-type']) };
+            return { status, url: target.href, body: decode(await readAll(res, url), res.headers['content-type']), headers: res.headers };
           } catch (err) {
             if (err instanceof ScrapeFailure) throw err;
             if (cut) throw cutShort(err);

@@ -237,6 +237,8 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
     if (closed) return Promise.reject(new ScrapeFailure('upstream', 'the HTTP fetcher is closed'));
     const signal = init.signal;
     if (signal?.aborted) return Promise.reject(new ScrapeFailure('attempt_timeout', `fetching ${url} was aborted`));
+    // crawlee settles 403 and 429 itself; a caller that needs to read them uses the lean fetcher.
+    if (init.readStatuses?.length) return Promise.reject(new Error('the crawlee fetcher cannot hand over statuses to read (readStatuses): use fetch-pages'));
     const uniqueKey = randomUUID();
     const method = init.method ?? 'GET';
     const request = new Request({

@@ -5,7 +5,7 @@ import type { PlatformKey } from '../platform/registry.ts';
 import { createBrowserPages, type BrowserPages } from './browser-pages.ts';
 import { createHttpPages, type HttpPages } from './http-pages.ts';
 import { ADAPTER_FACTORIES } from './platforms/index.ts';
-import type { PageFetcher, PlatformAdapter, ScrapeData, ScrapeOptions } from './types.ts';
+import type { PageFetcher, PlatformAdapter, PlatformSessions, ScrapeData, ScrapeOptions } from './types.ts';
 
 interface ScraperSettings {
   /** Base URL per platform key (config.platformBaseUrls or a test simulator's baseUrls). */
@@ -23,7 +23,12 @@ interface ScraperSettings {
  * once for a crawlee fetcher of the scrapers' own. `browser`, when given, is a warm browser
  * shared with other scrapers (its owner closes it): one Chromium per process.
  */
-export type ScrapersOptions = ScraperSettings & ({ http: PageFetcher & Partial<Pick<HttpPages, 'warm'>> } | { concurrency: number }) & { browser?: BrowserPages };
+export type ScrapersOptions = ScraperSettings &
+  ({ http: PageFetcher & Partial<Pick<HttpPages, 'warm'>> } | { concurrency: number }) & {
+    browser?: BrowserPages;
+    /** Browser-made sessions shared with other scrapers of the process (their owner closes them). */
+    sessions?: PlatformSessions;
+  };
 
 export interface Scrapers {
   scrape(ref: EventRef, options?: ScrapeOptions): Promise<ScrapeData>;
@@ -43,7 +48,7 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
   for (const [platform, create] of Object.entries(ADAPTER_FACTORIES) as [PlatformKey, (typeof ADAPTER_FACTORIES)[PlatformKey]][]) {
     const baseUrl = options.baseUrls[platform];
     if (!baseUrl) throw new Error(`no base URL for ${platform}`);
-    adapters.set(platform, create({ baseUrl: baseUrl.replace(/\/+$/, ''), http, browser }));
+    adapters.set(platform, create({ baseUrl: baseUrl.replace(/\/+$/, ''), http, browser, sessions: options.sessions }));
   }
   return {
     scrape: (ref, scrapeOptions) => adapters.get(ref.platform)!.scrape(ref, scrapeOptions),

@@ -4,6 +4,7 @@
 import type { CheerioAPI } from 'cheerio';
 import type { z } from 'zod';
 import type { Page } from 'playwright-core';
+import type { Pf01Sessions } from './platforms/pf_01-session.ts';
 import type { EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
 import type { degradedSchema, eventInfoSchema, offerSchema, offerSectionSchema, seatMapSectionSchema, seatSchema, ticketTypeSchema } from './schema.ts';
@@ -90,6 +91,8 @@ export interface FetchedPage {
   status: number;
   url: string;
   body: string;
+  /** The answer's headers, from the lean fetcher (fetch-pages.ts) only. */
+  headers?: Readonly<Record<string, string | string[] | undefined>>;
 }
 
 export interface FetchInit {
@@ -97,6 +100,12 @@ export interface FetchInit {
   headers?: Record<string, string>;
   body?: string;
   signal?: AbortSignal;
+  /**
+   * Statuses the caller reads itself instead of having them thrown as failures (pf_01 tells a
+   * refused session from a block by a 403's body). Only the lean fetcher (fetch-pages.ts), which
+   * polls and sessions use, honours it; the crawlee fetcher refuses a call that asks.
+   */
+  readStatuses?: readonly number[];
 }
 
 /**
@@ -122,4 +131,19 @@ export interface AdapterDeps {
   baseUrl: string;
   http: PageFetcher;
   browser: BrowserSession;
+  /** Sessions made in the browser, for the platforms whose data endpoints need one (pf_01). */
+  sessions?: PlatformSessions;
+}
+
+/**
+ * How a set of adapters uses the sessions: `always` (the monitors' polls: make one if need be,
+ * and back off as for a block when none can be made) or `when-warm` (on-demand scrapes: a ready
+ * session if there is one, the browser otherwise).
+ */
+export type SessionUse = 'always' | 'when-warm';
+
+/** The browser-made sessions adapters share, and how this set of adapters uses them. */
+export interface PlatformSessions {
+  pf01: Pf01Sessions;
+  use: SessionUse;
 }

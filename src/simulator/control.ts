@@ -3,23 +3,33 @@
 //   GET    /_sim/{platform}/events/{event_id}  read it back, with the requests served so far
 //   DELETE /_sim/{platform}/events/{event_id}  forget it (its pages then answer 404)
 //   GET    /_sim/events                        every event
-//   POST   /_sim/reset                         back to the seeded demo events
+//   POST   /_sim/reset                         back to the seeded demo events (and pf_01's protection to its start)
+//   GET    /_sim/pf_01/protection              pf_01's protection: settings and counts
+//   PUT    /_sim/pf_01/protection              change its settings (body: protectionInputSchema)
+//   POST   /_sim/pf_01/protection/revoke       revoke every session token issued
 // {event_id} is the platform's event key or the whole client event id, URL-encoded.
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { z } from 'zod';
 import { readJsonBody } from '../gateway/json-body.ts';
 import { isPlatformKey, type PlatformKey } from '../platform/registry.ts';
+import { CHALLENGE_MODES, type Pf01Protection } from './platforms/pf_01-protection.ts';
 import { eventKeyFromPath, simEventInputSchema, type SimStore } from './state.ts';
 
 const MAX_BODY_BYTES = 1_048_576;
+
+/** Body of `PUT /_sim/pf_01/protection`. */
+export const protectionInputSchema = z.strictObject({
+  challenge: z.enum(CHALLENGE_MODES).optional(),
+  session_ttl_ms: z.number().int().min(100).max(86_400_000).optional(),
+});
 
 function fail(ctx: Context, status: number, error: string): void {
   ctx.status = status;
   ctx.body = { error };
 }
 
-export function controlRouter(store: SimStore): Router {
+export function controlRouter(store: SimStore, protection: Pf01Protection): Router {
   const router = new Router({ prefix: '/_sim' });
 
   const target = (ctx: Context): { platform: PlatformKey; key: string } | null => {
@@ -44,6 +54,23 @@ export function controlRouter(store: SimStore): Router {
   });
   router.post('/reset', (ctx) => {
     store.reset();
+    protection.reset();
+    ctx.status = 204;
+  });
+  router.get('/pf_01/protection', (ctx) => {
+    ctx.body = protection.stats();
+  });
+  router.put('/pf_01/protection', async (ctx) => {
+    const body = await readJsonBody(ctx, MAX_BODY_BYTES);
+    if (body.kind === 'too_large') return fail(ctx, 413, `body is larger than ${body.limit} bytes`);
+    if (body.kind !== 'json') return fail(ctx, 400, `body must be JSON${body.kind === 'invalid' ? `: ${body.reason}` : ''}`);
+    const parsed = protectionInputSchema.safeParse(body.value);
+    if (!parsed.success) return fail(ctx, 400, z.prettifyError(parsed.error));
+    protection.configure(parsed.data);
+    ctx.body = protection.stats();
+  });
+  router.post('/pf_01/protection/revoke', (ctx) => {
+    protection.revokeAll();
     ctx.status = 204;
   });
   router.put('/:platform/events/:eventId', async (ctx) => {

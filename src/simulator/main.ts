@@ -3,7 +3,7 @@ import { loadConfigOrExit } from '../config.ts';
 import { startSimulator } from './server.ts';
 
 const config = loadConfigOrExit();
-const sim = await startSimulator({ port: config.SIM_PORT, host: config.HOST, driftMs: config.SIM_DRIFT_MS });
+const sim = await startSimulator({ port: config.SIM_PORT, host: config.HOST, driftMs: config.SIM_DRIFT_MS, pf01SessionTtlMs: config.SIM_PF01_SESSION_TTL_MS });
 console.log(`platform simulator on ${sim.url} (control API under ${sim.url}/_sim/)`);
 const stop = () => void sim.close().then(() => process.exit(0));
 process.on('SIGINT', stop);

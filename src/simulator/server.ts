@@ -9,6 +9,8 @@ import Koa from 'koa';
 import { controlRouter } from './control.ts';
 import { mountMarketplaces, type MarketplaceStore } from './marketplaces/index.ts';
 import { SIM_PLATFORMS } from './platforms/index.ts';
+import { mountPf01 } from './platforms/pf_01.ts';
+import { DEFAULT_SESSION_TTL_MS, Pf01Protection } from './platforms/pf_01-protection.ts';
 import { createServe } from './serve.ts';
 import { SimStore } from './state.ts';
 
@@ -22,6 +24,8 @@ export interface Simulator {
   /** Marketplaces A, B and C: their inventory, and their base URLs (`${url}/marketplace_a`, ...). */
   marketplaces: MarketplaceStore;
   marketplaceUrls: Record<'marketplace_a' | 'marketplace_b' | 'marketplace_c', string>;
+  /** pf_01's anti-bot protection: its settings, counts and sessions (docs/simulator.md). */
+  protection: Pf01Protection;
   close(): Promise<void>;
 }
 
@@ -32,18 +36,29 @@ export interface SimulatorOptions {
   driftMs?: number;
   /** Start with no events at all instead of the demo seed. */
   empty?: boolean;
+  /** How long a pf_01 session token lives (default 10 minutes). */
+  pf01SessionTtlMs?: number;
+  /** Caps of pf_01's pending challenges and tokens (10,000 and 100,000); small in tests. */
+  pf01Limits?: { pendingChallenges?: number; tokens?: number };
 }
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   const store = new SimStore(undefined, !options.empty);
   const app = new Koa();
   const serve = createServe(store);
+  const protection = new Pf01Protection({
+    sessionTtlMs: options.pf01SessionTtlMs ?? DEFAULT_SESSION_TTL_MS,
+    maxPendingChallenges: options.pf01Limits?.pendingChallenges,
+    maxTokens: options.pf01Limits?.tokens,
+  });
   // Before the platforms' control router, which would take /_sim/marketplace_a/... for a platform.
   const marketplaces = mountMarketplaces(app, { seed: !options.empty });
-  app.use(controlRouter(store).routes());
+  app.use(controlRouter(store, protection).routes());
   for (const platform of SIM_PLATFORMS) {
     const router = new Router({ prefix: `/${platform.platform}` });
-    platform.mount(router, serve);
+    // pf_01 shares its protection with the control API and the Simulator object.
+    if (platform.platform === 'pf_01') mountPf01(router, serve, protection);
+    else platform.mount(router, serve);
     app.use(router.routes()).use(router.allowedMethods());
   }
 
@@ -70,6 +85,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     baseUrls: Object.fromEntries(SIM_PLATFORMS.map((p) => [p.platform, `${url}/${p.platform}`])),
     marketplaces,
     marketplaceUrls: { marketplace_a: `${url}/marketplace_a`, marketplace_b: `${url}/marketplace_b`, marketplace_c: `${url}/marketplace_c` },
+    protection,
     close: async () => {
       clearInterval(drift);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -43,6 +43,8 @@ export interface WorkerStack extends StackBase {
   restartWorker(opts?: { downMs?: number; whileDown?: () => Promise<void> }): Promise<void>;
   /** What the child-process worker has printed so far, stdout and stderr (empty in-process). */
   workerOutput(): string;
+  /** The child-process worker's /metrics (null in-process). */
+  metricsUrl: string | null;
 }
 
 export interface WorkerStackSpec<S> {
@@ -125,7 +127,10 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
 
     let restartWorker: WorkerStack['restartWorker'];
     let workerOutput: WorkerStack['workerOutput'] = () => '';
+    let metricsUrl: string | null = null;
     if (spec.worker === 'child-process') {
+      const metricsPort = await freePort();
+      metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
       const env: NodeJS.ProcessEnv = {
         ...process.env,
         DATABASE_URL: scratch.url,
@@ -144,7 +149,7 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
         // Its own metrics port, on loopback: the default 9464 is taken by any other file's worker
         // running at the same time, and a worker that cannot listen exits.
         HOST: '127.0.0.1',
-        METRICS_PORT: String(await freePort()),
+        METRICS_PORT: String(metricsPort),
         ...Object.fromEntries(Object.entries(sim.baseUrls).map(([k, url]) => [`${k.toUpperCase()}_BASE_URL`, url])),
       };
       let worker = await spawnWorker(env);
@@ -186,7 +191,7 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
       services: spec.services?.(base),
     });
     onClose(() => gateway.close());
-    Object.assign(stack, await spec.build({ ...base, gateway, restartWorker, workerOutput: () => workerOutput() }, { log, onClose }));
+    Object.assign(stack, await spec.build({ ...base, gateway, restartWorker, workerOutput: () => workerOutput(), metricsUrl }, { log, onClose }));
   }, 180_000);
   // A failed test in a child-process file shows what the worker said, which the test cannot:
   // a worker that took no task for a minute is otherwise a bare time-out.

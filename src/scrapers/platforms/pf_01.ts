@@ -1,13 +1,19 @@
 // pf_01 adapter (SeatMapSections): primary and resale ticketing whose event page draws its seat
-// map in the browser from two data arms, so it is read off the rendered DOM of a warm chromium
-// page: seats from the seat arm (v2), resale listings and general-admission counts from the
-// availability arm (v1). One arm down still answers, marked `degraded` (spec 2.5); both down fails.
+// map in the browser from two data arms: seats from the seat arm (v2), resale listings and
+// general-admission counts from the availability arm (v1). One arm down still answers, marked
+// `degraded` (spec 2.5); both down fails. Two ways in, judged by the same rules (parsePf01):
+// - the rendered DOM of a warm Chromium page (on-demand scrapes without a ready session);
+// - both arms over plain HTTP with a session made in the browser (pf_01-session.ts): the
+//   monitors' polls always, on-demand scrapes when a session is ready. domFromArms turns the
+//   two answers into the DOM the page would have drawn from them.
 import type { Page } from 'playwright-core';
 import type { EventRef } from '../../platform/event-ref.ts';
 import { eventInfo, publicUrl } from '../event-info.ts';
 import { PageReader } from '../page-reader.ts';
 import { SeatMapSectionsBuilder } from '../sections.ts';
-import { blockedFailure, isBlockedStatus, ScrapeFailure, type AdapterDeps, type Degraded, type PlatformAdapter, type ScrapeData, type TicketType } from '../types.ts';
+import { failureForStatus } from '../answer-status.ts';
+import { blockedFailure, isBlockedStatus, ScrapeFailure, type AdapterDeps, type Degraded, type FetchedPage, type PlatformAdapter, type ScrapeData, type TicketType } from '../types.ts';
+import { sessionHeaders, type Pf01Session, type Pf01Sessions } from './pf_01-session.ts';
 
 const read = new PageReader('pf_01');
 
@@ -153,13 +159,193 @@ export function parsePf01(ref: EventRef, dom: Pf01Dom): ScrapeData {
   };
 }
 
-export function createPf01({ baseUrl, browser }: AdapterDeps): PlatformAdapter {
+/** One data arm as the page script reads it: its JSON, or null when it failed. */
+type ArmData = Record<string, unknown> | null;
+
+/** What renderSeats and renderAvailability do to the DOM, done to a copy (pf_01-page.ts). */
+class DomBuilder {
+  readonly sections: Pf01Dom['sections'] = [];
+  private readonly byName = new Map<unknown, Pf01Dom['sections'][number]>();
+
+  section(name: unknown): Pf01Dom['sections'][number] {
+    let el = this.byName.get(name);
+    if (!el) {
+      el = { name: String(name), seats: [], primary: [], resale: [], ga: [] };
+      this.byName.set(name, el);
+      this.sections.push(el);
+    }
+    return el;
+  }
+}
+
+/** The page's own conversions, so a value reads the same whichever way it reached us. */
+const attr = (value: unknown): string => String(value);
+const decimal = (cents: unknown): string => (Number(cents) / 100).toFixed(2);
+const flagAttrs = (item: Record<string, unknown>) => ({ restrictedView: attr(!!item.restricted_view), accessible: attr(!!item.accessible), presale: attr(!!item.presale) });
+
+function each(value: unknown, use: (item: Record<string, unknown>) => void): void {
+  // The page calls .forEach on what the arm sent: anything but an array throws there, as here.
+  if (!Array.isArray(value)) throw new TypeError('not a list');
+  for (const item of value) {
+    if (item === null || item === undefined) throw new TypeError('an empty entry');
+    use(item as Record<string, unknown>);
+  }
+}
+
+function renderSeats(dom: DomBuilder, data: Record<string, unknown>): void {
+  each(data.sections, (s) => {
+    const el = dom.section(s.name);
+    each(s.rows, (r) =>
+      each(r.seats, (seat) => {
+        el.seats.push({ row: attr(r.row), seat: attr(seat.number), offer: attr(seat.offer_type).toLowerCase(), price: decimal(seat.price_cents), ...flagAttrs(seat) });
+      }),
+    );
+  });
+}
+
+function renderAvailability(dom: DomBuilder, data: Record<string, unknown>): void {
+  each(data.sections, (s) => {
+    const el = dom.section(s.name);
+    each(s.primary, (p) => el.primary.push({ offer: attr(p.offer_type).toLowerCase(), available: attr(p.available), price: decimal(p.price_cents) }));
+    each(s.resale, (r) => el.resale.push({ listingId: attr(r.listing_id), price: decimal(r.price_cents), quantity: attr(r.quantity), ...flagAttrs(r) }));
+    each(s.general_admission, (g) => el.ga.push({ price: decimal(g.price_cents), available: attr(g.available), ...flagAttrs(g) }));
+  });
+}
+
+function eventAttrs(data: Record<string, unknown>): Attrs {
+  const event = (typeof data.event === 'object' && data.event !== null ? data.event : {}) as Record<string, unknown>;
+  const text = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  return { eventId: text(data.event_id), name: text(event.name), venue: text(event.venue), city: text(event.city), startsAt: text(event.starts_at), currency: text(data.currency) };
+}
+
+/**
+ * The DOM the event page would render from these two arm answers: the same sections in the
+ * same order, every value through the page's own conversions, an arm that throws half-way
+ * leaving what it drew, so parsePf01 judges a poll over HTTP exactly as it judges the page.
+ */
+export function domFromArms(v2: ArmData, v1: ArmData): Pf01Dom {
+  const dom = new DomBuilder();
+  let v2ok = false;
+  let v1ok = false;
+  try {
+    if (v2) {
+      renderSeats(dom, v2);
+      v2ok = true;
+    }
+  } catch {
+    /* drawn as unavailable, as the page does */
+  }
+  try {
+    if (v1) {
+      renderAvailability(dom, v1);
+      v1ok = true;
+    }
+  } catch {
+    /* drawn as unavailable, as the page does */
+  }
+  const source = v2ok ? v2 : v1ok ? v1 : null;
+  return {
+    status: 200,
+    hasSeatMap: true,
+    state: 'ready',
+    arms: { v1: v1ok ? 'ok' : 'error', v2: v2ok ? 'ok' : 'error' },
+    event: source ? eventAttrs(source) : null,
+    sections: dom.sections,
+  };
+}
+
+/** How one arm's request ended. */
+type ArmOutcome = { kind: 'ok'; data: Record<string, unknown> } | { kind: 'failed'; failure: ScrapeFailure; unreadable: boolean } | { kind: 'refused' };
+
+/** The data arms' answer to a request without a valid session (docs/simulator.md). */
+function isChallenge(page: FetchedPage): boolean {
+  if (page.status !== 403) return false;
+  try {
+    return (JSON.parse(page.body) as { error?: unknown }).error === 'challenge_required';
+  } catch {
+    return false;
+  }
+}
+
+async function fetchArm(sessions: Pf01Sessions, url: string, session: Pf01Session, signal: AbortSignal | undefined): Promise<ArmOutcome> {
+  let page: FetchedPage & { data: unknown };
+  try {
+    page = await sessions.http.json(url, { headers: sessionHeaders(session), readStatuses: [403], signal });
+  } catch (err) {
+    // 5xx, the network, a time-out: the page would draw this arm as unavailable. A block is not
+    // an arm's trouble but the platform's word on us, and is thrown as it is.
+    if (err instanceof ScrapeFailure && err.kind !== 'blocked') return { kind: 'failed', failure: err, unreadable: false };
+    throw err;
+  }
+  if (page.status === 404 || page.status === 410) throw new ScrapeFailure('not_found', `pf_01: no such event in this region (its data arm answered ${page.status})`);
+  if (isChallenge(page)) return { kind: 'refused' };
+  const refusal = failureForStatus(url, page.status, retryAfterOf(page), Date.now());
+  if (refusal) throw refusal;
+  if (page.status >= 400) return { kind: 'failed', failure: new ScrapeFailure('upstream', `${url} answered ${page.status}`), unreadable: false };
+  const data = page.data;
+  // As the page's load(): no JSON or no sections list and the arm is unavailable.
+  if (typeof data !== 'object' || data === null || !Array.isArray((data as { sections?: unknown }).sections)) {
+    return { kind: 'failed', failure: read.malformed(`${url} did not answer JSON with a sections list`), unreadable: true };
+  }
+  return { kind: 'ok', data: data as Record<string, unknown> };
+}
+
+function retryAfterOf(page: FetchedPage): string | undefined {
+  const value = page.headers?.['retry-after'];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Both arms over HTTP with one session; 'refused' when the platform did not take the session. */
+async function scrapeWithSession(ref: EventRef, baseUrl: string, sessions: Pf01Sessions, session: Pf01Session, signal: AbortSignal | undefined): Promise<ScrapeData | 'refused'> {
+  const query = `?region=${encodeURIComponent(ref.region)}`;
+  const key = encodeURIComponent(ref.key);
+  const [v2, v1] = await Promise.all([
+    fetchArm(sessions, `${baseUrl}/api/v2/events/${key}/seats${query}`, session, signal),
+    fetchArm(sessions, `${baseUrl}/api/v1/events/${key}/availability${query}`, session, signal),
+  ]);
+  if (v2.kind === 'refused' || v1.kind === 'refused') return 'refused';
+  if (v2.kind === 'failed' && v1.kind === 'failed') {
+    if (signal?.aborted) throw v2.failure;
+    if (v2.unreadable || v1.unreadable) throw read.malformed(`both data arms answered something other than their data (${v2.failure.message}; ${v1.failure.message})`);
+    if (v2.failure.kind === 'attempt_timeout' && v1.failure.kind === 'attempt_timeout') throw v2.failure;
+    throw new ScrapeFailure('upstream', `pf_01: both data arms failed (v2 seats: ${v2.failure.message}; v1 resale/general admission: ${v1.failure.message})`);
+  }
+  return parsePf01(ref, domFromArms(v2.kind === 'ok' ? v2.data : null, v1.kind === 'ok' ? v1.data : null));
+}
+
+export function createPf01({ baseUrl, browser, sessions }: AdapterDeps): PlatformAdapter {
+  const viaBrowser = async (ref: EventRef, signal: AbortSignal | undefined): Promise<ScrapeData> => {
+    const url = `${baseUrl}/event/${encodeURIComponent(ref.key)}?region=${encodeURIComponent(ref.region)}`;
+    const dom = await browser.withPage(url, loadDom, { signal });
+    return parsePf01(ref, dom);
+  };
   return {
     platform: 'pf_01',
     async scrape(ref, options) {
-      const url = `${baseUrl}/event/${encodeURIComponent(ref.key)}?region=${encodeURIComponent(ref.region)}`;
-      const dom = await browser.withPage(url, loadDom, { signal: options?.signal });
-      return parsePf01(ref, dom);
+      const signal = options?.signal;
+      const pf01 = sessions?.pf01;
+      if (!pf01) return viaBrowser(ref, signal);
+      const { pool } = pf01;
+      const first = sessions.use === 'always' ? await pool.acquire(signal) : pool.ready();
+      if (!first) return viaBrowser(ref, signal);
+      const answer = await scrapeWithSession(ref, baseUrl, pf01, first.session, signal);
+      if (answer !== 'refused') return answer;
+      // Refused before its time (revoked, or the platform's rules changed): the session is
+      // renewed once, and every poll that meets the same refusal waits for that one renewal.
+      pool.refused(first);
+      if (sessions.use === 'when-warm') return viaBrowser(ref, signal);
+      const refusedAt = pool.now();
+      // The pool's other sessions may have been refused too (a revocation takes them all): each
+      // is reported and renewed in turn, until one made after the first refusal answers or is
+      // refused as well, which is the platform refusing what its own challenge just gave.
+      for (let tries = 0; tries <= pool.stats().size; tries++) {
+        const next = await pool.acquire(signal);
+        const again = await scrapeWithSession(ref, baseUrl, pf01, next.session, signal);
+        if (again !== 'refused') return again;
+        pool.refused(next);
+        if (next.madeAt >= refusedAt) break;
+      }
+      throw blockedFailure('pf_01: its data arms, with a session made just now,', 403, null);
     },
   };
 }

@@ -1,19 +1,67 @@
-// The browser side of pf_01's simulated event page: the inline script its HTML shell runs. It
-// fetches the two data arms (v2 seats, v1 resale and general admission), renders the merged
-// seat map into #seat-map, and only then marks <body> ready, so nothing is readable without a
-// real browser. Kept as plain ES2020 text: it runs in Chromium, not in Node.
+// The browser side of pf_01's simulated pages: the inline scripts their HTML shells run. The
+// event page first gets a session (answers the page's challenge at api/session, see
+// pf_01-protection.ts), then fetches the two data arms with its token (v2 seats, v1 resale and
+// general admission), renders the merged seat map into #seat-map, and only then marks <body>
+// ready, so nothing is readable without a real browser. The front page only gets the session.
+// Kept as plain ES2020 text: it runs in Chromium, not in Node.
+import { PF01_PROTOCOL, type ChallengeMode } from './pf_01-protection.ts';
+
+/**
+ * The session step shared by both pages: `startSession()` resolves to the token or rejects.
+ * In `standard` mode the token is also kept in sessionStorage['pf01.session'] and
+ * body[data-session] says how it went; `changed` keeps it in the closure only and says nothing,
+ * as the redesigned platform does, so only a client that runs the page's own script gets it.
+ */
+function sessionScript(mode: ChallengeMode, url: string): string {
+  const { answerField } = PF01_PROTOCOL[mode];
+  const keep =
+    mode === 'standard'
+      ? `
+        sessionStorage.setItem('pf01.session', JSON.stringify({ token: data.token, expires_at: data.expires_at }));
+        document.body.setAttribute('data-session', 'ok');`
+      : '';
+  const failed =
+    mode === 'standard'
+      ? `
+    document.body.setAttribute('data-session', 'error');`
+      : '';
+  return `
+  function startSession() {
+    return Promise.resolve().then(function () {
+      var answer = window.__pf01Challenge();
+      return fetch(${JSON.stringify(url)}, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json' },
+        body: JSON.stringify({ ${answerField}: answer }),
+      });
+    }).then(function (res) {
+      if (!res.ok) throw new Error('api/session answered ' + res.status);
+      return res.json();
+    }).then(function (data) {
+      if (!data || typeof data.token !== 'string') throw new Error('api/session sent no token');${keep}
+      return data.token;
+    });
+  }
+  function sessionFailed() {${failed}
+  }
+`;
+}
 
 /**
  * Runs on the event page. The DOM it leaves (read by the pf_01 adapter):
  *   body[data-state="ready"][data-arm-v1="ok|error"][data-arm-v2="ok|error"]
+ *   body[data-session="ok|error"]   (standard mode only: whether a session token was got)
  *   #seat-map > section.map-section[data-section]
  *     .seat[data-row][data-seat][data-offer="standard|platinum"][data-price][flags]   (v2)
  *     .primary-count[data-offer][data-available][data-price]                         (v1)
  *     .resale-listing[data-listing-id][data-price][data-quantity][flags]             (v1)
  *     .ga-offer[data-price][data-available][flags]                                   (v1)
  * where [flags] is data-restricted-view, data-accessible, data-presale ("true"/"false").
+ * Without a session the arms are not asked for: both are marked error, as when both fail.
  */
-export const EVENT_PAGE_SCRIPT = `
+export function eventPageScript(mode: ChallengeMode): string {
+  const { tokenHeader } = PF01_PROTOCOL[mode];
+  return `
 (function () {
   'use strict';
   var body = document.body;
@@ -23,10 +71,10 @@ export const EVENT_PAGE_SCRIPT = `
   var currency = header.getAttribute('data-currency') || 'EUR';
   var region = new URLSearchParams(location.search).get('region') || '';
   var money = new Intl.NumberFormat('en', { style: 'currency', currency: currency });
-
-  function load(path) {
+${sessionScript(mode, '../api/session')}
+  function load(path, token) {
     var url = '../api/' + path + '?region=' + encodeURIComponent(region);
-    return fetch(url, { headers: { accept: 'application/json' } }).then(function (res) {
+    return fetch(url, { headers: { accept: 'application/json', '${tokenHeader}': token } }).then(function (res) {
       if (!res.ok) throw new Error(url + ' answered ' + res.status);
       return res.json();
     }).then(function (data) {
@@ -135,11 +183,17 @@ export const EVENT_PAGE_SCRIPT = `
   }
 
   // Both arms are awaited before anything is drawn, so the sections come out in one order
-  // (the venue map's) whichever answer arrives first.
-  Promise.allSettled([
-    load('v2/events/' + encodeURIComponent(key) + '/seats'),
-    load('v1/events/' + encodeURIComponent(key) + '/availability'),
-  ]).then(function (results) {
+  // (the venue map's) whichever answer arrives first. Without a session neither is asked for.
+  startSession().then(function (token) {
+    return Promise.allSettled([
+      load('v2/events/' + encodeURIComponent(key) + '/seats', token),
+      load('v1/events/' + encodeURIComponent(key) + '/availability', token),
+    ]);
+  }, function () {
+    sessionFailed();
+    var none = { status: 'rejected', reason: new Error('no session') };
+    return [none, none];
+  }).then(function (results) {
     var v2 = results[0];
     var v1 = results[1];
     var v2ok = false;
@@ -158,6 +212,25 @@ export const EVENT_PAGE_SCRIPT = `
   });
 })();
 `;
+}
+
+/** The event page's script as the platform ships it normally. */
+export const EVENT_PAGE_SCRIPT = eventPageScript('standard');
+
+/** Runs on the front page `/pf_01/`: only gets a session, as a visitor's first page does. */
+export function frontPageScript(mode: ChallengeMode): string {
+  return `
+(function () {
+  'use strict';
+${sessionScript(mode, 'api/session')}
+  startSession().catch(function () {
+    sessionFailed();
+  });
+})();
+`;
+}
+
+export const FRONT_PAGE_SCRIPT = frontPageScript('standard');
 
 /**
  * The script of the `malformed` variant: a half-shipped redesign that still says "ready" but

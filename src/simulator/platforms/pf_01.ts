@@ -2,12 +2,20 @@
 // (pf_01-page.ts) draws the seat map from two data arms, v2 `/api/v2/events/{key}/seats` (seats)
 // and v1 `/api/v1/events/{key}/availability` (primary counts, resale lots, standing counts).
 // Each arm fails on its own per the event's `arms`; the event's behaviour applies to all three.
+// In front of the arms sits the platform's protection (pf_01-protection.ts): every page sets the
+// session cookie and a fresh challenge, `POST /api/session` trades the answer for a token, and an
+// arm request without a valid token is refused before the event is even looked up.
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { readJsonBody } from '../../gateway/json-body.ts';
 import type { SimPlatform } from '../platform.ts';
 import { esc, page } from '../html.ts';
 import { groupByName, lots, queryRegion } from '../inventory.ts';
 import { cents } from '../money.ts';
+import type { ServeEvent } from '../serve.ts';
 import type { SimEvent, SimSection } from '../state.ts';
-import { EVENT_PAGE_SCRIPT, MALFORMED_PAGE_SCRIPT } from './pf_01-page.ts';
+import { eventPageScript, frontPageScript, MALFORMED_PAGE_SCRIPT } from './pf_01-page.ts';
+import { CHALLENGE_HEADER, CHALLENGE_MODES, CHALLENGE_REQUIRED, isSid, newSid, Pf01Protection, SID_COOKIE, type ChallengeMode } from './pf_01-protection.ts';
 
 /** Seats per row: rows run A1..A10, B1..B10, ... through a section's seated stock. */
 export const SEATS_PER_ROW = 10;
@@ -23,6 +31,11 @@ export function rowLabel(index: number): string {
   return label;
 }
 
+/** What both arms say about the event itself, so a client of the arms alone needs no page. */
+function eventDetails(event: SimEvent) {
+  return { name: event.name, venue: event.venue, city: event.city, starts_at: event.starts_at };
+}
+
 function flags(section: SimSection) {
   return { restricted_view: section.restricted_view, accessible: section.accessible, presale: section.presale };
 }
@@ -35,6 +48,7 @@ export function seatsArm(event: SimEvent) {
   return {
     event_id: event.key,
     currency: event.currency,
+    event: eventDetails(event),
     sections: [...groupByName(event.sections)].map(([name, group]) => {
       const seats = group
         .filter((s) => SEATED.has(s.ticket_type))
@@ -59,6 +73,7 @@ export function availabilityArm(event: SimEvent) {
   return {
     event_id: event.key,
     currency: event.currency,
+    event: eventDetails(event),
     sections: [...groupByName(event.sections)].map(([name, group], s) => ({
       name,
       primary: group
@@ -74,7 +89,15 @@ export function availabilityArm(event: SimEvent) {
   };
 }
 
-function shell(event: SimEvent, malformed: boolean): string {
+const EVENT_SCRIPTS = Object.fromEntries(CHALLENGE_MODES.map((mode) => [mode, eventPageScript(mode)])) as Record<ChallengeMode, string>;
+const FRONT_SCRIPTS = Object.fromEntries(CHALLENGE_MODES.map((mode) => [mode, frontPageScript(mode)])) as Record<ChallengeMode, string>;
+
+/** In <head>, so it has run before the page's own script asks for it. */
+function challengeHead(code: string): string {
+  return `<script id="pf01-challenge">${code}</script>`;
+}
+
+function shell(event: SimEvent, malformed: boolean, challenge: string, mode: ChallengeMode): string {
   const header = [
     `<header id="event" data-event-id="${esc(event.key)}" data-name="${esc(event.name)}" data-venue="${esc(event.venue)}"`,
     ` data-city="${esc(event.city)}" data-starts-at="${esc(event.starts_at)}" data-currency="${esc(event.currency)}">`,
@@ -84,8 +107,95 @@ function shell(event: SimEvent, malformed: boolean): string {
   return page({
     lang: 'en',
     title: `${event.name} | pf01 tickets`,
-    body: [header, '<main id="seat-map"></main>', `<script>${malformed ? MALFORMED_PAGE_SCRIPT : EVENT_PAGE_SCRIPT}</script>`].join('\n'),
+    head: challengeHead(challenge),
+    body: [header, '<main id="seat-map"></main>', `<script>${malformed ? MALFORMED_PAGE_SCRIPT : EVENT_SCRIPTS[mode]}</script>`].join('\n'),
   }).replace('<body>', '<body data-state="loading">');
+}
+
+function frontPage(challenge: string, mode: ChallengeMode): string {
+  return page({
+    lang: 'en',
+    title: 'pf01 tickets',
+    head: challengeHead(challenge),
+    body: ['<header id="front"><h1>pf01 tickets</h1></header>', '<main id="home"><p>Find your seats.</p></main>', `<script>${FRONT_SCRIPTS[mode]}</script>`].join('\n'),
+  });
+}
+
+/**
+ * The request's session id, or a new one; either way set on the answer (setting a kept one
+ * again is harmless and keeps every page answer alike).
+ */
+function session(ctx: Context): string {
+  const given = ctx.cookies.get(SID_COOKIE);
+  const sid = isSid(given) ? given : newSid();
+  ctx.append('Set-Cookie', `${SID_COOKIE}=${sid}; Path=/pf_01; HttpOnly; SameSite=Lax`);
+  // Each load carries its own challenge: a cached copy would hold a spent one.
+  ctx.set('Cache-Control', 'no-store');
+  return sid;
+}
+
+function cookieSid(ctx: Context): string | null {
+  const given = ctx.cookies.get(SID_COOKIE);
+  return isSid(given) ? given : null;
+}
+
+function challengeRequired(ctx: Context): void {
+  ctx.status = 403;
+  ctx.set(CHALLENGE_HEADER, 'required');
+  ctx.set('Cache-Control', 'no-store');
+  ctx.type = 'application/json';
+  ctx.body = JSON.stringify(CHALLENGE_REQUIRED);
+}
+
+/** The answer is a few digits; anything longer is not a browser answering the challenge. */
+const SESSION_BODY_BYTES = 1_024;
+
+/** pf_01's routes with the protection they share; `router` is prefixed with `/pf_01`. */
+export function mountPf01(router: Router, serve: ServeEvent, protection: Pf01Protection): void {
+  router.get('/', (ctx) => {
+    // The page's relative `api/session` must resolve below /pf_01/, not next to it.
+    if (!ctx.path.endsWith('/')) return ctx.redirect(`${ctx.path}/${ctx.search}`);
+    const sid = session(ctx);
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = frontPage(protection.challenge(sid), protection.mode);
+  });
+  router.post('/api/session', async (ctx) => {
+    const sid = cookieSid(ctx);
+    const body = await readJsonBody(ctx, SESSION_BODY_BYTES);
+    const value = body.kind === 'json' && typeof body.value === 'object' && body.value !== null ? (body.value as Record<string, unknown>)[protection.protocol.answerField] : undefined;
+    const issued = protection.redeem(sid, value, ctx.get('user-agent'));
+    if (!issued) return challengeRequired(ctx);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = issued;
+  });
+  router.get('/event/:key', (ctx) => {
+    const sid = session(ctx);
+    return serve(ctx, { platform: 'pf_01', key: ctx.params.key!, region: queryRegion(ctx), type: 'html' }, (event, { malformed }) => ({
+      type: 'html',
+      body: shell(event, malformed, protection.challenge(sid), protection.mode),
+    }));
+  });
+
+  /** As a WAF in front of the arms would: before the event is looked up, and not counted as a hit. */
+  const guarded = (ctx: Context): boolean => {
+    if (protection.authorize(cookieSid(ctx), ctx.get(protection.protocol.tokenHeader) || undefined, ctx.get('user-agent'))) return true;
+    challengeRequired(ctx);
+    return false;
+  };
+  router.get('/api/v2/events/:key/seats', async (ctx) => {
+    if (!guarded(ctx)) return;
+    await serve(ctx, { platform: 'pf_01', key: ctx.params.key!, region: queryRegion(ctx), arm: 'v2', type: 'json' }, (event, { malformed }) => ({
+      type: 'json',
+      body: malformed ? truncated(seatsArm(event)) : seatsArm(event),
+    }));
+  });
+  router.get('/api/v1/events/:key/availability', async (ctx) => {
+    if (!guarded(ctx)) return;
+    await serve(ctx, { platform: 'pf_01', key: ctx.params.key!, region: queryRegion(ctx), arm: 'v1', type: 'json' }, (event, { malformed }) => ({
+      type: 'json',
+      body: malformed ? truncated(availabilityArm(event)) : availabilityArm(event),
+    }));
+  });
 }
 
 /** The `malformed` variant of a JSON arm: cut off half-way. */
@@ -94,26 +204,13 @@ function truncated(value: object): string {
   return json.slice(0, Math.floor(json.length / 2));
 }
 
+/**
+ * pf_01 as one of the platforms; mounted alone it has a protection of its own. The simulator
+ * mounts it with mountPf01 instead, to share the protection with its control API.
+ */
 export const pf01: SimPlatform = {
   platform: 'pf_01',
   mount(router, serve) {
-    router.get('/event/:key', (ctx) =>
-      serve(ctx, { platform: 'pf_01', key: ctx.params.key!, region: queryRegion(ctx), type: 'html' }, (event, { malformed }) => ({
-        type: 'html',
-        body: shell(event, malformed),
-      })),
-    );
-    router.get('/api/v2/events/:key/seats', (ctx) =>
-      serve(ctx, { platform: 'pf_01', key: ctx.params.key!, region: queryRegion(ctx), arm: 'v2', type: 'json' }, (event, { malformed }) => ({
-        type: 'json',
-        body: malformed ? truncated(seatsArm(event)) : seatsArm(event),
-      })),
-    );
-    router.get('/api/v1/events/:key/availability', (ctx) =>
-      serve(ctx, { platform: 'pf_01', key: ctx.params.key!, region: queryRegion(ctx), arm: 'v1', type: 'json' }, (event, { malformed }) => ({
-        type: 'json',
-        body: malformed ? truncated(availabilityArm(event)) : availabilityArm(event),
-      })),
-    );
+    mountPf01(router, serve, new Pf01Protection());
   },
 };

@@ -1,0 +1,88 @@
+// pf_01 watched end to end by the production worker entry (a child process, as `npm run worker`
+// runs it) with sessions made in its Chromium and polls over HTTP (issue 23): items created
+// through the Watchlist API, stock set exactly through the simulator, notifications read from
+// the durable log. The ground truth is what the test changed and the simulator's own count of
+// sessions issued, and the worker's /metrics is checked against them, not the other way round.
+import { describe, expect, it } from 'vitest';
+import { call } from '../support/harness.ts';
+import { baselined, eventually, notificationsOf, polledAgain, useMonitorStack, type MonitorStack } from '../support/monitor-stack.ts';
+import { putEvent, section } from '../support/scrape-stack.ts';
+
+const SESSIONS = 2;
+const stack: MonitorStack = useMonitorStack({ intervalMs: 300, worker: 'child-process', env: { BROWSER_SESSIONS: String(SESSIONS) } });
+
+let serial = 0;
+function newKey(): string {
+  return `Pf01Mon${String(Date.now() % 1e6).padStart(6, '0')}${String(++serial).padStart(3, '0')}`;
+}
+
+async function setStock(key: string, stock: number): Promise<void> {
+  await putEvent(stack.sim, 'pf_01', key, { region: 'uk', sections: [section('Floor', 50, stock)] });
+}
+
+/** The worker's counter or gauge value for these labels (0 when the series is absent). */
+async function metric(name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(stack.metricsUrl!)).text();
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) || l.startsWith(`${name} `) ? want.every((w) => l.includes(w)) : false);
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+}
+
+describe('pf_01 monitored over HTTP with browser-made sessions', () => {
+  it('notifies every change once, with at most one session per pool slot, and renews a revoked session for all its targets at once', async () => {
+    const acct = await stack.account();
+    const keys = [newKey(), newKey(), newKey()];
+    for (const key of keys) await setStock(key, 10);
+    const issued0 = stack.sim.protection.stats().sessions_issued;
+    const items: { id: number; key: string }[] = [];
+    for (const key of keys) {
+      for (let i = 0; i < 2; i++) {
+        const res = await call(stack.gateway.url, 'POST', '/watchlist', { key: acct.key, body: { website: 'pf_01', event: key, region: 'uk' } });
+        expect(res.status).toBe(201);
+        items.push({ id: res.body.id as number, key });
+      }
+    }
+    for (const item of items) await baselined(stack, item.id, 60_000);
+
+    // The ground truth: the stock each target goes through, written down before it is set.
+    const steps = [13, 7, 21];
+    const expected: { key: string; before: number; after: number }[] = [];
+    for (const [round, stock] of steps.entries()) {
+      if (round === 1) {
+        // Mid-run the platform revokes every session: polls meet the refusal together.
+        stack.sim.protection.revokeAll();
+      }
+      for (const key of keys) {
+        const before = round === 0 ? 10 : steps[round - 1]!;
+        // Only a stock increase notifies (docs/monitoring.md, change rules): 13 -> 7 does not.
+        if (stock > before) expected.push({ key, before, after: stock });
+        await setStock(key, stock);
+      }
+      for (const key of keys) await polledAgain(stack, 'pf_01', key);
+    }
+    const want = expected.length * 2;
+    const rows = await eventually(async () => {
+      const all = (await notificationsOf(stack, acct.accountId)).filter((r) => items.some((i) => i.id === r.itemId));
+      return all.length >= want ? all : undefined;
+    }, 60_000);
+    for (const key of keys) await polledAgain(stack, 'pf_01', key);
+    const after = (await notificationsOf(stack, acct.accountId)).filter((r) => items.some((i) => i.id === r.itemId));
+    expect(after).toHaveLength(rows.length);
+    // Each change, for each of the target's two items, exactly once.
+    const seen = after.map((r) => `${r.itemId}:${(r.payload.before as { stock: number }).stock}->${(r.payload.after as { stock: number }).stock}`).sort();
+    const truth = items.flatMap((item) => expected.filter((e) => e.key === item.key).map((e) => `${item.id}:${e.before}->${e.after}`)).sort();
+    expect(seen).toEqual(truth);
+
+    // Sessions: the pool's slots once each, then one renewal per slot after the revocation, at most.
+    const issued = stack.sim.protection.stats().sessions_issued - issued0;
+    expect(issued).toBeGreaterThanOrEqual(2);
+    expect(issued).toBeLessThanOrEqual(2 * SESSIONS);
+    // The worker's metrics say the same as the simulator: every session it made is one issued.
+    expect(await metric('scrape_sessions_total', { platform: 'pf_01', event: 'made' })).toBe(issued);
+    expect(await metric('scrape_sessions_total', { platform: 'pf_01', event: 'refused' })).toBeGreaterThanOrEqual(1);
+    expect(await metric('browser_page_loads_total')).toBe(issued);
+    expect(await metric('scrape_session_requests_total', { platform: 'pf_01' })).toBeGreaterThan(issued * 5);
+    expect(await metric('scrape_sessions_size', { platform: 'pf_01' })).toBe(SESSIONS);
+    expect(await metric('monitor_polls_total', { platform: 'pf_01', outcome: 'failed' })).toBe(0);
+  }, 180_000);
+});
