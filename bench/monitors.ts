@@ -5,8 +5,10 @@
 // process the gateway (Watchlist API) and a stream node with a WebSocket client per account.
 //
 //   0. an idle window (BENCH_IDLE_MS) before any item exists: what the parts cost doing nothing;
-//   1. BENCH_ITEMS items on BENCH_TARGETS pf_03 events, created through POST /watchlist
-//      (latency overall and for the last 10%);
+//   1. BENCH_ITEMS items on BENCH_TARGETS events of BENCH_PLATFORM (pf_03, plain HTML over HTTP,
+//      by default; or pf_01, client-rendered: the worker makes sessions in its Chromium and polls
+//      over HTTP; the browser's CPU is counted and shown on its own), created through
+//      POST /watchlist (latency overall and for the last 10%);
 //   2. time from the last create until every item has its baseline;
 //   3. a quiet window (BENCH_QUIET_MS, no changes): CPU per poll, polls counted at the simulator
 //      and in the worker's monitor_polls_total;
@@ -50,12 +52,12 @@ async function waitWindow(ms: number): Promise<void> {
 
 async function main(): Promise<string> {
   const bench = benchConfig();
-  const command = commandLine();
+  const command = commandLine(bench.platform);
   const machine = machineLine();
   const date = new Date();
   const started = performance.now();
   progress(
-    `${bench.items} items on ${bench.targets} pf_03 targets over ${bench.accounts} accounts, interval ${bench.intervalMs} ms, ` +
+    `${bench.items} items on ${bench.targets} ${bench.platform} targets over ${bench.accounts} accounts, interval ${bench.intervalMs} ms, ` +
       `quiet ${bench.quietMs / 1000} s, soak ${bench.soakMs / 1000} s; ${machine}`,
   );
   const stack = await startStack(bench, life);
@@ -118,7 +120,7 @@ async function main(): Promise<string> {
 
   const stream = streamFigures(clients, soaked.driver.changes, integrity.logged, aroundKill);
 
-  const rss: Record<string, number> = { worker: stack.worker.rssMiB(), simulator: rssMiB(stack.sim.pid), bench: rssMiB('self') };
+  const rss: Record<string, number> = { worker: stack.worker.rssMiB(), chromium: stack.worker.chromiumMemoryMiB(), simulator: rssMiB(stack.sim.pid), bench: rssMiB('self') };
   if (stack.temporalPid) rss.temporal = rssMiB(stack.temporalPid);
   return renderReport({
     bench,
@@ -126,6 +128,11 @@ async function main(): Promise<string> {
     machine,
     date,
     rpsSetting: stack.rpsSetting,
+    shape: stack.shape,
+    chromium: stack.chromium,
+    browserPages: stack.browserPages,
+    browserSessions: stack.browserSessions,
+    sessionTtlMs: bench.sessionTtlMs,
     shards: stack.shards,
     jitterRatio: stack.config.MONITOR_JITTER_RATIO,
     created: create.created,

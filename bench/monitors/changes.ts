@@ -1,14 +1,20 @@
 // The churn of the soak: every interval, a share of the targets gets one more ticket in one
 // standard section through the simulator's control API, the changes spread evenly over the
-// interval. Targets are taken round robin, so a target changes again only after
-// targets / changes-per-interval intervals (10 at the defaults): every change stands for
-// several polls and "exactly one notification per change and item" is exactly checkable.
-// Each change records when its PUT was sent and how many pages the target had served before
-// it, which later tells a change no poll ever saw (superseded before its target was polled)
-// from one the service missed.
+// interval. On pf_03 that is one more ticket in the section's offer; on pf_01 one more seat in
+// the section's seat map (the next seat of its last row, or a new row). Default items watch
+// standard tickets for stock_increase, so either is exactly one notification per item on the
+// target, with the section's new standard stock as after.stock. The change is written down
+// (target, section, stock) before its PUT is sent.
+//
+// Targets are taken round robin, so a target changes again only after targets /
+// changes-per-interval intervals (10 at the defaults): every change stands for several polls and
+// "exactly one notification per change and item" is exactly checkable. Each change records when
+// its PUT was sent and how many requests the target had served before it, which later tells a
+// change no poll ever saw (superseded before its target was polled) from one the service missed.
 import type { BenchConfig } from './config.ts';
 import { changesPerInterval } from './config.ts';
-import { CHANGED_SECTIONS, simPut, type Target } from './load.ts';
+import { simPut, type Target } from './load.ts';
+import { changedSections } from './platform.ts';
 import type { Stack } from './stack.ts';
 import { sleep } from './support.ts';
 
@@ -19,7 +25,7 @@ export interface Change {
   stock: number;
   /** Date.now() when the PUT was sent. */
   putAt: number;
-  /** Pages the target had served before this PUT took effect. */
+  /** Requests the target had served before this PUT took effect (the simulator's hits). */
   hitsBefore: number;
 }
 
@@ -71,13 +77,15 @@ export class ChangeDriver {
 
   private async change(): Promise<void> {
     const t = this.targets[this.next++ % this.targets.length]!;
-    const section = t.sections[t.changes % CHANGED_SECTIONS]!;
+    const standard = changedSections(t.sections);
+    const section = standard[t.changes % standard.length]!;
     section.stock++;
-    const putAt = Date.now();
+    // The ground truth first: the change as it will be on the platform, before the PUT makes it.
+    const change: Change = { target: t, section: section.name, stock: section.stock, putAt: Date.now(), hitsBefore: NaN };
     try {
-      const hitsBefore = await simPut(this.stack, t);
+      change.hitsBefore = await simPut(this.stack, t);
       t.changes++;
-      this.changes.push({ target: t, section: section.name, stock: section.stock, putAt, hitsBefore });
+      this.changes.push(change);
     } catch {
       section.stock--;
       this.failures++;

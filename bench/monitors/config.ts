@@ -2,12 +2,15 @@
 // (`BENCH_ITEMS=500 BENCH_TARGETS=50 BENCH_SOAK_MS=60000 npm run bench:monitors`), and the
 // command line the report prints so a figure can be reproduced.
 import os from 'node:os';
+import { parseBenchPlatform, type BenchPlatform } from './platform.ts';
 import { envNumber } from './support.ts';
 
 export interface BenchConfig {
+  /** The platform every target is on (BENCH_PLATFORM: pf_03, the default, or pf_01). */
+  platform: BenchPlatform;
   /** Watchlist items created through POST /watchlist (BENCH_ITEMS). */
   items: number;
-  /** Distinct pf_03 events on the simulator the items are spread over (BENCH_TARGETS). */
+  /** Distinct events of the platform on the simulator the items are spread over (BENCH_TARGETS). */
   targets: number;
   /** Accounts owning the items (BENCH_ACCOUNTS; at least enough to stay under 1000 items each). */
   accounts: number;
@@ -31,8 +34,12 @@ export interface BenchConfig {
   killAt: number;
   /** How long the worker stays dead (BENCH_KILL_DOWN_MS). */
   killDownMs: number;
-  /** pf_03's SCRAPE_RPS_PER_PLATFORM for the worker (BENCH_RPS; default 2 × targets/interval). */
+  /** The platform's SCRAPE_RPS_PER_PLATFORM for the worker (BENCH_RPS; default 2 × targets/interval). */
   rps: number;
+  /** The simulator's pf_01 session lifetime, startSimulator's pf01SessionTtlMs (BENCH_SESSION_TTL_MS). */
+  sessionTtlMs: number;
+  /** The worker's BROWSER_SESSIONS, passed only when BENCH_BROWSER_SESSIONS is set (null: not set). */
+  browserSessions: number | null;
   /** Accounts with a WebSocket client on the stream node (BENCH_STREAM_ACCOUNTS; default all). */
   streamAccounts: number;
   /** How long to wait for every baseline before going on without (BENCH_BASELINE_TIMEOUT_MS). */
@@ -50,7 +57,16 @@ export function benchConfig(): BenchConfig {
   if (changeFraction > 1) throw new Error(`BENCH_CHANGE_FRACTION is a share of the targets (0..1), got ${changeFraction}`);
   const killAt = envNumber('BENCH_KILL_AT', 0.6);
   if (killAt <= 0 || killAt >= 1) throw new Error(`BENCH_KILL_AT is a share of the soak (between 0 and 1), got ${killAt}`);
+  const sessionTtlMs = envNumber('BENCH_SESSION_TTL_MS', 600_000);
+  if (sessionTtlMs < 1_000) throw new Error(`BENCH_SESSION_TTL_MS is the simulator's pf_01 session lifetime in ms, at least 1000, got ${sessionTtlMs}`);
+  const browserSessionsRaw = process.env.BENCH_BROWSER_SESSIONS?.trim();
+  let browserSessions: number | null = null;
+  if (browserSessionsRaw) {
+    browserSessions = Number(browserSessionsRaw);
+    if (!Number.isInteger(browserSessions) || browserSessions < 1) throw new Error(`BENCH_BROWSER_SESSIONS must be a whole number of at least 1, got ${browserSessionsRaw}`);
+  }
   return {
+    platform: parseBenchPlatform(process.env.BENCH_PLATFORM),
     items,
     targets,
     accounts,
@@ -65,6 +81,8 @@ export function benchConfig(): BenchConfig {
     killAt,
     killDownMs: envNumber('BENCH_KILL_DOWN_MS', 2_000),
     rps: envNumber('BENCH_RPS', Math.ceil((2 * targets * 1000) / intervalMs)),
+    sessionTtlMs,
+    browserSessions,
     streamAccounts: Math.min(accounts, Math.round(envNumber('BENCH_STREAM_ACCOUNTS', accounts))),
     baselineTimeoutMs: envNumber('BENCH_BASELINE_TIMEOUT_MS', 300_000),
     settleIntervals: Math.max(1, Math.round(envNumber('BENCH_SETTLE_INTERVALS', 3))),
@@ -76,10 +94,14 @@ export function changesPerInterval(c: BenchConfig): number {
   return c.changeFraction > 0 ? Math.max(1, Math.round(c.changeFraction * c.targets)) : 0;
 }
 
-/** The command as run: the settings given in the environment (DATABASE_URL without its password). */
-export function commandLine(): string {
-  const given = Object.entries(process.env)
-    .filter(([k]) => k.startsWith('BENCH_') || k === 'DATABASE_URL' || k === 'MONITOR_SHARDS_PER_PLATFORM')
+/**
+ * The command as run: the settings given in the environment (DATABASE_URL without its password),
+ * and BENCH_PLATFORM always, so the platform is named even when it was the default.
+ */
+export function commandLine(platform: BenchPlatform): string {
+  const env: Record<string, string | undefined> = { ...process.env, BENCH_PLATFORM: platform };
+  const given = Object.entries(env)
+    .filter(([k]) => k.startsWith('BENCH_') || k === 'DATABASE_URL' || k === 'MONITOR_SHARDS_PER_PLATFORM' || k === 'CHROMIUM_PATH' || k === 'BROWSER_PAGES')
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([k, v]) => {
       if (k !== 'DATABASE_URL' || !v) return `${k}=${v}`;

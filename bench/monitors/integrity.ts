@@ -1,8 +1,9 @@
 // Phase 6: the notifications log against the changes the bench made. For every change and every
 // item on its target there must be exactly one stock_increase notification for that section
-// whose after.stock is the changed stock. A missing one is a miss, unless no page was served
-// between the change and the target's next change (no poll could have seen it: "superseded",
-// reported apart; the round-robin churn makes it rare). Extra copies are duplicates. Also
+// whose after.stock is the changed stock. A missing one is a miss, unless the target served no
+// request (pf_03: no page; pf_01: no page, arm or session request) between the change and its
+// next change (no poll could have seen it: "superseded", reported apart; the round-robin churn
+// makes it rare). Extra copies are duplicates. Also
 // counted: notifications that match no change, and duplicates by the service's own identity
 // (item, snapshot, section, change type).
 import type { Change } from './changes.ts';
@@ -49,7 +50,7 @@ export async function checkLog(stack: Stack, changes: readonly Change[], afterId
     counts.set(key, (counts.get(key) ?? 0) + 1);
   }
 
-  // Pages served by each target now: after a target's last change, was it polled at all?
+  // Requests served by each target now: after a target's last change, was it polled at all?
   const hitsNow = await stack.meter.simHitsByKey();
   const nextOf = new Map<Change, Change>();
   const lastByTarget = new Map<number, Change>();

@@ -7,23 +7,19 @@ import { percentile, summarise } from '../support/percentiles.ts';
 import type { BenchConfig } from './config.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { between, percent, type Window } from './meter.ts';
+import type { PlatformShape, Section } from './platform.ts';
 import type { Stack } from './stack.ts';
 import { fmtMs, inParallel, progress, sleep } from './support.ts';
 
-export const REGION = 'us';
-const PROGRESS_MS = 10_000;
+export type { Section } from './platform.ts';
 
-export interface Section {
-  name: string;
-  price: number;
-  stock: number;
-  ticket_type: 'standard' | 'resale';
-}
+const PROGRESS_MS = 10_000;
 
 export interface Target {
   index: number;
-  /** The client event id (what items watch) and the simulator's event key. */
-  url: string;
+  /** The client event id (what items watch: a URL on pf_03, a bare id on pf_01). */
+  eventId: string;
+  /** The simulator's event key. */
   key: string;
   sections: Section[];
   /** Live items on it, with their accounts. */
@@ -37,35 +33,29 @@ export interface Account {
   key: string;
 }
 
-/** Standard sections the churn raises in turn; the resale one is not watched by default items. */
-export const CHANGED_SECTIONS = 3;
-
-function sectionsFor(i: number): Section[] {
-  const base = 40 + (i % 7) * 10;
-  return [
-    { name: 'Floor', price: base * 3, stock: 10, ticket_type: 'standard' },
-    { name: 'Lower 101', price: base * 2, stock: 20, ticket_type: 'standard' },
-    { name: 'Upper 305', price: base, stock: 30, ticket_type: 'standard' },
-    { name: 'Resale A', price: base * 2.5, stock: 4, ticket_type: 'resale' },
-  ];
+/** The body of POST /watchlist for an item on the target: a default item (standard tickets, stock_increase). */
+export function itemBody(shape: PlatformShape, t: Target): string {
+  return JSON.stringify({ website: shape.platform, event: t.eventId, region: shape.region });
 }
 
-/** Sets a target's inventory on the simulator; returns the pages it had served before this PUT. */
+/** Sets a target's inventory on the simulator; returns the requests it had served before this PUT. */
 export async function simPut(stack: Stack, t: Target): Promise<number> {
-  const res = await fetch(`${stack.sim.url}/_sim/pf_03/events/${encodeURIComponent(t.url)}`, {
+  const { shape } = stack;
+  const res = await fetch(`${stack.sim.url}/_sim/${shape.platform}/events/${encodeURIComponent(t.key)}`, {
     method: 'PUT',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ region: REGION, sections: t.sections }),
+    body: JSON.stringify({ region: shape.region, sections: t.sections, ...(shape.currency ? { currency: shape.currency } : {}) }),
   });
-  if (res.status !== 200) throw new Error(`simulator PUT ${t.url}: ${res.status} ${await res.text()}`);
+  if (res.status !== 200) throw new Error(`simulator PUT ${shape.platform} ${t.key}: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { hits: number }).hits;
 }
 
 export async function setUp(bench: BenchConfig, stack: Stack): Promise<{ targets: Target[]; accounts: Account[] }> {
-  progress(`putting ${bench.targets} pf_03 events on the simulator and creating ${bench.accounts} accounts...`);
+  const { shape } = stack;
+  progress(`putting ${bench.targets} ${shape.platform} events (region ${shape.region}) on the simulator and creating ${bench.accounts} accounts...`);
   const targets: Target[] = Array.from({ length: bench.targets }, (_, i) => {
-    const key = `bench-mon-${i}`;
-    return { index: i, url: `https://pf03.example/e/${key}`, key, sections: sectionsFor(i), items: [], changes: 0 };
+    const { eventId, key } = shape.event(i);
+    return { index: i, eventId, key, sections: shape.sections(i), items: [], changes: 0 };
   });
   await inParallel(targets, bench.concurrency, async (t) => {
     await simPut(stack, t);
@@ -117,7 +107,7 @@ export async function createItems(bench: BenchConfig, stack: Stack, targets: Tar
           const res = await fetch(`${stack.gatewayUrl}/watchlist`, {
             method: 'POST',
             headers: { apikey: account.key, 'content-type': 'application/json' },
-            body: JSON.stringify({ website: 'pf_03', event: target.url, region: REGION }),
+            body: itemBody(stack.shape, target),
           });
           status = res.status;
           const text = await res.text();
@@ -169,7 +159,7 @@ export async function pacedPosts(bench: BenchConfig, stack: Stack, targets: Targ
     const account = accounts[i % accounts.length]!;
     const headers = { apikey: account.key, 'content-type': 'application/json' };
     let t0 = performance.now();
-    const res = await fetch(`${stack.gatewayUrl}/watchlist`, { method: 'POST', headers, body: JSON.stringify({ website: 'pf_03', event: target.url, region: REGION }) });
+    const res = await fetch(`${stack.gatewayUrl}/watchlist`, { method: 'POST', headers, body: itemBody(stack.shape, target) });
     const body = (await res.json().catch(() => null)) as { id?: number } | null;
     post.push(res.status === 201 ? performance.now() - t0 : NaN);
     if (body?.id) {

@@ -1,7 +1,8 @@
 // Readings of everything the targets are computed from, taken at the boundaries of each phase
 // (and, lighter, for the progress lines), and the windows between two readings: CPU seconds of
-// each process the run started, PostgreSQL's for this run, the machine's, the busiest other
-// processes, polls served by the simulator, the worker's metrics and the notifications written.
+// each process the run started (the worker's Chromium apart from the worker), PostgreSQL's for
+// this run, the machine's, the busiest other processes, polls and requests served by the
+// simulator, the worker's metrics and the notifications written.
 import type { Pool } from '../../db/pool.ts';
 import type { PgCpu, PgGroup } from './pg-cpu.ts';
 import { SERVICE_PG_GROUPS } from './pg-cpu.ts';
@@ -9,12 +10,16 @@ import { allProcesses, descendantsCpuSeconds, machineCpu, processTable } from '.
 import { PromSnapshot } from './prom.ts';
 import type { WorkerProcess } from './worker-process.ts';
 
-export type Source = 'worker' | 'temporal' | 'postgres' | 'simulator' | 'bench';
-export const SOURCES: readonly Source[] = ['worker', 'temporal', 'postgres', 'simulator', 'bench'];
-/** What the issue's per-poll and per-notification targets count: not the simulator, not the bench. */
-export const SERVICE_SOURCES: readonly Source[] = ['worker', 'temporal', 'postgres'];
+export type Source = 'worker' | 'chromium' | 'temporal' | 'postgres' | 'simulator' | 'bench';
+export const SOURCES: readonly Source[] = ['worker', 'chromium', 'temporal', 'postgres', 'simulator', 'bench'];
+/**
+ * What the issue's per-poll and per-notification targets count: the worker with its Chromium,
+ * Temporal and PostgreSQL; not the simulator, not the bench.
+ */
+export const SERVICE_SOURCES: readonly Source[] = ['worker', 'chromium', 'temporal', 'postgres'];
 export const SOURCE_NAMES: Record<Source, string> = {
-  worker: 'worker (child process; with its esbuild and chromium)',
+  worker: 'worker (child process, with its esbuild; without its Chromium)',
+  chromium: "Chromium (the worker's browser processes)",
   temporal: 'Temporal dev server',
   postgres: "PostgreSQL (this run's backends + background processes)",
   simulator: 'simulator (child process; not in the targets)',
@@ -31,7 +36,11 @@ export interface Reading {
   /** Every process's CPU (full readings only), and the pids that are ours. */
   processes: Map<number, { name: string; cpu: number }> | null;
   ours: Set<number>;
+  /** Polls served by the simulator (requests to the platform's poll route), and all its requests. */
   simHits: number;
+  simRequests: number;
+  /** pf_01's protection: sessions issued and arm requests refused so far (null: the simulator has none). */
+  simSessions: { issued: number; refused: number } | null;
   metrics: PromSnapshot | null;
   notifications: number;
 }
@@ -47,6 +56,10 @@ export interface Window {
   /** CPU seconds of the busiest processes that are not ours, by command line. */
   others: Map<string, number>;
   polls: number;
+  /** Requests the simulator served for the platform's events (pf_01: both arms, and the page when a poll renders it). */
+  requests: number;
+  /** pf_01 sessions the simulator issued, and arm requests it refused for want of one (null: not known). */
+  sessions: { issued: number; refused: number } | null;
   metrics: PromSnapshot | null;
   notifications: number;
 }
@@ -66,12 +79,17 @@ const PG_ZERO: Record<PgGroup, number> = { worker: 0, stream: 0, gateway: 0, aut
 export class Meter {
   constructor(private readonly deps: MeterDeps) {}
 
+  /** Polls served so far (one request to the platform's poll route each). */
   async simHits(): Promise<number> {
-    const res = await fetch(this.deps.simHitsUrl);
-    return ((await res.json()) as { total: number }).total;
+    return (await this.simCounts()).total;
   }
 
-  /** Pages served per event key of pf_03. */
+  async simCounts(): Promise<{ total: number; requests: number; sessions: { issued: number; refused: number } | null }> {
+    const res = await fetch(this.deps.simHitsUrl);
+    return (await res.json()) as { total: number; requests: number; sessions: { issued: number; refused: number } | null };
+  }
+
+  /** Requests served per event key of the platform (the unit of the control API's PUT answer). */
   async simHitsByKey(): Promise<Record<string, number>> {
     const res = await fetch(`${this.deps.simHitsUrl}?keys=1`);
     return ((await res.json()) as { byKey: Record<string, number> }).byKey;
@@ -102,8 +120,9 @@ export class Meter {
   /** `full`: also every process on the machine (a scan of /proc with command lines: boundaries only). */
   async read(full = true): Promise<Reading> {
     const { worker, pg } = this.deps;
-    const [simHits, metrics, notifications] = await Promise.all([this.simHits(), worker.metrics(), this.notifications(), pg?.sample()]);
+    const [sim, metrics, notifications] = await Promise.all([this.simCounts(), worker.metrics(), this.notifications(), pg?.sample()]);
     const table = processTable();
+    const chromium = worker.chromiumCpuSeconds(table);
     const pgTotals = pg?.totals() ?? { ...PG_ZERO };
     const ours = new Set<number>();
     const addTree = (root: number | null) => {
@@ -123,7 +142,9 @@ export class Meter {
       at: performance.now(),
       wall: Date.now(),
       cpu: {
-        worker: worker.cpuSeconds(table),
+        // The worker's whole tree, less its Chromium (counted on its own).
+        worker: worker.cpuSeconds(table) - chromium,
+        chromium,
         temporal: this.deps.temporalPid ? descendantsCpuSeconds(this.deps.temporalPid, table) : NaN,
         postgres: pg ? SERVICE_PG_GROUPS.reduce((s, g) => s + pgTotals[g], 0) : NaN,
         simulator: descendantsCpuSeconds(this.deps.simPid, table),
@@ -134,7 +155,9 @@ export class Meter {
       machine: machineCpu(),
       processes: full ? allProcesses() : null,
       ours,
-      simHits,
+      simHits: sim.total,
+      simRequests: sim.requests,
+      simSessions: sim.sessions ? { issued: sim.sessions.issued, refused: sim.sessions.refused } : null,
       metrics,
       notifications,
     };
@@ -162,6 +185,8 @@ export function between(label: string, a: Reading, b: Reading): Window {
     machine: { busy: b.machine.busy - a.machine.busy, steal: b.machine.steal - a.machine.steal, total: b.machine.total - a.machine.total },
     others,
     polls: b.simHits - a.simHits,
+    requests: b.simRequests - a.simRequests,
+    sessions: a.simSessions && b.simSessions ? { issued: b.simSessions.issued - a.simSessions.issued, refused: b.simSessions.refused - a.simSessions.refused } : null,
     metrics: b.metrics && a.metrics ? b.metrics.minus(a.metrics) : b.metrics,
     notifications: b.notifications - a.notifications,
   };
@@ -188,6 +213,10 @@ export function combine(label: string, ws: readonly Window[]): Window | null {
     machine: sum((w) => w.machine),
     others,
     polls: ws.reduce((s, w) => s + w.polls, 0),
+    requests: ws.reduce((s, w) => s + w.requests, 0),
+    sessions: ws.every((w) => w.sessions)
+      ? { issued: ws.reduce((s, w) => s + w.sessions!.issued, 0), refused: ws.reduce((s, w) => s + w.sessions!.refused, 0) }
+      : null,
     metrics,
     notifications: ws.reduce((s, w) => s + w.notifications, 0),
   };

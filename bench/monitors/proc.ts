@@ -1,7 +1,7 @@
 // CPU and memory of the processes the monitors bench runs, read from /proc (Linux): the worker
-// child (with its helpers: esbuild, chromium), the Temporal dev server, the simulator child,
-// PostgreSQL, this process (gateway, stream node, clients, the bench) and the machine as a
-// whole, so a window's figures say where the CPU went.
+// child (with its helpers: esbuild, and its Chromium, which is also measured on its own), the
+// Temporal dev server, the simulator child, PostgreSQL, this process (gateway, stream node,
+// clients, the bench) and the machine as a whole, so a window's figures say where the CPU went.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 
@@ -12,11 +12,16 @@ try {
   // getconf missing: Linux's usual 100
 }
 
-/** Fields of /proc/<pid>/stat after the command name (which may contain spaces). */
+/** Fields of /proc/<pid>/stat after the command name (which may contain spaces), and that name. */
 function statFields(pid: number | 'self'): string[] | null {
+  return statLine(pid)?.fields ?? null;
+}
+
+function statLine(pid: number | 'self'): { name: string; fields: string[] } | null {
   try {
     const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return text.slice(text.lastIndexOf(')') + 2).split(' ');
+    const close = text.lastIndexOf(')');
+    return { name: text.slice(text.indexOf('(') + 1, close), fields: text.slice(close + 2).split(' ') };
   } catch {
     return null;
   }
@@ -42,14 +47,80 @@ export function rssMiB(pid: number | 'self'): number {
   }
 }
 
-/** Every process's parent and CPU seconds (its own, and its reaped children's), from one scan of /proc. */
-export function processTable(): Map<number, { ppid: number; cpu: number; reaped: number }> {
-  const out = new Map<number, { ppid: number; cpu: number; reaped: number }>();
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const f = statFields(Number(name));
-    if (!f) continue;
-    out.set(Number(name), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / ticksPerSecond, reaped: (Number(f[13]) + Number(f[14])) / ticksPerSecond });
+export interface ProcessRow {
+  ppid: number;
+  /** CPU seconds of its own, and of its reaped children. */
+  cpu: number;
+  reaped: number;
+  /** The kernel's short name (comm, at most 15 characters), e.g. `node`, `chromium`. */
+  name: string;
+}
+
+/**
+ * Proportional resident memory in MiB (shared pages divided among the processes sharing them, so
+ * a sum over a browser's processes is not inflated); the RSS where the kernel does not say.
+ */
+export function pssMiB(pid: number): number {
+  try {
+    const rollup = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    const pss = /^Pss:\s+(\d+)/m.exec(rollup)?.[1];
+    if (pss !== undefined) return Number(pss) / 1024;
+  } catch {
+    // no smaps_rollup (old kernel, or gone): the RSS below
+  }
+  return rssMiB(pid);
+}
+
+/** Every process's parent, name and CPU seconds, from one scan of /proc. */
+export function processTable(): Map<number, ProcessRow> {
+  const out = new Map<number, ProcessRow>();
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const line = statLine(Number(entry));
+    if (!line) continue;
+    const f = line.fields;
+    out.set(Number(entry), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / ticksPerSecond, reaped: (Number(f[13]) + Number(f[14])) / ticksPerSecond, name: line.name });
+  }
+  return out;
+}
+
+/** Every pid of a process tree, the root first (empty if the root is gone). */
+export function treePids(root: number, table: Map<number, ProcessRow> = processTable()): number[] {
+  if (!table.has(root)) return [];
+  const children = new Map<number, number[]>();
+  for (const [pid, p] of table) {
+    const list = children.get(p.ppid);
+    if (list) list.push(pid);
+    else children.set(p.ppid, [pid]);
+  }
+  const out: number[] = [];
+  const stack = [root];
+  while (stack.length) {
+    const pid = stack.pop()!;
+    out.push(pid);
+    stack.push(...(children.get(pid) ?? []));
+  }
+  return out;
+}
+
+/** Debian's chromium, and the names its helpers run under (chrome_crashpad_handler, a headless shell). */
+export function isChromium(name: string): boolean {
+  return /^(chromium|chrome|headless_shell)/i.test(name);
+}
+
+/**
+ * The Chromium processes under `root` (the worker): each browser whose parent is not itself a
+ * Chromium process, with the CPU seconds of its whole tree (renderers, zygotes and GPU process,
+ * their reaped children too), by the browser's pid. Every process of such a tree is Chromium's:
+ * the browser starts nothing else.
+ */
+export function chromiumTrees(root: number, table: Map<number, ProcessRow> = processTable()): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of treePids(root, table)) {
+    const p = table.get(pid)!;
+    if (pid === root || !isChromium(p.name)) continue;
+    if (isChromium(table.get(p.ppid)?.name ?? '')) continue;
+    out.set(pid, descendantsCpuSeconds(pid, table));
   }
   return out;
 }
@@ -61,21 +132,10 @@ export function processTable(): Map<number, { ppid: number; cpu: number; reaped:
  * for the worker (node, its esbuild service and its chromium) and the Temporal server.
  */
 export function descendantsCpuSeconds(root: number, table = processTable()): number {
-  if (!table.has(root)) return 0;
-  const children = new Map<number, number[]>();
-  for (const [pid, p] of table) {
-    const list = children.get(p.ppid);
-    if (list) list.push(pid);
-    else children.set(p.ppid, [pid]);
-  }
   let total = 0;
-  const stack = [root];
-  while (stack.length) {
-    const pid = stack.pop()!;
-    const p = table.get(pid);
-    if (!p) continue;
+  for (const pid of treePids(root, table)) {
+    const p = table.get(pid)!;
     total += p.cpu + p.reaped;
-    stack.push(...(children.get(pid) ?? []));
   }
   return total;
 }

@@ -1,13 +1,15 @@
-// The markdown report on stdout: the command and date, a table of the issue's targets with
-// each figure and PASS/FAIL, and where a target is missed the resources of its window (which
-// process used how much of a core, the machine, other work on it, the worker's database
-// sessions and event loop), then the figures behind them, phase by phase.
+// The markdown report on stdout: the platform, the command and date, a table of the issue's
+// targets with each figure and PASS/FAIL, and where a target is missed the resources of its
+// window (which process used how much of a core, the worker's Chromium among them, the machine,
+// other work on it, the worker's database sessions and event loop, and on pf_01 what the browser
+// cost and could carry), then the figures behind them, phase by phase.
 import { percentile } from '../support/percentiles.ts';
 import type { BaselineResult, CreateResult, PacedPosts } from './load.ts';
 import type { BenchConfig } from './config.ts';
 import type { IntegrityResult } from './integrity.ts';
 import { machineShare, percent, serviceCpu, SERVICE_SOURCES, SOURCE_NAMES, SOURCES, type Window } from './meter.ts';
 import type { PgCpu, PgGroup } from './pg-cpu.ts';
+import type { BenchPlatform, PlatformShape } from './platform.ts';
 import type { SoakResult } from './soak.ts';
 import type { StreamFigures } from './stream-clients.ts';
 import { fmt1, fmtMs } from './support.ts';
@@ -15,12 +17,26 @@ import { fmt1, fmtMs } from './support.ts';
 /** The worker's database pool (temporal/runtime.ts startLocalWorkers). */
 const WORKER_POOL_MAX = 10;
 
+/**
+ * CPU per poll, worker + Chromium + Temporal + PostgreSQL, at most (ms): pf_03's target of
+ * issue 13, and issue 23's for pf_01, the browser included.
+ */
+const CPU_PER_POLL_TARGET_MS: Record<BenchPlatform, number> = { pf_03: 4, pf_01: 4 };
+
 export interface Results {
   bench: BenchConfig;
   command: string;
   machine: string;
   date: Date;
   rpsSetting: string;
+  shape: PlatformShape;
+  /** The Chromium the worker was given, and its version (null: not asked, on an HTTP platform). */
+  chromium: { path: string; version: string | null };
+  /** BROWSER_PAGES as the worker reads it; BROWSER_SESSIONS as given (null: not set). */
+  browserPages: number;
+  browserSessions: string | null;
+  /** The simulator's pf01SessionTtlMs (BENCH_SESSION_TTL_MS). */
+  sessionTtlMs: number;
   shards: number;
   jitterRatio: number;
   created: number;
@@ -70,8 +86,20 @@ function perUnit(w: Window, units: number, minus?: { polls: number; perPoll: Rec
   return { by, total: SERVICE_SOURCES.reduce((t, s) => t + by[s]!, 0) };
 }
 
-/** What ran out in a window: the machine, each process's share of a core, and the worker's pool and event loop. */
-export function resources(w: Window, pg: PgCpu | null): string[] {
+/** What a resources() reading needs to know about the run besides the window. */
+export interface RunContext {
+  shape: PlatformShape;
+  browserPages: number;
+  /** Polls per second the targets ask for (targets / interval). */
+  expectedRate: number;
+}
+
+/**
+ * What ran out in a window: the machine, each process's share of a core (the worker's Chromium
+ * apart), the worker's pool and event loop, and on a browser platform what Chromium cost and how
+ * many polls its pages could carry.
+ */
+export function resources(w: Window, pg: PgCpu | null, run: RunContext): string[] {
   const m = machineShare(w);
   const out: string[] = [];
   const capacity = m.cores * 100;
@@ -82,6 +110,7 @@ export function resources(w: Window, pg: PgCpu | null): string[] {
   const procs = SOURCES.map((s) => `${s} ${pct(percent(w, s))}`).join(', ');
   out.push(`% of one core: ${procs}`);
   if (percent(w, 'worker') >= 90) out.push(`the worker used ${pct(percent(w, 'worker'))} of a core: its JavaScript runs on one thread, so it is **saturated**`);
+  if (run.shape.browser) out.push(...browserLines(w, run, m.busyPercent + m.stealPercent >= 0.9 * capacity));
   const ours = SOURCES.reduce((t, s) => t + (Number.isFinite(w.cpu[s]) ? w.cpu[s] : 0), 0);
   const otherSeconds = (m.busyPercent / 100) * w.seconds - ours;
   const top = [...w.others.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3);
@@ -107,10 +136,72 @@ export function resources(w: Window, pg: PgCpu | null): string[] {
   return out;
 }
 
+/** Simulator requests per poll in a window (NaN without polls). */
+function requestsPerPoll(w: Window): number {
+  return w.polls > 0 ? w.requests / w.polls : NaN;
+}
+
+/** How a browser platform's polls reached the simulator, from the requests per poll. */
+function pollPath(w: Window): string {
+  const r = requestsPerPoll(w);
+  if (!Number.isFinite(r)) return 'no polls counted';
+  return `${fmt1(r)} simulator requests per poll` + (r >= 2.9 ? ' (page and both data arms: each poll renders the page in Chromium)' : r <= 2.2 ? ' (the data arms without the page: polls over HTTP, the browser only for sessions)' : ' (some polls render the page, some do not)');
+}
+
+/**
+ * Chromium's part in a window: its share of a core and of the service's CPU, per poll, whether
+ * it was the biggest consumer while the machine was saturated, and the polls its pages could
+ * carry at the measured poll duration (when every poll renders a page).
+ */
+function browserLines(w: Window, run: RunContext, saturated: boolean): string[] {
+  const out: string[] = [];
+  const chromium = percent(w, 'chromium');
+  const service = serviceCpu(w);
+  const share = service > 0 ? (100 * w.cpu.chromium) / service : NaN;
+  const biggest = SERVICE_SOURCES.every((s) => s === 'chromium' || !(w.cpu[s] > w.cpu.chromium));
+  out.push(
+    `Chromium (the worker's browser) used ${pct(chromium)} of a core, ${pct(share)} of the service's CPU` +
+      (w.polls > 0 ? `, ${fmt1((1000 * w.cpu.chromium) / w.polls)} ms per poll` : '') +
+      (saturated && biggest ? ' (**the biggest consumer on a saturated machine: the browser is what ran out of CPU**)' : biggest ? ' (the biggest consumer of the service)' : ''),
+  );
+  out.push(
+    `polls reached the simulator as ${pollPath(w)}` +
+      (w.sessions
+        ? `; ${w.sessions.issued} pf_01 sessions made in the browser in the window` +
+          (w.sessions.issued > 0 ? ` (${Math.round((1000 * w.cpu.chromium) / w.sessions.issued)} ms of Chromium CPU per session, its idle cost included)` : '') +
+          `, ${w.sessions.refused} arm requests refused for want of one`
+        : ''),
+  );
+  const duration = pollDuration(w, run);
+  if (duration) out.push(duration);
+  return out;
+}
+
+/**
+ * The poll duration (the worker's histogram) and, when every poll renders a page, what the
+ * browser's pages can carry at it: a page is held for the whole poll.
+ */
+function pollDuration(w: Window, run: RunContext): string | null {
+  const p50 = w.metrics?.quantile('monitor_poll_duration_seconds', 0.5, { platform: run.shape.platform });
+  const p99 = w.metrics?.quantile('monitor_poll_duration_seconds', 0.99, { platform: run.shape.platform });
+  if (!p50 || p50.count === 0) return null;
+  const bucket = (q: { above: number; atMost: number }) => (q.atMost === Infinity ? `> ${q.above} s` : `${q.above}–${q.atMost} s`);
+  let line = `poll duration p50 ${bucket(p50)}, p99 ${p99 ? bucket(p99) : 'n/a'} (histogram buckets)`;
+  if (requestsPerPoll(w) >= 2.9 && p50.above > 0) {
+    const carry = run.browserPages / p50.above;
+    line += `; with BROWSER_PAGES=${run.browserPages} pages each held at least ${p50.above} s per poll, the browser carries at most ~${fmt1(carry)} polls/s`;
+    if (carry < run.expectedRate) line += ` (**below the ${fmt1(run.expectedRate)}/s the targets need: the browser's pages are the limit**)`;
+  }
+  return line;
+}
+
 export function renderReport(r: Results): string {
-  const { bench } = r;
+  const { bench, shape } = r;
+  const platform = shape.platform;
   const interval = bench.intervalMs / 1000;
   const expectedRate = r.targetsWithItems / interval;
+  const run: RunContext = { shape, browserPages: r.browserPages, expectedRate };
+  const cpuTarget = CPU_PER_POLL_TARGET_MS[platform];
   const out: string[] = [];
 
   // --- figures --------------------------------------------------------------------------------
@@ -119,17 +210,18 @@ export function renderReport(r: Results): string {
   const paced = quantiles(r.posts.post.filter(Number.isFinite));
   const pacedDelete = quantiles(r.posts.del.filter(Number.isFinite));
   const perPoll = perUnit(r.quiet, Math.max(1, r.quiet.polls));
-  const quietMetricPolls = r.quiet.metrics?.sum('monitor_polls_total', { platform: 'pf_03' }) ?? NaN;
+  const quietMetricPolls = r.quiet.metrics?.sum('monitor_polls_total', { platform }) ?? NaN;
   const steady = r.steady;
   const perNotification = steady && steady.notifications > 0 ? perUnit(steady, steady.notifications, { polls: steady.polls, perPoll: perPoll.by }) : null;
   const pollRate = steady ? steady.polls / steady.seconds : NaN;
-  const lateness = steady?.metrics?.quantile('monitor_poll_lateness_seconds', 0.99, { platform: 'pf_03' }) ?? null;
-  const withinInterval = steady?.metrics?.shareAtMost('monitor_poll_lateness_seconds', interval, { platform: 'pf_03' }) ?? null;
+  const lateness = steady?.metrics?.quantile('monitor_poll_lateness_seconds', 0.99, { platform }) ?? null;
+  const withinInterval = steady?.metrics?.shareAtMost('monitor_poll_lateness_seconds', interval, { platform }) ?? null;
   const streamSteady = quantiles(r.stream.steady);
   const streamKill = quantiles(r.stream.aroundKill);
   const k = r.soak.kill;
   const resumeS = k?.firstPollAt ? (k.firstPollAt - k.spawnedAt) / 1000 : null;
-  const outcomes = steady?.metrics?.by('monitor_polls_total', 'outcome', { platform: 'pf_03' }) ?? {};
+  const outcomes = steady?.metrics?.by('monitor_polls_total', 'outcome', { platform }) ?? {};
+  const chromiumShare = (u: { by: Record<string, number>; total: number }) => (u.total > 0 ? `; Chromium ${pct((100 * u.by.chromium!) / u.total)} of it` : '');
   const baselineWindow = r.baselineWindow;
 
   const rows: TargetRow[] = [
@@ -148,9 +240,9 @@ export function renderReport(r: Results): string {
       window: baselineWindow,
     },
     {
-      name: 'CPU per poll at most 4 ms (worker + Temporal + PostgreSQL)',
-      measured: `${fmt1(perPoll.total)} ms (${SERVICE_SOURCES.map((s) => `${s} ${fmt1(perPoll.by[s]!)}`).join(', ')})`,
-      pass: r.quiet.polls > 0 && Number.isFinite(perPoll.total) ? perPoll.total <= 4 : null,
+      name: `CPU per poll at most ${cpuTarget} ms (worker + Temporal + PostgreSQL + Chromium)`,
+      measured: r.quiet.polls > 0 ? `${fmt1(perPoll.total)} ms (${SERVICE_SOURCES.map((s) => `${s} ${fmt1(perPoll.by[s]!)}`).join(', ')}${chromiumShare(perPoll)})` : 'no polls counted in the quiet window',
+      pass: r.quiet.polls > 0 && Number.isFinite(perPoll.total) ? perPoll.total <= cpuTarget : null,
       window: r.quiet,
     },
     {
@@ -209,19 +301,26 @@ export function renderReport(r: Results): string {
     },
   ];
 
-  out.push(`## bench:monitors, ${r.date.toISOString().slice(0, 10)}`, '');
+  out.push(`## bench:monitors, ${platform}, ${r.date.toISOString().slice(0, 10)}`, '');
+  out.push(
+    `- platform: **${platform}** (BENCH_PLATFORM), region ${shape.region}: ` +
+      (shape.browser
+        ? `client-rendered, read by the worker with Chromium (${r.chromium.version ?? 'version unknown'}, CHROMIUM_PATH=${r.chromium.path}; BROWSER_PAGES=${r.browserPages}, BROWSER_SESSIONS=${r.browserSessions ?? 'not set'}); ` +
+          `the simulator's pf_01 sessions last ${fmtMs(r.sessionTtlMs)} (BENCH_SESSION_TTL_MS); polls counted at ${shape.pollRouteName}`
+        : `plain HTML over HTTP; polls counted at ${shape.pollRouteName}`),
+  );
   out.push(`- command: \`${r.command}\``);
   out.push(`- date: ${r.date.toISOString()}; runtime ${Math.round(r.runtimeSeconds)} s`);
   out.push(`- machine: ${r.machine}`);
   out.push(
-    `- load: ${r.created.toLocaleString('en')} items on ${r.targetsWithItems.toLocaleString('en')} pf_03 targets (simulator in its own process), ${bench.accounts} accounts; ` +
+    `- load: ${r.created.toLocaleString('en')} items on ${r.targetsWithItems.toLocaleString('en')} ${platform} targets (simulator in its own process), ${bench.accounts} accounts; ` +
       `MONITOR_INTERVAL_MS ${bench.intervalMs} (jitter ±${Math.round(r.jitterRatio * 100)}%), ${r.shards} shards per platform, SCRAPE_RPS_PER_PLATFORM=${r.rpsSetting}; ` +
       `${r.soak.driver.perInterval} targets changed every interval (${pct(100 * bench.changeFraction)}), soak ${bench.soakMs / 1000} s, quiet window ${bench.quietMs / 1000} s` +
       (bench.kill ? `, worker SIGKILL at ${Math.round(bench.killAt * 100)}% of the soak for ${bench.killDownMs} ms` : ''),
   );
   out.push(
     '- parts: scratch database, fresh Temporal dev server, the worker as a child process (`temporal/worker-main.ts`), gateway and stream node in the bench process; ' +
-      "CPU targets count the worker + the Temporal server's process tree + this run's PostgreSQL backends and background processes, not the simulator",
+      "CPU targets count the worker + its Chromium (every browser process under it, also shown on its own) + the Temporal server's process tree + this run's PostgreSQL backends and background processes, not the simulator",
   );
   out.push('');
   out.push('### Targets', '', '| target | measured | verdict |', '|---|---|---|');
@@ -234,7 +333,7 @@ export function renderReport(r: Results): string {
     for (const f of failed) {
       if (!f.window) continue;
       out.push(`- **${f.name}** (${f.window.label}, ${f.window.seconds.toFixed(0)} s):`);
-      for (const line of resources(f.window, r.pg)) out.push(`  - ${line}`);
+      for (const line of resources(f.window, r.pg, run)) out.push(`  - ${line}`);
     }
   }
 
@@ -251,13 +350,16 @@ export function renderReport(r: Results): string {
   out.push(`| then waited for the Temporal server's CPU to settle before the quiet window | ${r.settleSeconds.toFixed(0)} s |`);
 
   out.push('', '### Polls and notifications', '');
-  out.push('| window | seconds | polls/s at the simulator (of expected) | polls in worker metrics | notifications/s | lateness p99 (bucket) |', '|---|---:|---:|---:|---:|---:|');
+  out.push(
+    '| window | seconds | polls/s at the simulator (of expected) | polls in worker metrics | simulator requests per poll | notifications/s | lateness p99 (bucket) |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+  );
   const windows = [r.quiet, r.soak.before, r.soak.kill?.window ?? null, r.soak.after, steady].filter((w): w is Window => w !== null);
   for (const w of windows) {
-    const q = w.metrics?.quantile('monitor_poll_lateness_seconds', 0.99, { platform: 'pf_03' });
-    const mp = w.metrics?.sum('monitor_polls_total', { platform: 'pf_03' });
+    const q = w.metrics?.quantile('monitor_poll_lateness_seconds', 0.99, { platform });
+    const mp = w.metrics?.sum('monitor_polls_total', { platform });
     out.push(
-      `| ${w === steady ? `**${w.label}**` : w.label} | ${w.seconds.toFixed(0)} | ${fmt1(w.polls / w.seconds)} (${pct((100 * w.polls) / w.seconds / expectedRate)}) | ${mp ?? 'n/a'} | ${fmt1(w.notifications / w.seconds)} | ${q ? (q.atMost === Infinity ? `> ${q.above} s` : `≤ ${q.atMost} s`) : 'n/a'} |`,
+      `| ${w === steady ? `**${w.label}**` : w.label} | ${w.seconds.toFixed(0)} | ${fmt1(w.polls / w.seconds)} (${pct((100 * w.polls) / w.seconds / expectedRate)}) | ${mp ?? 'n/a'} | ${fmt1(requestsPerPoll(w))} | ${fmt1(w.notifications / w.seconds)} | ${q ? (q.atMost === Infinity ? `> ${q.above} s` : `≤ ${q.atMost} s`) : 'n/a'} |`,
     );
   }
   out.push('');
@@ -265,9 +367,12 @@ export function renderReport(r: Results): string {
     `- quiet window: ${r.quiet.polls} polls at the simulator, ${Number.isFinite(quietMetricPolls) ? quietMetricPolls : 'n/a'} in monitor_polls_total, ${r.quiet.notifications} notifications (expected 0)`,
   );
   for (const w of windows) {
-    const mp = w.metrics?.sum('monitor_polls_total', { platform: 'pf_03' });
+    const mp = w.metrics?.sum('monitor_polls_total', { platform });
     if (mp !== undefined && w.polls > 0 && Math.abs(mp - w.polls) > Math.max(2, 0.02 * w.polls)) {
-      out.push(`- **${w.label}: the simulator served ${w.polls} pages but monitor_polls_total grew by ${mp}** (more than 2% apart)`);
+      out.push(`- **${w.label}: the simulator served ${w.polls} polls (${shape.pollRouteName}) but monitor_polls_total grew by ${mp}** (more than 2% apart)`);
+    }
+    if (w.polls === 0 && w.requests > 0) {
+      out.push(`- **${w.label}: the simulator served ${w.requests} requests for ${platform}'s events but none to ${shape.pollRouteName}**: the platform's requests changed shape, and the bench's poll count (bench/monitors/platform.ts pollRoute) must follow`);
     }
   }
   out.push(`- poll outcomes in the steady soak: ${Object.entries(outcomes).map(([o, n]) => `${o} ${n}`).join(', ') || 'n/a'}`);
@@ -290,6 +395,29 @@ export function renderReport(r: Results): string {
       `- CPU per notification = (steady soak CPU − ${steady!.polls} polls × ${fmt1(perPoll.total)} ms) / ${steady!.notifications} notifications` +
         (perNotification.total < 0 ? ': negative, i.e. within the noise of the per-poll figure (the soak used less CPU per poll than the quiet window)' : ''),
     );
+  }
+
+  out.push('', '### Chromium', '');
+  const browserWindows = [r.idle, r.quiet, steady].filter((w): w is Window => w !== null);
+  out.push(
+    `- CPU of the worker's Chromium: ${browserWindows
+      .map((w) => `${w.label} ${pct(percent(w, 'chromium'))} of a core${w.polls > 0 ? ` (${fmt1((1000 * w.cpu.chromium) / w.polls)} ms per poll, ${pct((100 * w.cpu.chromium) / Math.max(1e-9, serviceCpu(w)))} of the service's CPU)` : ''}`)
+      .join('; ')}; memory at the end ${r.rss.chromium !== undefined ? `${Math.round(r.rss.chromium)} MiB (its processes' proportional set sizes, summed)` : 'n/a'}`,
+  );
+  if (shape.browser) {
+    out.push(`- quiet window: ${pollPath(r.quiet)}${steady ? `; steady soak: ${pollPath(steady)}` : ''}`);
+    const phases = [r.idle, r.creationWindow, r.baselineWindow, r.quiet, r.soak.before, r.soak.kill?.window ?? null, r.soak.after].filter((w): w is Window => w !== null);
+    if (phases.every((w) => w.sessions)) {
+      out.push(
+        `- pf_01 sessions the simulator issued (arm requests it refused for want of one), by phase: ${phases.map((w) => `${w.label} ${w.sessions!.issued} (${w.sessions!.refused})`).join('; ')}`,
+      );
+    } else {
+      out.push("- pf_01 sessions: the simulator reports none (its pf_01 has no session protection in this checkout)");
+    }
+    const duration = pollDuration(r.quiet, run);
+    if (duration) out.push(`- quiet window: ${duration}`);
+  } else {
+    out.push(`- ${platform} is read over HTTP: this is the warm browser the worker keeps for the browser platforms, idle here`);
   }
 
   out.push('', '### Stream', '');
@@ -319,7 +447,7 @@ export function renderReport(r: Results): string {
 
   out.push('', '### CPU by phase (% of one core)', '');
   const phases = [r.idle, r.creationWindow, r.baselineWindow, r.quiet, r.soak.before, r.soak.kill?.window ?? null, r.soak.after].filter((w): w is Window => w !== null);
-  out.push(`| process | ${phases.map((w) => `${w.label} (${w.seconds.toFixed(0)} s)`).join(' | ')} | RSS MiB at the end |`, `|---|${phases.map(() => '---:').join('|')}|---:|`);
+  out.push(`| process | ${phases.map((w) => `${w.label} (${w.seconds.toFixed(0)} s)`).join(' | ')} | RSS MiB at the end (Chromium: PSS, summed) |`, `|---|${phases.map(() => '---:').join('|')}|---:|`);
   for (const s of SOURCES) out.push(`| ${SOURCE_NAMES[s]} | ${phases.map((w) => fmt1(percent(w, s))).join(' | ')} | ${r.rss[s] !== undefined ? Math.round(r.rss[s]) : ''} |`);
   if (r.pg) {
     for (const grp of ['worker', 'stream', 'gateway', 'autovacuum', 'background'] as PgGroup[]) {
@@ -327,7 +455,7 @@ export function renderReport(r: Results): string {
     }
     out.push(`| PostgreSQL: the bench's own queries (not counted) | ${phases.map((w) => fmt1((100 * w.pg.bench) / w.seconds)).join(' | ')} | |`);
   }
-  out.push(`| worker + Temporal + PostgreSQL | ${phases.map((w) => `**${fmt1((100 * serviceCpu(w)) / w.seconds)}**`).join(' | ')} | |`);
+  out.push(`| worker + Chromium + Temporal + PostgreSQL | ${phases.map((w) => `**${fmt1((100 * serviceCpu(w)) / w.seconds)}**`).join(' | ')} | |`);
   out.push(`| whole machine (of ${machineShare(r.quiet).cores * 100} %) | ${phases.map((w) => fmt1(machineShare(w).busyPercent)).join(' | ')} | |`);
   out.push(`| steal (hypervisor) | ${phases.map((w) => fmt1(machineShare(w).stealPercent)).join(' | ')} | |`);
   out.push(

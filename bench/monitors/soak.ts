@@ -1,7 +1,7 @@
 // Phases 4 and 5: the soak. Changes run for BENCH_SOAK_MS; measurement starts one interval in
 // (the first changes flowing). With BENCH_KILL, at BENCH_KILL_AT of the soak the worker is
-// SIGKILLed (its whole process group, as a crashed machine), started again after
-// BENCH_KILL_DOWN_MS, and the simulator's page counter, read every 200 ms, says when polling
+// SIGKILLed (its whole process group and its Chromium, as a crashed machine), started again
+// after BENCH_KILL_DOWN_MS, and the simulator's poll counter, read every 200 ms, says when polling
 // resumed and when the poll rate was back to 90% of targets/interval. The steady figures are
 // taken before the kill and after the recovery (plus a settling interval), each a window.
 import type { BenchConfig } from './config.ts';
@@ -42,6 +42,7 @@ export interface SoakResult {
 
 export async function soak(bench: BenchConfig, stack: Stack, targets: readonly Target[], life: Lifecycle): Promise<SoakResult> {
   const { meter, worker } = stack;
+  const platform = stack.shape.platform;
   const driver = new ChangeDriver(bench, stack, targets);
   const logHeadAtStart = Number((await stack.pool.query<{ m: string | null }>('SELECT max(id) AS m FROM notifications')).rows[0]!.m ?? 0);
   const expectedRate = (targets.length * 1000) / bench.intervalMs;
@@ -67,11 +68,11 @@ export async function soak(bench: BenchConfig, stack: Stack, targets: readonly T
       const now = await meter.read(false);
       if (last && worker.running) {
         const w = between('progress', last, now);
-        const lateness = w.metrics?.quantile('monitor_poll_lateness_seconds', 0.99, { platform: 'pf_03' });
+        const lateness = w.metrics?.quantile('monitor_poll_lateness_seconds', 0.99, { platform });
         progress(
           `  ${((Date.now() - startedAt) / 1000).toFixed(0)} s: ${(w.polls / w.seconds).toFixed(1)} polls/s (of ${expectedRate.toFixed(1)}), ` +
             `${(w.notifications / w.seconds).toFixed(1)} notifications/s, ${driver.changes.length} changes, lateness p99 ≤ ${lateness ? `${lateness.atMost} s` : 'n/a'}; ` +
-            `CPU % of a core: worker ${percent(w, 'worker').toFixed(0)}, Temporal ${percent(w, 'temporal').toFixed(0)}, PostgreSQL ${percent(w, 'postgres').toFixed(0)}, simulator ${percent(w, 'simulator').toFixed(0)}, bench ${percent(w, 'bench').toFixed(0)}`,
+            `CPU % of a core: worker ${percent(w, 'worker').toFixed(0)}, Chromium ${percent(w, 'chromium').toFixed(0)}, Temporal ${percent(w, 'temporal').toFixed(0)}, PostgreSQL ${percent(w, 'postgres').toFixed(0)}, simulator ${percent(w, 'simulator').toFixed(0)}, bench ${percent(w, 'bench').toFixed(0)}`,
         );
       }
       last = now;

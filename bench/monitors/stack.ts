@@ -2,7 +2,10 @@
 // a scratch database (DATABASE_URL's server, else an embedded PostgreSQL), a fresh Temporal dev
 // server (it registers the custom search attributes), the platform simulator in its own
 // process, the worker as a child process (temporal/worker-main.ts, the production entry), and
-// in this process the gateway serving the Watchlist API and a stream node.
+// in this process the gateway serving the Watchlist API and a stream node. The worker gets the
+// bench platform's request budget (SCRAPE_RPS_PER_PLATFORM), CHROMIUM_PATH, and BROWSER_SESSIONS
+// when BENCH_BROWSER_SESSIONS is set; the simulator the pf_01 session lifetime.
+import { execFile } from 'node:child_process';
 import { startBenchGateway } from '../support/gateway.ts';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -10,6 +13,7 @@ import path from 'node:path';
 import proto from '@temporalio/proto';
 import { Registry } from 'prom-client';
 import { loadConfig, type Config } from '../../src/config.ts';
+import { chromiumFix, chromiumFound } from '../../src/scrapers/chromium.ts';
 import { STREAM_PATH } from '../../src/stream/protocol.ts';
 import { startStreamNode } from '../../src/stream/start.ts';
 import { createDb, type Db } from '../../db/connection.ts';
@@ -23,6 +27,7 @@ import type { BenchConfig } from './config.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { Meter } from './meter.ts';
 import { PgCpu } from './pg-cpu.ts';
+import { shapeFor, type PlatformShape } from './platform.ts';
 import { countingLogger, progress, startSimulatorProcess, type SimProcess } from './support.ts';
 import { WorkerProcess } from './worker-process.ts';
 
@@ -31,6 +36,12 @@ const { TaskQueueType } = proto.temporal.api.enums.v1;
 
 export interface Stack {
   config: Config;
+  /** The platform every target is on, and its events' shape. */
+  shape: PlatformShape;
+  /** The Chromium the worker was given (CHROMIUM_PATH), and what `--version` says (null: not asked). */
+  chromium: { path: string; version: string | null };
+  /** BROWSER_SESSIONS as given to the worker (null: not set). */
+  browserSessions: string | null;
   databaseUrl: string;
   /** The bench's own connections (application_name bench-monitors: not counted as the service's). */
   db: Db;
@@ -41,6 +52,8 @@ export interface Stack {
   worker: WorkerProcess;
   /** The SCRAPE_RPS_PER_PLATFORM given to the worker. */
   rpsSetting: string;
+  /** Pages the worker's browser keeps open at once (BROWSER_PAGES as the worker reads it). */
+  browserPages: number;
   shards: number;
   gatewayUrl: string;
   streamUrl: string;
@@ -53,6 +66,17 @@ export interface Stack {
 
 export async function startStack(bench: BenchConfig, life: Lifecycle): Promise<Stack> {
   const { log, counts, line } = countingLogger();
+  const shape = shapeFor(bench.platform);
+  // The worker's own default when CHROMIUM_PATH is not set (src/config.ts), named to the worker
+  // either way so the report says which browser was measured.
+  const chromiumPath = loadConfig(process.env).CHROMIUM_PATH;
+  let chromiumVersion: string | null = null;
+  if (shape.browser) {
+    if (!(await chromiumFound(chromiumPath))) throw new Error(`${chromiumFix(chromiumPath)} (BENCH_PLATFORM=${shape.platform} is read with it)`);
+    chromiumVersion = await new Promise<string | null>((resolve) =>
+      execFile(chromiumPath, ['--version'], { timeout: 30_000 }, (err, stdout) => resolve(err ? null : stdout.trim() || null)),
+    );
+  }
 
   progress('creating a scratch database...');
   const scratch = await createScratchDatabase('tm_bench_monitors');
@@ -66,7 +90,7 @@ export async function startStack(bench: BenchConfig, life: Lifecycle): Promise<S
   life.onCleanup('bench pool', () => pool.end());
 
   progress('starting the simulator (own process) and a Temporal dev server...');
-  const sim = await startSimulatorProcess();
+  const sim = await startSimulatorProcess({ platform: shape.platform, pf01SessionTtlMs: bench.sessionTtlMs });
   life.onCleanup('simulator', () => sim.stop());
   life.started({ process: { pid: sim.pid, match: 'simulator-main' } });
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-bench-monitors-'));
@@ -81,7 +105,8 @@ export async function startStack(bench: BenchConfig, life: Lifecycle): Promise<S
   life.check();
 
   const platformUrls = Object.fromEntries(Object.entries(sim.baseUrls).map(([platform, url]) => [`${platform.toUpperCase()}_BASE_URL`, url]));
-  const rpsSetting = `pf_03=${bench.rps}`;
+  const rpsSetting = `${shape.platform}=${bench.rps}`;
+  const browserSessions = bench.browserSessions === null ? null : String(bench.browserSessions);
   const metricsPort = await freePort();
   const workerEnv: NodeJS.ProcessEnv = {
     ...process.env,
@@ -94,12 +119,19 @@ export async function startStack(bench: BenchConfig, life: Lifecycle): Promise<S
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
     SCRAPE_RPS_PER_PLATFORM: rpsSetting,
+    CHROMIUM_PATH: chromiumPath,
   };
+  // Only when asked for: otherwise the worker keeps its own default (and no stale value leaks in).
+  if (browserSessions !== null) workerEnv.BROWSER_SESSIONS = browserSessions;
+  else delete workerEnv.BROWSER_SESSIONS;
   const worker = new WorkerProcess(workerEnv, `http://127.0.0.1:${metricsPort}/metrics`, (l) => line(l, 'worker'), (pid) =>
     life.started({ group: { pid, match: 'worker-main' } }),
   );
   life.onCleanup('worker', () => worker.stop());
-  progress(`starting the worker (child process: temporal/worker-main.ts, SCRAPE_RPS_PER_PLATFORM=${rpsSetting})...`);
+  progress(
+    `starting the worker (child process: temporal/worker-main.ts, SCRAPE_RPS_PER_PLATFORM=${rpsSetting}, CHROMIUM_PATH=${chromiumPath}` +
+      `${browserSessions !== null ? `, BROWSER_SESSIONS=${browserSessions}` : ''})...`,
+  );
   const first = await worker.start();
   progress(`  worker ready in ${((first.readyAt - first.spawnedAt) / 1000).toFixed(1)} s (pid ${worker.pid})`);
   life.check();
@@ -144,6 +176,10 @@ export async function startStack(bench: BenchConfig, life: Lifecycle): Promise<S
 
   return {
     config,
+    shape,
+    chromium: { path: chromiumPath, version: chromiumVersion },
+    browserSessions,
+    browserPages: loadConfig(workerEnv).BROWSER_PAGES,
     databaseUrl: scratch.url,
     db,
     pool,

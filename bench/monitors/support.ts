@@ -18,9 +18,13 @@ export interface SimProcess {
   stop(): Promise<void>;
 }
 
-/** Starts bench/monitors/simulator-main.ts and waits for the line with its address. */
-export async function startSimulatorProcess(): Promise<SimProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SIM_MAIN], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+/**
+ * Starts bench/monitors/simulator-main.ts and waits for the line with its address: `platform`
+ * decides which requests its /hits counts as polls, `pf01SessionTtlMs` goes to startSimulator.
+ */
+export async function startSimulatorProcess(options: { platform: string; pf01SessionTtlMs: number }): Promise<SimProcess> {
+  const args = [`--platform=${options.platform}`, `--pf01-session-ttl-ms=${options.pf01SessionTtlMs}`];
+  const child = spawn(process.execPath, ['--import', 'tsx', SIM_MAIN, ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;

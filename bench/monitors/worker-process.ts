@@ -1,15 +1,18 @@
 // The production worker (`temporal/worker-main.ts`, i.e. `npm run worker`) as a child process
 // of the bench, so its CPU is measured apart and it can be SIGKILLed mid-soak like a crashed
-// machine. It runs in its own process group: a kill takes its helpers (tsx's esbuild service,
-// the warm chromium) with it, as a crash would. Ready = its /metrics answers, which worker-main
+// machine. It runs in its own process group: a kill takes its helpers (tsx's esbuild service)
+// with it, as a crash would. Its Chromium (playwright starts the browser as a process group of
+// its own) is killed with it by pid, as the same crash would take it. Ready = its /metrics answers, which worker-main
 // serves only once the workers run (with LOG_LEVEL=warn it logs nothing on the way).
 //
 // CPU and metrics carry over incarnations: before a kill the bench reads the dying worker's CPU
 // and /metrics one last time and adds them to the next one's, so a window spanning a restart
-// still sees every poll counted once.
+// still sees every poll counted once. Chromium's CPU (every browser tree under the worker, see
+// proc.ts chromiumTrees) is a part of the worker's that is also kept on its own: a browser
+// that exits (retired by the pool, crashed, or killed) keeps its last reading.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { descendantsCpuSeconds, processTable, rssMiB } from './proc.ts';
+import { chromiumTrees, descendantsCpuSeconds, isChromium, processTable, pssMiB, rssMiB, treePids, type ProcessRow } from './proc.ts';
 import { PromSnapshot } from './prom.ts';
 import { sleep } from './support.ts';
 
@@ -27,6 +30,9 @@ export interface WorkerStart {
 export class WorkerProcess {
   private child: ChildProcess | null = null;
   private retiredCpu = 0;
+  /** Chromium: CPU of the browsers that are gone, and the last reading of each live one by pid. */
+  private retiredChromium = 0;
+  private readonly browsers = new Map<number, number>();
   private retiredMetrics = new PromSnapshot();
   private lastMetrics: PromSnapshot | null = null;
   private readonly tail: string[] = [];
@@ -106,8 +112,41 @@ export class WorkerProcess {
     return this.retiredCpu + (this.running && this.child?.pid ? descendantsCpuSeconds(this.child.pid, table) : 0);
   }
 
+  /**
+   * CPU seconds of the worker's Chromium over every incarnation: a part of cpuSeconds(). Keeps
+   * growing when a browser exits (its last reading is kept; the moment after it is the worker's).
+   */
+  chromiumCpuSeconds(table = processTable()): number {
+    const live = this.running && this.child?.pid ? chromiumTrees(this.child.pid, table) : new Map<number, number>();
+    for (const [pid, last] of this.browsers) {
+      if (live.has(pid)) continue;
+      this.retiredChromium += last;
+      this.browsers.delete(pid);
+    }
+    let total = this.retiredChromium;
+    for (const [pid, cpu] of live) {
+      // Never below its last reading (a helper that leaves the tree unreaped takes its time along).
+      const v = Math.max(cpu, this.browsers.get(pid) ?? 0);
+      this.browsers.set(pid, v);
+      total += v;
+    }
+    return total;
+  }
+
+  /** Resident memory of the worker's node process. */
   rssMiB(): number {
     return this.running && this.child?.pid ? rssMiB(this.child.pid) : 0;
+  }
+
+  /** Memory of the worker's Chromium processes: their proportional set sizes, summed. */
+  chromiumMemoryMiB(table = processTable()): number {
+    return this.chromiumPids(table).reduce((t, pid) => t + pssMiB(pid), 0);
+  }
+
+  /** Every Chromium process under the worker now. */
+  chromiumPids(table: Map<number, ProcessRow> = processTable()): number[] {
+    if (!this.running || !this.child?.pid) return [];
+    return treePids(this.child.pid, table).filter((pid) => pid !== this.child!.pid && isChromium(table.get(pid)!.name));
   }
 
   /**
@@ -127,12 +166,17 @@ export class WorkerProcess {
     const child = this.child;
     if (!child || !this.running) return;
     await this.metrics();
-    this.retiredCpu = this.cpuSeconds();
+    const table = processTable();
+    this.retiredCpu = this.cpuSeconds(table);
+    this.retiredChromium = this.chromiumCpuSeconds(table);
+    this.browsers.clear();
+    const browsers = this.chromiumPids(table);
     if (this.lastMetrics) this.retiredMetrics = this.retiredMetrics.plus(this.lastMetrics);
     this.lastMetrics = null;
     this.killing = true;
     const exited = new Promise((r) => child.once('exit', r));
     signalGroup(child.pid!, 'SIGKILL');
+    killChromium(browsers);
     await exited;
     child.stdin?.destroy();
   }
@@ -142,14 +186,30 @@ export class WorkerProcess {
     const child = this.child;
     if (!child || !this.running) return;
     this.killing = true;
+    const browsers = this.chromiumPids();
     const exited = new Promise((r) => child.once('exit', r));
     signalGroup(child.pid!, 'SIGTERM');
     const timer = setTimeout(() => signalGroup(child.pid!, 'SIGKILL'), 10_000);
     await exited;
     clearTimeout(timer);
-    // Its helpers (chromium) may outlive a graceful exit by a moment: the group goes too.
+    // Its helpers may outlive a graceful exit by a moment: the group goes too, and its Chromium.
     signalGroup(child.pid!, 'SIGKILL');
+    killChromium(browsers);
     child.stdin?.destroy();
+  }
+}
+
+/** SIGKILL to the worker's Chromium processes seen a moment ago, each only if it is still Chromium (a pid is not reused by then, but checked). */
+function killChromium(pids: readonly number[]): void {
+  const table = processTable();
+  for (const pid of pids) {
+    const p = table.get(pid);
+    if (!p || !isChromium(p.name)) continue;
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
   }
 }
 
