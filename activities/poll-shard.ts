@@ -78,6 +78,8 @@ export interface PollShardOptions {
 
 /** Polls of one shard in flight at once (the HTTP fetcher bounds the process as a whole). */
 const MAX_IN_FLIGHT = 64;
+/** The most abort listeners one poll holds at once: its wait for a session and two requests. */
+const LISTENERS_PER_POLL = 3;
 /** Members are re-read at least this often, NOTIFY or not. */
 const FULL_RELOAD_MS = 30_000;
 /** A burst of NOTIFYs (many items created at once) reloads at most this often. */
@@ -127,11 +129,12 @@ class ShardLoop {
     this.schedule = new ShardSchedule({ intervalMs: opts.intervalMs, jitterRatio: opts.jitterRatio });
     this.pacer = new RequestPacer(opts.rpsFor(input.platform) / opts.shardsPerPlatform);
     this.log = opts.log.child({ platform: input.platform, shard: input.shard });
-    // Every poll in flight listens to the activity's cancellation (its fetch, its wait): more than
-    // Node's default 50 listeners on a full shard, which is expected, not a leak.
-    setMaxListeners(MAX_IN_FLIGHT + 16, ctx.cancellationSignal);
+    // Every poll in flight listens to the activity's cancellation (its fetches, its waits; a pf_01
+    // poll fetches two arms and may wait for a session): more than Node's default listeners on a
+    // full shard, which is expected, not a leak.
+    setMaxListeners(LISTENERS_PER_POLL * MAX_IN_FLIGHT + 16, ctx.cancellationSignal);
     this.stopSignal = AbortSignal.any([ctx.cancellationSignal, this.handedBack.signal]);
-    setMaxListeners(MAX_IN_FLIGHT + 16, this.stopSignal);
+    setMaxListeners(LISTENERS_PER_POLL * MAX_IN_FLIGHT + 16, this.stopSignal);
   }
 
   handBack(): void {
