@@ -27,7 +27,7 @@ import { shardKey } from '../src/monitors/member-watch.ts';
 import type { PollMetrics, PollOutcome } from '../src/monitors/poll-metrics.ts';
 import { ShardSchedule, type ScheduledTarget } from '../src/monitors/poll-schedule.ts';
 import { recordPoll, type KnownSnapshot } from '../src/monitors/record-poll.ts';
-import { snapshotHash, toSnapshot, type TargetSnapshot } from '../src/monitors/snapshot.ts';
+import { carryUnknown, snapshotHash, toSnapshot, type TargetSnapshot } from '../src/monitors/snapshot.ts';
 import type { EventRef } from '../src/platform/event-ref.ts';
 import type { Scrapers } from '../src/scrapers/index.ts';
 import { RequestPacer } from '../src/scrapers/request-pacer.ts';
@@ -257,9 +257,12 @@ class ShardLoop {
     let outcome: PollOutcome = 'unchanged';
     try {
       const data = await this.opts.scrapers.scrape(t.ref, { signal });
-      const snapshot = toSnapshot(data);
-      const hash = snapshotHash(snapshot);
       const memory = this.memory.get(t.key);
+      const scraped = toSnapshot(data);
+      // A partial read keeps what was last read of the parts it missed (snapshot.ts, carryUnknown);
+      // a worker that has not polled the target yet reads the last recorded snapshot for that.
+      const snapshot = scraped.unknown ? carryUnknown(memory?.known.data ?? (await this.lastRecorded(t.key)), scraped) : scraped;
+      const hash = snapshotHash(snapshot);
       if (hash !== memory?.hash || this.needsBaseline.has(t.key)) {
         const recorded = await recordPoll(this.opts.db, { target: t.key, snapshot, hash, scrapedAt: new Date() }, memory?.known ?? null);
         this.memory.set(t.key, { hash, known: { id: recorded.snapshotId, data: snapshot } });
@@ -289,6 +292,11 @@ class ShardLoop {
       this.opts.metrics.polls.inc({ platform, outcome });
       this.opts.metrics.duration.observe({ platform }, (Date.now() - started) / 1000);
     }
+  }
+
+  private async lastRecorded(target: string): Promise<TargetSnapshot | null> {
+    const row = (await this.opts.db('target_snapshots').where({ target }).orderBy('id', 'desc').first('data')) as { data: TargetSnapshot } | undefined;
+    return row?.data ?? null;
   }
 
   private async recordStatus(t: ScheduledTarget, kind: 'blocked' | 'failing', message: string): Promise<void> {

@@ -16,13 +16,16 @@
 // 3. Changes, per section, between the previous and the new snapshot:
 //    - `stock_increase`: stock went up (a section appearing counts from 0);
 //    - `price_decrease` / `price_increase`: `min_price` went down / up, with stock on both sides.
-//    `change_type` picks one of them; null notifies all three.
+//    `change_type` picks one of them; null notifies all three. Ticket kinds either snapshot does
+//    not know (a failed pf_01 arm: `unknown`) are left out of both sides.
 // 4. A change notifies only when, after it, the section's stock is within
 //    [`stock_threshold_filter`, `stock_threshold_filter_max`] and its `avg_price` within
 //    [`min_avg_price_threshold`, `max_avg_price_threshold`] (bounds inclusive, null = open).
 //    Mute and pause are the monitor's business (monitor-rules in the workflow and activity).
 import type { WatchlistItem } from '../apis/watchlist/schema.ts';
-import type { SnapshotOffer, TargetSnapshot } from './snapshot.ts';
+import type { SnapshotOffer, TargetSnapshot, TicketType } from './snapshot.ts';
+
+const NONE: ReadonlySet<TicketType> = new Set();
 
 export type ChangeType = 'stock_increase' | 'price_decrease' | 'price_increase';
 
@@ -135,8 +138,11 @@ function cents(v: number): number {
   return Math.round(v * 100) / 100;
 }
 
-/** Rule 1 and 2: the item's per-section view of a snapshot (sections with no match are absent). */
-export function viewOf(snapshot: TargetSnapshot, cfg: MonitorConfig): Map<string, SectionView> {
+/**
+ * Rule 1 and 2: the item's per-section view of a snapshot (sections with no match are absent),
+ * leaving out the ticket kinds in `hidden` (unknown on one side of a comparison).
+ */
+export function viewOf(snapshot: TargetSnapshot, cfg: MonitorConfig, hidden: ReadonlySet<TicketType> = NONE): Map<string, SectionView> {
   const view = new Map<string, SectionView>();
   if (!dateMatches(cfg, snapshot.starts_at)) return view;
   const wanted = cfg.section?.toLowerCase() ?? null;
@@ -150,7 +156,7 @@ export function viewOf(snapshot: TargetSnapshot, cfg: MonitorConfig): Map<string
     let min = Infinity;
     let total = 0;
     for (const o of section.offers) {
-      if (!offerMatches(cfg, o, rows)) continue;
+      if (hidden.has(o.ticket_type) || !offerMatches(cfg, o, rows)) continue;
       stock += o.quantity;
       total += o.price * o.quantity;
       if (o.price < min) min = o.price;
@@ -167,8 +173,10 @@ function within(v: number | null, lo: number | null, hi: number | null): boolean
 
 /** Rules 3 and 4: the changes from `before` to `after` this item notifies on, by section name. */
 export function detectChanges(before: TargetSnapshot, after: TargetSnapshot, cfg: MonitorConfig): Change[] {
-  const a = viewOf(before, cfg);
-  const b = viewOf(after, cfg);
+  // Only what both sides know is compared: a kind one side did not read is neither gone nor new.
+  const hidden = new Set([...(before.unknown ?? []), ...(after.unknown ?? [])]);
+  const a = viewOf(before, cfg, hidden);
+  const b = viewOf(after, cfg, hidden);
   const names = [...new Set([...a.keys(), ...b.keys()])].sort();
   const out: Change[] = [];
   for (const name of names) {

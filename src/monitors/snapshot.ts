@@ -5,8 +5,9 @@
 // Offer sections: one snapshot offer per platform offer; an offer's tickets count as one block
 // (a listing of N tickets is sold together). Seat maps: seats grouped by (row, price, flags);
 // the group's `block` is its longest run of consecutive seat numbers, which is what
-// `seat_quantity` asks for. A seat map without seat detail (pf_01 degraded `v2`) falls back to
-// its per-ticket-type counts at the section's lowest price, rows unknown.
+// `seat_quantity` asks for. A seat map without seat detail but with per-ticket-type counts falls
+// back to them at the section's lowest price, rows unknown. What a failed pf_01 arm did not read
+// is recorded as unknown (`unknown`), never as stock 0 (issue 24).
 import { createHash } from 'node:crypto';
 import type { ScrapeResponse } from '../scrapers/response.ts';
 
@@ -35,6 +36,27 @@ export interface TargetSnapshot {
   /** The event's start as the platform states it (RFC 3339), for date_filter. */
   starts_at: string | null;
   sections: SnapshotSection[];
+  /**
+   * Ticket kinds this snapshot does not know (a pf_01 data arm failed): unknown, not zero. Their
+   * offers are absent, and no rule compares them; absent when every kind was read, so a full
+   * snapshot hashes as it always did.
+   */
+  unknown?: TicketType[];
+}
+
+/** Every ticket kind, in code-unit order. */
+export const TICKET_TYPES: readonly TicketType[] = ['general_admission', 'platinum', 'resale', 'standard'];
+
+/**
+ * What a failed pf_01 arm leaves unknown. Without v1 the resale lots and standing counts are not
+ * read. Without v2 no seat is read, and what v1 still counts (per kind, at the section's lowest
+ * price, without rows, blocks or flags) is not what the item filters look at: every kind is
+ * unknown rather than read wrong.
+ */
+function unknownKinds(degraded: string | null | undefined): TicketType[] {
+  if (degraded === 'v1') return ['general_admission', 'resale'];
+  if (degraded === 'v2') return [...TICKET_TYPES];
+  return [];
 }
 
 type Flags = Pick<SnapshotOffer, 'ticket_type' | 'restricted_view' | 'accessible' | 'presale'>;
@@ -78,7 +100,8 @@ function flagsOf(x: Flags): Flags {
   return { ticket_type: x.ticket_type, restricted_view: x.restricted_view, accessible: x.accessible, presale: x.presale };
 }
 
-export function toSnapshot(response: Pick<ScrapeResponse, 'sections' | 'event_info'>): TargetSnapshot {
+export function toSnapshot(response: Pick<ScrapeResponse, 'sections' | 'event_info'> & { degraded?: string | null }): TargetSnapshot {
+  const unknown = unknownKinds(response.degraded);
   const sections: SnapshotSection[] = [];
   for (const section of Object.values(response.sections)) {
     const offers: SnapshotOffer[] = [];
@@ -102,11 +125,34 @@ export function toSnapshot(response: Pick<ScrapeResponse, 'sections' | 'event_in
         }
       }
     }
-    offers.sort(offerOrder);
-    sections.push({ name: section.name, currency: section.currency, offers: offers.map(canonical) });
+    const known = unknown.length ? offers.filter((o) => !unknown.includes(o.ticket_type)) : offers;
+    known.sort(offerOrder);
+    sections.push({ name: section.name, currency: section.currency, offers: known.map(canonical) });
   }
   sections.sort((a, b) => byCodeUnits(a.name, b.name));
-  return { starts_at: response.event_info?.starts_at ?? null, sections };
+  return { starts_at: response.event_info?.starts_at ?? null, sections, ...(unknown.length ? { unknown } : {}) };
+}
+
+/**
+ * A partial snapshot completed from the previous one: each kind it does not know keeps the
+ * offers last read for it, so a partial read never moves the baseline of what it did not read,
+ * and the part's recovery with nothing changed on the platform compares equal. A kind stays
+ * unknown only when the previous snapshot did not know it either (or there is none).
+ */
+export function carryUnknown(previous: TargetSnapshot | null, next: TargetSnapshot): TargetSnapshot {
+  if (!next.unknown?.length || !previous) return next;
+  const missing = new Set(next.unknown);
+  const byName = new Map(next.sections.map((s) => [s.name, { name: s.name, currency: s.currency, offers: [...s.offers] }]));
+  for (const section of previous.sections) {
+    const carried = section.offers.filter((o) => missing.has(o.ticket_type));
+    if (carried.length === 0) continue;
+    let into = byName.get(section.name);
+    if (!into) byName.set(section.name, (into = { name: section.name, currency: section.currency, offers: [] }));
+    into.offers.push(...carried);
+  }
+  const sections = [...byName.values()].map((s) => ({ ...s, offers: s.offers.sort(offerOrder).map(canonical) })).sort((a, b) => byCodeUnits(a.name, b.name));
+  const unknown = next.unknown.filter((k) => previous.unknown?.includes(k));
+  return { starts_at: next.starts_at, sections, ...(unknown.length ? { unknown } : {}) };
 }
 
 /** sha-256 of the canonical JSON: equal snapshots, equal hashes. */

@@ -85,4 +85,39 @@ describe('pf_01 monitored over HTTP with browser-made sessions', () => {
     expect(await metric('scrape_sessions_size', { platform: 'pf_01' })).toBe(SESSIONS);
     expect(await metric('monitor_polls_total', { platform: 'pf_01', outcome: 'failed' })).toBe(0);
   }, 180_000);
+
+  it('an arm failing and recovering with nothing changed notifies nothing; a change made while it was down is notified once at its recovery (issue 24)', async () => {
+    const acct = await stack.account();
+    const key = newKey();
+    const venue = (resale: number, arms = { v1: 'ok', v2: 'ok' }) =>
+      putEvent(stack.sim, 'pf_01', key, {
+        region: 'uk',
+        arms,
+        sections: [section('Floor', 50, 10), section('Resale Block', 90, resale, { ticket_type: 'resale' })],
+      });
+    await venue(4);
+    const res = await call(stack.gateway.url, 'POST', '/watchlist', { key: acct.key, body: { website: 'pf_01', event: key, region: 'uk', resale_tickets: true, change_type: null, stock_threshold_filter: null } });
+    expect(res.status).toBe(201);
+    const id = res.body.id as number;
+    await baselined(stack, id, 60_000);
+    // Each arm down, then up, the inventory unchanged: polled through each state.
+    for (const arms of [{ v1: 'error', v2: 'ok' }, { v1: 'ok', v2: 'ok' }, { v1: 'ok', v2: 'error' }, { v1: 'ok', v2: 'ok' }]) {
+      await venue(4, arms);
+      await polledAgain(stack, 'pf_01', key);
+    }
+    expect((await notificationsOf(stack, acct.accountId)).filter((r) => r.itemId === id)).toEqual([]);
+    // Resale raised while its arm is down: unseen until the arm is back, then notified once.
+    await venue(12, { v1: 'error', v2: 'ok' });
+    await polledAgain(stack, 'pf_01', key);
+    expect((await notificationsOf(stack, acct.accountId)).filter((r) => r.itemId === id)).toEqual([]);
+    await venue(12);
+    const rows = await eventually(async () => {
+      const mine = (await notificationsOf(stack, acct.accountId)).filter((r) => r.itemId === id);
+      return mine.length >= 1 ? mine : undefined;
+    });
+    await polledAgain(stack, 'pf_01', key);
+    const mine = (await notificationsOf(stack, acct.accountId)).filter((r) => r.itemId === id);
+    expect(mine).toHaveLength(rows.length);
+    expect(mine.map((r) => [r.payload.section, r.payload.change_type, (r.payload.before as { stock: number }).stock, (r.payload.after as { stock: number }).stock])).toEqual([['Resale Block', 'stock_increase', 4, 12]]);
+  }, 120_000);
 });
