@@ -47,9 +47,6 @@ export interface SessionPoolStats {
   failed: number;
   /** Requests served by a session (the leases handed out). */
   polls: number;
-  /** Polls served by the sessions retired so far, for polls per session. */
-  retiredSessions: number;
-  retiredPolls: number;
   /** Why the last make failed, while the pool is held back by it (null once a make succeeds). */
   lastError: { kind: string; message: string; at: string; retry_at: string } | null;
 }
@@ -81,7 +78,6 @@ interface Slot<S> {
   madeAt: number;
   renewAt: number;
   expiresAt: number | null;
-  polls: number;
   making: Promise<S> | null;
 }
 
@@ -120,10 +116,9 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
     madeAt: 0,
     renewAt: Infinity,
     expiresAt: null,
-    polls: 0,
     making: null,
   }));
-  const stats = { made: 0, renewed: 0, refused: 0, failed: 0, polls: 0, retiredSessions: 0, retiredPolls: 0 };
+  const stats = { made: 0, renewed: 0, refused: 0, failed: 0, polls: 0 };
   let failures = 0;
   let heldUntil = 0;
   let lastError: { failure: ScrapeFailure; at: number } | null = null;
@@ -132,14 +127,6 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
   const closing = new AbortController();
 
   const usable = (slot: Slot<S>, at: number): boolean => slot.session !== null && (slot.expiresAt === null || slot.expiresAt - EXPIRY_MARGIN_MS > at);
-
-  const retire = (slot: Slot<S>): void => {
-    if (slot.session === null) return;
-    stats.retiredSessions++;
-    stats.retiredPolls += slot.polls;
-    slot.session = null;
-    slot.polls = 0;
-  };
 
   const heldFailure = (at: number): ScrapeFailure => {
     const cause = lastError!.failure;
@@ -165,7 +152,6 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
         const session = await options.make(stop.signal);
         if (closed) throw new ScrapeFailure('upstream', 'the session pool is closed');
         const at = now();
-        retire(slot);
         const expiresAt = options.expiresAt(session);
         slot.session = session;
         slot.generation++;
@@ -204,7 +190,6 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
   };
 
   const lease = (slot: Slot<S>): SessionLease<S> => {
-    slot.polls++;
     stats.polls++;
     return { session: slot.session!, slot: slot.index, generation: slot.generation, madeAt: slot.madeAt };
   };
@@ -275,7 +260,7 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
       // Only the first report of this session counts; later ones find it already replaced.
       if (!slot || slot.generation !== refusedLease.generation || slot.session === null) return;
       stats.refused++;
-      retire(slot);
+      slot.session = null;
       if (!closed && now() >= heldUntil) void make(slot).catch(() => {});
     },
 
