@@ -7,6 +7,10 @@
 // changed (or a member waits for its baseline) records it (src/monitors/record-poll.ts: the
 // snapshot, every member's notifications and baselines, in one transaction).
 //
+// A target whose members hold a change in a cooldown (src/monitors/cooldown.ts) is recorded at
+// its first poll after the hold's end even when nothing changed, so the hold is released within
+// a poll interval of it; the due times come back from each record and are re-read at reloads.
+//
 // Members come from monitor_members, reloaded when the membership relay NOTIFYs this shard
 // (member-watch.ts) and every half minute anyway. The heartbeat carries every target's next due
 // time: when a worker dies, another takes the loop over after the heartbeat timeout and keeps
@@ -109,6 +113,8 @@ class ShardLoop {
   private readonly pacer: RequestPacer;
   private readonly memory = new Map<string, TargetMemory>();
   private readonly needsBaseline = new Set<string>();
+  /** Target → when the earliest held cooldown of its members ends (ms). */
+  private readonly cooldownDue = new Map<string, number>();
   private readonly inFlight = new Set<Promise<void>>();
   private readonly log: Logger;
   private wakeUp: () => void = () => {};
@@ -221,6 +227,7 @@ class ShardLoop {
     for (const r of rows) if (r.needs_baseline) this.needsBaseline.add(r.target);
     const added = this.schedule.sync(refs, Date.now(), carried);
     for (const key of this.memory.keys()) if (!refs.has(key)) this.memory.delete(key);
+    await this.reloadCooldowns(refs);
     if (added.length) {
       const latest: { target: string; id: string; hash: string; data: TargetSnapshot }[] = await this.opts.db('target_snapshots')
         .distinctOn('target')
@@ -228,6 +235,24 @@ class ShardLoop {
         .orderBy([{ column: 'target' }, { column: 'id', order: 'desc' }])
         .select('target', 'id', 'hash', 'data');
       for (const r of latest) this.memory.set(r.target, { hash: r.hash, known: { id: Number(r.id), data: r.data } });
+    }
+  }
+
+  /**
+   * Re-reads when the shard's held cooldowns end. The earlier of the stored and the read time is
+   * kept: a record in flight may have just written a hold this read missed, and an early time
+   * costs one record that finds nothing due and returns the exact one.
+   */
+  private async reloadCooldowns(refs: ReadonlyMap<string, unknown>): Promise<void> {
+    const rows: { target: string; due: Date }[] = await this.opts.db('monitor_cooldowns as c')
+      .join('monitor_members as m', 'm.item_id', 'c.item_id')
+      .where({ 'c.held': true, 'm.platform': this.input.platform, 'm.shard': this.input.shard })
+      .groupBy('c.target')
+      .select('c.target', this.opts.db.raw(`min(c.notified_at + make_interval(secs => coalesce((m.config->>'cooldown_seconds')::int, 0))) AS due`));
+    for (const key of this.cooldownDue.keys()) if (!refs.has(key)) this.cooldownDue.delete(key);
+    for (const r of rows) {
+      const due = r.due.getTime();
+      this.cooldownDue.set(r.target, Math.min(this.cooldownDue.get(r.target) ?? Infinity, due));
     }
   }
 
@@ -263,10 +288,14 @@ class ShardLoop {
       // a worker that has not polled the target yet reads the last recorded snapshot for that.
       const snapshot = scraped.unknown ? carryUnknown(memory?.known.data ?? (await this.lastRecorded(t.key)), scraped) : scraped;
       const hash = snapshotHash(snapshot);
-      if (hash !== memory?.hash || this.needsBaseline.has(t.key)) {
-        const recorded = await recordPoll(this.opts.db, { target: t.key, snapshot, hash, scrapedAt: new Date() }, memory?.known ?? null);
+      const scrapedAt = new Date();
+      const released = (this.cooldownDue.get(t.key) ?? Infinity) <= scrapedAt.getTime();
+      if (hash !== memory?.hash || this.needsBaseline.has(t.key) || released) {
+        const recorded = await recordPoll(this.opts.db, { target: t.key, snapshot, hash, scrapedAt }, memory?.known ?? null);
         this.memory.set(t.key, { hash, known: { id: recorded.snapshotId, data: snapshot } });
         this.needsBaseline.delete(t.key);
+        if (recorded.cooldownDueAt === null) this.cooldownDue.delete(t.key);
+        else this.cooldownDue.set(t.key, recorded.cooldownDueAt);
         if (recorded.changed) {
           outcome = 'changed';
           this.summary.changes++;

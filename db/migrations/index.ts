@@ -21,6 +21,9 @@ import * as m017 from './017_subscription_statuses.ts';
 import * as m018 from './018_webhook_claims.ts';
 import * as m019 from './019_webhook_waiting.ts';
 import * as m020 from './020_worker_scraper_figures.ts';
+import * as m021 from './021_discord_role_ids.ts';
+import * as m022 from './022_watchlist_cooldown.ts';
+import * as m023 from './023_monitor_cooldowns.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -47,6 +50,9 @@ const migrations: Record<string, Migration> = {
   '018_webhook_claims': m018,
   '019_webhook_waiting': m019,
   '020_worker_scraper_figures': m020,
+  '021_discord_role_ids': m021,
+  '022_watchlist_cooldown': m022,
+  '023_monitor_cooldowns': m023,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -53,6 +53,7 @@ export type MonitorConfig = Pick<
   | 'max_avg_price_threshold'
   | 'task_active'
   | 'muted_until'
+  | 'cooldown_seconds'
 >;
 
 export const MONITOR_CONFIG_FIELDS = [
@@ -77,6 +78,7 @@ export const MONITOR_CONFIG_FIELDS = [
   'max_avg_price_threshold',
   'task_active',
   'muted_until',
+  'cooldown_seconds',
 ] as const satisfies readonly (keyof MonitorConfig)[];
 
 export function monitorConfig(item: MonitorConfig): MonitorConfig {
@@ -171,31 +173,39 @@ function within(v: number | null, lo: number | null, hi: number | null): boolean
   return (lo === null || v >= lo) && (hi === null || v <= hi);
 }
 
+/** Rules 3 and 4 for one section: the changes from `prev` to `next` this item notifies on. */
+export function sectionChanges(name: string, prev: SectionView | undefined, next: SectionView | undefined, cfg: MonitorConfig): Change[] {
+  const a = prev ?? EMPTY;
+  const b = next ?? EMPTY;
+  const kinds: ChangeType[] = [];
+  if (b.stock > a.stock) kinds.push('stock_increase');
+  if (a.min_price !== null && b.min_price !== null) {
+    if (b.min_price < a.min_price) kinds.push('price_decrease');
+    if (b.min_price > a.min_price) kinds.push('price_increase');
+  }
+  const out: Change[] = [];
+  for (const kind of kinds) {
+    if (cfg.change_type !== null && cfg.change_type !== kind) continue;
+    if (!within(b.stock, cfg.stock_threshold_filter, cfg.stock_threshold_filter_max)) continue;
+    if (!within(b.avg_price, cfg.min_avg_price_threshold, cfg.max_avg_price_threshold)) continue;
+    const { currency: _pc, ...prevValues } = a;
+    const { currency, ...nextValues } = b;
+    out.push({ section: name, change_type: kind, currency: currency ?? a.currency, before: prevValues, after: nextValues });
+  }
+  return out;
+}
+
+/** The kinds to leave out when comparing two snapshots: what either side did not read. */
+export function unknownOnEitherSide(before: TargetSnapshot, after: TargetSnapshot): ReadonlySet<TicketType> {
+  return new Set([...(before.unknown ?? []), ...(after.unknown ?? [])]);
+}
+
 /** Rules 3 and 4: the changes from `before` to `after` this item notifies on, by section name. */
 export function detectChanges(before: TargetSnapshot, after: TargetSnapshot, cfg: MonitorConfig): Change[] {
   // Only what both sides know is compared: a kind one side did not read is neither gone nor new.
-  const hidden = new Set([...(before.unknown ?? []), ...(after.unknown ?? [])]);
+  const hidden = unknownOnEitherSide(before, after);
   const a = viewOf(before, cfg, hidden);
   const b = viewOf(after, cfg, hidden);
   const names = [...new Set([...a.keys(), ...b.keys()])].sort();
-  const out: Change[] = [];
-  for (const name of names) {
-    const prev = a.get(name) ?? EMPTY;
-    const next = b.get(name) ?? EMPTY;
-    const kinds: ChangeType[] = [];
-    if (next.stock > prev.stock) kinds.push('stock_increase');
-    if (prev.min_price !== null && next.min_price !== null) {
-      if (next.min_price < prev.min_price) kinds.push('price_decrease');
-      if (next.min_price > prev.min_price) kinds.push('price_increase');
-    }
-    for (const kind of kinds) {
-      if (cfg.change_type !== null && cfg.change_type !== kind) continue;
-      if (!within(next.stock, cfg.stock_threshold_filter, cfg.stock_threshold_filter_max)) continue;
-      if (!within(next.avg_price, cfg.min_avg_price_threshold, cfg.max_avg_price_threshold)) continue;
-      const { currency: _pc, ...prevValues } = prev;
-      const { currency, ...nextValues } = next;
-      out.push({ section: name, change_type: kind, currency: currency ?? prev.currency, before: prevValues, after: nextValues });
-    }
-  }
-  return out;
+  return names.flatMap((name) => sectionChanges(name, a.get(name), b.get(name), cfg));
 }

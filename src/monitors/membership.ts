@@ -74,6 +74,8 @@ export function startMembershipRelay(opts: MembershipOptions): MembershipRelay {
       });
     }
     if (gone.length) {
+      // A paused or deleted item's cooldowns go with it: a resumed item starts afresh, as its baseline does.
+      await trx('monitor_cooldowns').whereIn('item_id', gone).delete();
       const removed: { platform: string; shard: number }[] = await trx('monitor_members').whereIn('item_id', gone).delete().returning(['platform', 'shard']);
       for (const r of removed) {
         const key = shardKey(r.platform, r.shard);
@@ -87,6 +89,14 @@ export function startMembershipRelay(opts: MembershipOptions): MembershipRelay {
          WHERE monitor_members.version < EXCLUDED.version`,
         [trx('monitor_members').insert(rows)],
       );
+      // An item moved to another event starts its cooldowns afresh: its sections are another event's.
+      await trx('monitor_cooldowns')
+        .whereIn(
+          'item_id',
+          rows.map((r) => r.item_id as number),
+        )
+        .whereNotExists((q) => q.select(1).from('monitor_members').whereRaw('monitor_members.item_id = monitor_cooldowns.item_id AND monitor_members.target = monitor_cooldowns.target'))
+        .delete();
     }
     if (touched.size === 0) return;
     await trx.raw('SELECT pg_notify(?, ?)', [MEMBERS_CHANNEL, shardKeysPayload(touched.keys())]);

@@ -9,13 +9,18 @@
 // locked while their baselines move, and every notification carries a dedupe key (item, from
 // snapshot, to snapshot, section, kind) that turns a second write into a no-op. The webhook
 // deliveries of new notifications are enqueued in the same transaction (src/webhooks/outbox.ts).
+//
+// Items with a cooldown (cooldown.ts) go through their cooldown rows here too, in the same
+// transaction: a change in a cooling section is held, and a poll after a hold's end releases it
+// (the poller comes back for that even when nothing changed: `cooldownDueAt`).
 import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
 import type { LogEntry } from '../notifications/log.ts';
 import { appendWithDeliveries } from '../webhooks/outbox.ts';
-import { detectChanges, type MonitorConfig } from './changes.ts';
-import type { TargetSnapshot } from './snapshot.ts';
+import { detectChanges, type Change, type MonitorConfig, type SectionView } from './changes.ts';
+import { applyCooldown, type CooldownState } from './cooldown.ts';
+import { sameFormat, type TargetSnapshot } from './snapshot.ts';
 
 /** Snapshots kept per target: members diff the newest; older ones only take space. */
 const KEEP_SNAPSHOTS = 20;
@@ -34,6 +39,8 @@ export interface KnownSnapshot {
 
 export interface Recorded {
   snapshotId: number;
+  /** When the earliest held cooldown of the target's members ends (ms); null when none is held. */
+  cooldownDueAt: number | null;
   /** A new snapshot row was written (the content differs from the newest stored). */
   changed: boolean;
   notifications: number;
@@ -54,16 +61,31 @@ export function notificationKey(parts: (string | number)[]): string {
   return `n:${createHash('sha256').update(JSON.stringify(parts)).digest('base64url')}`;
 }
 
-/** The notifications one member writes for the change from `from` to `to` (none while muted). */
-function memberEntries(m: MemberRow, from: KnownSnapshot, to: KnownSnapshot, detectedAt: Date): LogEntry[] {
+interface CooldownRow {
+  item_id: string;
+  section: string;
+  notified: SectionView;
+  notified_at: Date;
+  held: boolean;
+}
+
+function isMuted(m: MemberRow, detectedAt: Date): boolean {
   // Muted against the time the change was seen, not the time this (possibly retried) write runs.
-  if (m.config.muted_until !== null && Date.parse(m.config.muted_until) > detectedAt.getTime()) return [];
+  return m.config.muted_until !== null && Date.parse(m.config.muted_until) > detectedAt.getTime();
+}
+
+/**
+ * The notification entry for one change of one member. Its dedupe key names the two snapshots
+ * compared, or, for a cooldown's release, the hold it ends: written twice, it is written once.
+ */
+function entryOf(m: MemberRow, c: Change, from: KnownSnapshot | null, to: KnownSnapshot, detectedAt: Date, release: number | null): LogEntry {
   const itemId = Number(m.item_id);
-  return detectChanges(from.data, to.data, m.config).map((c) => ({
+  const key = release === null ? [itemId, from?.id ?? 0, to.id, c.section, c.change_type] : [itemId, 'cooldown', release, c.section, c.change_type];
+  return {
     accountId: Number(m.account_id),
     itemId,
     kind: 'notification',
-    dedupeKey: notificationKey([itemId, from.id, to.id, c.section, c.change_type]),
+    dedupeKey: notificationKey(key),
     payload: {
       item_id: itemId,
       change_type: c.change_type,
@@ -77,7 +99,7 @@ function memberEntries(m: MemberRow, from: KnownSnapshot, to: KnownSnapshot, det
       snapshot_id: to.id,
       detected_at: detectedAt.toISOString(),
     },
-  }));
+  };
 }
 
 async function storeSnapshot(trx: Knex.Transaction, poll: PollResult): Promise<{ id: number; changed: boolean }> {
@@ -102,13 +124,30 @@ export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapsh
     await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [poll.target]);
     const stored = await storeSnapshot(trx, poll);
     const current: KnownSnapshot = { id: stored.id, data: poll.snapshot };
+    // Members to move to this snapshot, and those in a cooldown (a hold may end at this poll).
     const members: MemberRow[] = await trx('monitor_members')
       .where({ target: poll.target })
-      .andWhere((q) => q.whereNull('baseline_snapshot_id').orWhereNot('baseline_snapshot_id', stored.id))
+      .andWhere((q) =>
+        q
+          .whereNull('baseline_snapshot_id')
+          .orWhereNot('baseline_snapshot_id', stored.id)
+          .orWhereIn('item_id', trx('monitor_cooldowns').where({ target: poll.target }).select('item_id')),
+      )
       .orderBy('item_id')
       .forUpdate()
       .select('item_id', 'account_id', 'item', 'config', 'baseline_snapshot_id');
-    if (members.length === 0) return { snapshotId: stored.id, changed: stored.changed, notifications: 0, baselined: 0 };
+    if (members.length === 0) return { snapshotId: stored.id, cooldownDueAt: null, changed: stored.changed, notifications: 0, baselined: 0 };
+    const cooldownRows: CooldownRow[] = await trx('monitor_cooldowns')
+      .where({ target: poll.target })
+      .whereIn(
+        'item_id',
+        members.map((m) => m.item_id),
+      )
+      .select('item_id', 'section', 'notified', 'notified_at', 'held');
+    const rowsOf = new Map<string, CooldownState[]>();
+    for (const r of cooldownRows) {
+      rowsOf.set(r.item_id, [...(rowsOf.get(r.item_id) ?? []), { section: r.section, notified: r.notified, notifiedAt: r.notified_at.getTime(), held: r.held }]);
+    }
 
     // Baselines other than the poller's previous snapshot (a member that joined between two
     // changes, a takeover) are read from the table; one that was pruned moves on silently.
@@ -120,25 +159,46 @@ export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapsh
       for (const r of rows) known.set(Number(r.id), { id: Number(r.id), data: r.data });
     }
     const entries: LogEntry[] = [];
+    const cooldownWrites: Record<string, unknown>[] = [];
+    const cooldownRemovals: [string, string][] = [];
+    let cooldownDueAt: number | null = null;
     let baselined = 0;
+    const detectedAt = poll.scrapedAt.getTime();
     for (const m of members) {
       if (m.baseline_snapshot_id === null) {
         baselined++;
         continue;
       }
       const from = known.get(Number(m.baseline_snapshot_id));
+      const muted = isMuted(m, poll.scrapedAt);
       // Only forward: a baseline newer than this poll's snapshot cannot happen with one writer
-      // per target, and diffing backwards would report a change in reverse.
-      if (from && from.id < current.id) entries.push(...memberEntries(m, from, current, poll.scrapedAt));
+      // per target, and diffing backwards would report a change in reverse. A baseline read by
+      // another snapshot format is moved on without a diff (snapshot.ts, SNAPSHOT_FORMAT).
+      const changes = from && from.id < current.id && sameFormat(from.data, current.data) && !muted ? detectChanges(from.data, current.data, m.config) : [];
+      const states = rowsOf.get(m.item_id) ?? [];
+      if (changes.length === 0 && states.length === 0) continue;
+      const decision = applyCooldown(m.config, changes, states, current.data, detectedAt, muted);
+      entries.push(...decision.notify.map((n) => entryOf(m, n.change, from ?? null, current, poll.scrapedAt, n.release)));
+      for (const w of decision.write) {
+        cooldownWrites.push({ item_id: m.item_id, section: w.section, target: poll.target, notified: JSON.stringify(w.notified), notified_at: new Date(w.notifiedAt), held: w.held });
+      }
+      for (const section of decision.remove) cooldownRemovals.push([m.item_id, section]);
+      if (decision.dueAt !== null) cooldownDueAt = Math.min(cooldownDueAt ?? Infinity, decision.dueAt);
     }
     // With its deliveries, in this transaction: a notification of an item naming a webhook is never without its delivery.
     const ids = await appendWithDeliveries(trx, entries);
+    if (cooldownWrites.length) {
+      await trx('monitor_cooldowns').insert(cooldownWrites).onConflict(['item_id', 'section']).merge(['target', 'notified', 'notified_at', 'held']);
+    }
+    if (cooldownRemovals.length) {
+      await trx('monitor_cooldowns').whereIn(['item_id', 'section'], cooldownRemovals).delete();
+    }
     await trx('monitor_members')
       .whereIn(
         'item_id',
         members.map((m) => m.item_id),
       )
       .update({ baseline_snapshot_id: stored.id });
-    return { snapshotId: stored.id, changed: stored.changed, notifications: ids.length, baselined };
+    return { snapshotId: stored.id, cooldownDueAt, changed: stored.changed, notifications: ids.length, baselined };
   });
 }

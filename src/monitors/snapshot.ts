@@ -2,12 +2,13 @@
 // what the item filters look at, in one shape for both section types, in a canonical order so
 // that equal content hashes equally and a poller stores a new row only when something changed.
 //
-// Offer sections: one snapshot offer per platform offer; an offer's tickets count as one block
-// (a listing of N tickets is sold together). Seat maps: seats grouped by (row, price, flags);
-// the group's `block` is its longest run of consecutive seat numbers, which is what
-// `seat_quantity` asks for. A seat map without seat detail but with per-ticket-type counts falls
-// back to them at the section's lowest price, rows unknown. What a failed pf_01 arm did not read
-// is recorded as unknown (`unknown`), never as stock 0 (issue 24).
+// Offers (of an offer section, or sold without a seat in a seat map: pf_01 resale lots and
+// standing counts): one snapshot offer each; an offer's tickets count as one block (a listing of
+// N tickets is sold together). Seats: grouped by (row, price, flags); the group's `block` is its
+// longest run of consecutive seat numbers, which is what `seat_quantity` asks for. Tickets known
+// only as a count (pf_01's primary counts without its seat arm) carry no price per ticket, row or
+// flag, so they are not read: what a failed pf_01 arm leaves is recorded as unknown (`unknown`),
+// never as stock 0 (issue 24).
 import { createHash } from 'node:crypto';
 import type { ScrapeResponse } from '../scrapers/response.ts';
 
@@ -32,7 +33,16 @@ export interface SnapshotSection {
   offers: SnapshotOffer[];
 }
 
+/**
+ * The snapshot format. A baseline of another format is not compared with (record-poll.ts): what
+ * a format reads differently (format 2 reads pf_01's resale and standing tickets in seated
+ * sections, with their flags) would otherwise notify as if the platform had changed.
+ */
+export const SNAPSHOT_FORMAT = 2;
+
 export interface TargetSnapshot {
+  /** SNAPSHOT_FORMAT when built; absent in snapshots stored before there was one (format 1). */
+  format?: number;
   /** The event's start as the platform states it (RFC 3339), for date_filter. */
   starts_at: string | null;
   sections: SnapshotSection[];
@@ -49,13 +59,13 @@ export const TICKET_TYPES: readonly TicketType[] = ['general_admission', 'platin
 
 /**
  * What a failed pf_01 arm leaves unknown. Without v1 the resale lots and standing counts are not
- * read. Without v2 no seat is read, and what v1 still counts (per kind, at the section's lowest
- * price, without rows, blocks or flags) is not what the item filters look at: every kind is
- * unknown rather than read wrong.
+ * read. Without v2 no seat is read: what v1 still says of the seated kinds (a count per kind at
+ * one price, without rows, blocks or flags) is not what the item filters look at, so those kinds
+ * are unknown rather than read wrong; v1's own resale lots and standing counts are read whole.
  */
 function unknownKinds(degraded: string | null | undefined): TicketType[] {
   if (degraded === 'v1') return ['general_admission', 'resale'];
-  if (degraded === 'v2') return [...TICKET_TYPES];
+  if (degraded === 'v2') return ['platinum', 'standard'];
   return [];
 }
 
@@ -105,11 +115,10 @@ export function toSnapshot(response: Pick<ScrapeResponse, 'sections' | 'event_in
   const sections: SnapshotSection[] = [];
   for (const section of Object.values(response.sections)) {
     const offers: SnapshotOffer[] = [];
-    if ('offers' in section) {
-      for (const o of section.offers) {
-        if (o.quantity > 0) offers.push({ price: o.price, quantity: o.quantity, block: o.quantity, row: null, ...flagsOf(o) });
-      }
-    } else if (section.seats.length > 0) {
+    for (const o of section.offers) {
+      if (o.quantity > 0) offers.push({ price: o.price, quantity: o.quantity, block: o.quantity, row: null, ...flagsOf(o) });
+    }
+    if ('seats' in section && section.seats.length > 0) {
       const groups = new Map<string, { seats: string[]; offer: Omit<SnapshotOffer, 'quantity' | 'block'> }>();
       for (const seat of section.seats) {
         const key = JSON.stringify([seat.row, seat.price, seat.ticket_type, seat.restricted_view, seat.accessible, seat.presale]);
@@ -118,19 +127,13 @@ export function toSnapshot(response: Pick<ScrapeResponse, 'sections' | 'event_in
         g.seats.push(seat.seat);
       }
       for (const g of groups.values()) offers.push({ ...g.offer, quantity: g.seats.length, block: longestRun(g.seats) });
-    } else if (section.min_price !== null) {
-      for (const [type, count] of Object.entries(section.by_ticket_type) as [TicketType, number][]) {
-        if (count > 0) {
-          offers.push({ price: section.min_price, quantity: count, block: count, row: null, ticket_type: type, restricted_view: false, accessible: false, presale: false });
-        }
-      }
     }
     const known = unknown.length ? offers.filter((o) => !unknown.includes(o.ticket_type)) : offers;
     known.sort(offerOrder);
     sections.push({ name: section.name, currency: section.currency, offers: known.map(canonical) });
   }
   sections.sort((a, b) => byCodeUnits(a.name, b.name));
-  return { starts_at: response.event_info?.starts_at ?? null, sections, ...(unknown.length ? { unknown } : {}) };
+  return { format: SNAPSHOT_FORMAT, starts_at: response.event_info?.starts_at ?? null, sections, ...(unknown.length ? { unknown } : {}) };
 }
 
 /**
@@ -140,7 +143,7 @@ export function toSnapshot(response: Pick<ScrapeResponse, 'sections' | 'event_in
  * unknown only when the previous snapshot did not know it either (or there is none).
  */
 export function carryUnknown(previous: TargetSnapshot | null, next: TargetSnapshot): TargetSnapshot {
-  if (!next.unknown?.length || !previous) return next;
+  if (!next.unknown?.length || !previous || !sameFormat(previous, next)) return next;
   const missing = new Set(next.unknown);
   const byName = new Map(next.sections.map((s) => [s.name, { name: s.name, currency: s.currency, offers: [...s.offers] }]));
   for (const section of previous.sections) {
@@ -152,7 +155,12 @@ export function carryUnknown(previous: TargetSnapshot | null, next: TargetSnapsh
   }
   const sections = [...byName.values()].map((s) => ({ ...s, offers: s.offers.sort(offerOrder).map(canonical) })).sort((a, b) => byCodeUnits(a.name, b.name));
   const unknown = next.unknown.filter((k) => previous.unknown?.includes(k));
-  return { starts_at: next.starts_at, sections, ...(unknown.length ? { unknown } : {}) };
+  return { format: next.format, starts_at: next.starts_at, sections, ...(unknown.length ? { unknown } : {}) };
+}
+
+/** Two snapshots read by the same rules, so comparable. */
+export function sameFormat(a: TargetSnapshot, b: TargetSnapshot): boolean {
+  return (a.format ?? 1) === (b.format ?? 1);
 }
 
 /** sha-256 of the canonical JSON: equal snapshots, equal hashes. */

@@ -26,7 +26,8 @@ export function targetKey(ref: Pick<EventRef, 'platform' | 'region' | 'key'>): s
   return `${ref.platform}:${ref.region}:${ref.key}`;
 }
 
-export type EventRefResult = { ok: true; ref: EventRef } | { ok: false; message: string };
+/** `field` names the input that was refused: the event id, or the region. */
+export type EventRefResult = { ok: true; ref: EventRef } | { ok: false; field: 'event_id' | 'region'; message: string };
 
 /** Bare ids, one pattern per bare-id platform. */
 const BARE: Partial<Record<PlatformKey, { pattern: RegExp; shape: string }>> = {
@@ -47,15 +48,26 @@ const PATHS: Partial<Record<PlatformKey, { pattern: RegExp; shape: string }>> = 
   pf_11: { pattern: /^\/event\/(\d{1,12})\/?$/, shape: '/event/{number}' },
 };
 
-/** pf_08 infers the region from the URL's domain. */
-const PF08_REGION_BY_HOST: Record<string, string> = {
-  'pf08.example.com.au': 'au',
-  'pf08.example.co.nz': 'nz',
-  'pf08.example.sg': 'sg',
-  'pf08.example.com.my': 'my',
-  'pf08.example.co.uk': 'uk',
-  'pf08.example.com.ph': 'ph',
+/**
+ * Platforms whose region is the event URL's domain (spec 2.6: pf_08, one site per country): the
+ * host → region table. For them the domain decides and a region the client sent is not checked;
+ * the region answered and stored is the domain's.
+ */
+const REGION_BY_HOST: Partial<Record<PlatformKey, Readonly<Record<string, string>>>> = {
+  pf_08: {
+    'pf08.example.com.au': 'au',
+    'pf08.example.co.nz': 'nz',
+    'pf08.example.sg': 'sg',
+    'pf08.example.com.my': 'my',
+    'pf08.example.co.uk': 'uk',
+    'pf08.example.com.ph': 'ph',
+  },
 };
+
+/** The region an event URL's domain stands for, on a platform whose region is its domain's; else null. */
+export function regionFromHost(platform: PlatformKey, host: string | null): string | null {
+  return (host !== null && REGION_BY_HOST[platform]?.[host]) || null;
+}
 
 const MAX_EVENT_ID_LENGTH = 2048;
 
@@ -102,17 +114,11 @@ export function parseEventKey(platform: PlatformKey, eventId: string): { ok: tru
 export function parseEventRef(platform: PlatformKey, eventId: string, region: string): EventRefResult {
   const info = PLATFORMS[platform];
   const parsed = parseEventKey(platform, eventId);
-  if (!parsed.ok) return parsed;
-  const normalised = normaliseRegion(platform, region);
+  if (!parsed.ok) return { ok: false, field: 'event_id', message: parsed.message };
+  const normalised = regionFromHost(platform, parsed.host) ?? normaliseRegion(platform, region);
   if (normalised === null) {
     const allowed = info.regions ? `one of ${info.regions.join(', ')}` : 'a 2-8 letter region code';
-    return { ok: false, message: `region '${region}' is not supported by ${platform}: expected ${allowed}` };
-  }
-  if (platform === 'pf_08') {
-    const inferred = PF08_REGION_BY_HOST[parsed.host!]!;
-    if (inferred !== normalised) {
-      return { ok: false, message: `region '${normalised}' does not match the event URL's domain (${inferred})` };
-    }
+    return { ok: false, field: 'region', message: `region '${region}' is not supported by ${platform}: expected ${allowed}` };
   }
   return { ok: true, ref: { platform, eventId: eventId.trim(), key: parsed.key, region: normalised, host: parsed.host } };
 }

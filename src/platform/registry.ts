@@ -96,6 +96,18 @@ export const PLATFORM_KEYS = Object.keys(PLATFORMS) as PlatformKey[];
  */
 export const BROWSER_PLATFORMS = ['pf_01'] as const satisfies readonly PlatformKey[];
 
+/**
+ * Platforms whose offers carry a row: a row exists only on a seat, and only a seat map lists
+ * seats (SeatMapSections: pf_01 and pf_02 read rows from their seat maps, src/scrapers/platforms).
+ * OfferSections platforms sell offers by section and price, never by row, so a `row_filter` on
+ * them would match nothing (the watchlist refuses it).
+ */
+export const ROW_PLATFORMS = PLATFORM_KEYS.filter((k) => PLATFORMS[k].sections_type === 'SeatMapSections');
+
+export function offersHaveRows(platform: PlatformKey): boolean {
+  return ROW_PLATFORMS.includes(platform);
+}
+
 export function isPlatformKey(value: string): value is PlatformKey {
   return Object.hasOwn(PLATFORMS, value);
 }

@@ -50,6 +50,9 @@ export const seatMapSectionSchema = z
   .object({
     ...summary,
     seats: z.array(seatSchema).meta({ description: 'Available seats; empty when seat-level detail is missing (pf_01 degraded `v2`)' }),
+    offers: z
+      .array(offerSchema)
+      .meta({ description: 'Tickets on sale without a seat of their own (pf_01 resale lots and general-admission counts), with their flags, cheapest first; empty on a platform that lists every ticket as a seat, and without the tickets of a missing arm (pf_01 degraded `v1`)' }),
     by_ticket_type: z
       .partialRecord(ticketTypeSchema, z.number().int().min(0))
       .meta({ description: "Tickets per ticket type; a missing arm's types are absent (pf_01 degraded `v1`)" }),

@@ -59,6 +59,8 @@ export class OfferSectionsBuilder {
 
 interface SeatMapEntry {
   seats: Seat[];
+  /** Tickets sold without a seat (resale lots, standing), with their flags. */
+  offers: Offer[];
   /** Tickets the platform counted without listing seats (pf_01 without its seat arm). */
   counted: Partial<Record<TicketType, number>>;
   countedPrices: number[];
@@ -80,7 +82,7 @@ export class SeatMapSectionsBuilder {
   private entry(name: string): SeatMapEntry {
     let entry = this.sections.get(name);
     if (!entry) {
-      entry = { seats: [], counted: {}, countedPrices: [] };
+      entry = { seats: [], offers: [], counted: {}, countedPrices: [] };
       this.sections.set(name, entry);
     }
     return entry;
@@ -97,8 +99,15 @@ export class SeatMapSectionsBuilder {
     return this;
   }
 
+  /** Tickets sold without a seat of their own; one with quantity 0 only lists its section. */
+  offer(section: string, offer: Offer): this {
+    const entry = this.entry(section);
+    if (offer.quantity > 0) entry.offers.push({ ...offer, price: roundPrice(offer.price) });
+    return this;
+  }
+
   /**
-   * Tickets known only as a count (no seat detail), with the prices they sell at. Counts add to
+   * Tickets known only as a count, without seat detail or flags, with the prices they sell at. Counts add to
    * the listed seats' own, so report only tickets that are not also listed as seats.
    */
   counted(section: string, type: TicketType, count: number, prices: readonly number[] = []): this {
@@ -115,15 +124,18 @@ export class SeatMapSectionsBuilder {
         const byType: Partial<Record<TicketType, number>> = {};
         for (const type of known) byType[type] = entry.counted[type] ?? 0;
         for (const seat of entry.seats) byType[seat.ticket_type] = (byType[seat.ticket_type] ?? 0) + 1;
+        for (const offer of entry.offers) byType[offer.ticket_type] = (byType[offer.ticket_type] ?? 0) + offer.quantity;
         const counted = Object.values(entry.counted).reduce((sum, n) => sum + n, 0);
+        const offers = [...entry.offers].sort((a, b) => a.price - b.price);
         return [
           name,
           {
             name,
             currency: this.currency,
-            ...priceRange([...entry.seats.map((s) => s.price), ...entry.countedPrices]),
-            stock: entry.seats.length + counted,
+            ...priceRange([...entry.seats.map((s) => s.price), ...offers.map((o) => o.price), ...entry.countedPrices]),
+            stock: entry.seats.length + offers.reduce((sum, o) => sum + o.quantity, 0) + counted,
             seats: entry.seats,
+            offers,
             by_ticket_type: byType,
           },
         ];

@@ -45,7 +45,7 @@ export const EXAMPLES = {
       keywords: null, date_filter: null, row_filter: null, change_type: 'price_decrease', standard_tickets: true,
       resale_tickets: false, general_admission_tickets: false, platinum_tickets: false, no_restricted_view: false,
       no_accessibility: false, no_presale: false, auto_add_to_watchlist: false, task_active: true, muted_until: null,
-      mb_did: null, roles_json: null, webhook_setting_id: null, role_id: null, website_id: null, notes: null,
+      cooldown_seconds: 0, mb_did: null, roles_json: null, webhook_setting_id: null, role_id: null, website_id: null, notes: null,
       created_at: '2026-11-22T09:00:00.000Z', updated_at: '2026-11-22T10:15:20.000Z', deleted: false,
     },
   },

@@ -75,8 +75,10 @@ export const notificationSchema = z
     event: z.string().meta({ description: 'Event id on that platform, as in the item' }),
     region: z.string(),
     section: z.string().nullable().optional().meta({ description: 'Section the change is in, or null for the whole event' }),
-    before: priceState,
-    after: priceState,
+    before: priceState.meta({
+      description: "The section's values before the change; with the item's cooldown_seconds, after a cooldown that held changes: the values last notified",
+    }),
+    after: priceState.meta({ description: "The section's values after the change" }),
     currency: z.string().nullable().optional(),
     detected_at: timestamp.meta({ description: 'When the change was scraped' }),
   })

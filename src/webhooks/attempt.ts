@@ -10,7 +10,8 @@ import { DELIVERY_TIMEOUT_MS, send, type SendOutcome } from './http-send.ts';
 import { DISABLE_AFTER_FAILING_MS, nextDelayMs, retryAfterMs, verdictFor } from './retry-schedule.ts';
 import type { SecretBox } from './secret-box.ts';
 import { signedHeaders } from './signing.ts';
-import { discordMessage, discordRetryAfterMs, type ItemRoles } from './discord-message.ts';
+import { discordMessage, discordRetryAfterMs } from './discord-message.ts';
+import type { ItemRoles } from './role-ids.ts';
 import type { DeliveryBody } from './outbox.ts';
 
 /**
@@ -90,7 +91,9 @@ export function createDeliveryAttempts(deps: DeliveryAttemptDeps): DeliveryAttem
   async function itemRoles(notificationId: unknown): Promise<ItemRoles | null> {
     if (notificationId == null) return null;
     const row = await db('notifications as n').join('watchlist_items as i', 'i.id', 'n.item_id').where('n.id', notificationId).first('i.role_id', 'i.roles_json');
-    return row ? { role_id: row.role_id == null ? null : Number(row.role_id), roles_json: row.roles_json } : null;
+    // role_id is text (db/migrations/021): passed on as it is, since a 20-digit snowflake would
+    // lose digits as a number.
+    return row ? { role_id: (row.role_id as string | null) ?? null, roles_json: row.roles_json } : null;
   }
 
   return {

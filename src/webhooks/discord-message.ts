@@ -1,37 +1,13 @@
 // The Discord execute-webhook message for a delivery: `content` mentions the item's roles
-// (role_id and the ids found in roles_json), `allowed_mentions` permits exactly those roles and
-// nothing else (no @everyone, no users), and one embed gives the event, platform, section,
-// before and after (price, stock) and the change type. Discord's length limits are enforced by
+// (role_id and the ids found in roles_json, read by role-ids.ts), `allowed_mentions` permits
+// exactly those roles and nothing else (no @everyone, no users), and one embed gives the event,
+// platform, section, before and after (price, stock) and the change type. Discord's length limits are enforced by
 // truncation, so a long section or event name never turns a delivery into a 400.
 import type { DeliveryBody } from './outbox.ts';
+import { MAX_MENTIONED_ROLES, roleIds, type ItemRoles } from './role-ids.ts';
 
 // https://discord.com/developers/docs/resources/message#embed-object-embed-limits
-export const DISCORD_LIMITS = { content: 2000, title: 256, description: 4096, fieldName: 256, fieldValue: 1024, fields: 25, embedTotal: 6000, roles: 100 };
-
-const SNOWFLAKE = /^[1-9][0-9]{0,19}$/;
-
-export interface ItemRoles {
-  role_id: number | null;
-  roles_json: unknown;
-}
-
-/**
- * Role ids to mention: role_id, then from roles_json (opaque in the spec) any snowflake found
- * as an array element, or under `roles` / `role_ids` of an object, as a number or a string.
- * Anything else in roles_json is ignored. Deduplicated, at most 100 (Discord's bound).
- */
-export function roleIds(item: ItemRoles): string[] {
-  const out: string[] = [];
-  const add = (v: unknown) => {
-    const s = typeof v === 'number' && Number.isSafeInteger(v) ? String(v) : typeof v === 'string' ? v.trim() : '';
-    if (SNOWFLAKE.test(s) && !out.includes(s)) out.push(s);
-  };
-  if (item.role_id !== null) add(item.role_id);
-  const r = item.roles_json;
-  const list = Array.isArray(r) ? r : r && typeof r === 'object' ? ((r as Record<string, unknown>).roles ?? (r as Record<string, unknown>).role_ids) : null;
-  if (Array.isArray(list)) for (const v of list) add(typeof v === 'object' && v !== null ? (v as Record<string, unknown>).id : v);
-  return out.slice(0, DISCORD_LIMITS.roles);
-}
+export const DISCORD_LIMITS = { content: 2000, title: 256, description: 4096, fieldName: 256, fieldValue: 1024, fields: 25, embedTotal: 6000, roles: MAX_MENTIONED_ROLES };
 
 function cut(text: string, max: number): string {
   const chars = [...text];

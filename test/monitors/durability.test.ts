@@ -103,4 +103,49 @@ describe('recordPoll', () => {
     expect(baselines.map(Number)).toEqual([results[0]!.snapshotId, results[0]!.snapshotId, results[0]!.snapshotId]);
     await stack.db('monitor_members').where({ target }).delete();
   });
+  it('a baseline stored in an older snapshot format is moved on without a diff (no alert for what the new format reads differently)', async () => {
+    const acct = await stack.account();
+    const target = `pf_01:uk:format-${randomUUID().slice(0, 8)}`;
+    const itemId = 988_000_000 + Math.floor(Math.random() * 1e6);
+    const seated = (resale: number) =>
+      toSnapshot({
+        event_info: null,
+        degraded: null,
+        sections: {
+          Floor: {
+            name: 'Floor',
+            currency: 'GBP',
+            min_price: 50,
+            max_price: 95,
+            stock: 1 + resale,
+            seats: [{ row: 'A', seat: '1', price: 50, ticket_type: 'standard', restricted_view: false, accessible: false, presale: false }],
+            offers: [{ id: 'R1', price: 95, quantity: resale, ticket_type: 'resale', restricted_view: false, accessible: false, presale: false }],
+            by_ticket_type: { standard: 1, resale },
+          },
+        },
+      });
+    // Format 1 read only the seats of a seated section: its resale tickets were not in the snapshot.
+    const old = { starts_at: null, sections: [{ name: 'Floor', currency: 'GBP', offers: seated(0).sections[0]!.offers }] };
+    const [row] = await stack.db('target_snapshots').insert({ target, hash: 'format-1', data: JSON.stringify(old), scraped_at: new Date() }).returning('id');
+    await stack.db('monitor_members').insert({
+      item_id: itemId,
+      account_id: acct.accountId,
+      target,
+      platform: 'pf_01',
+      shard: 0,
+      ref: JSON.stringify({ platform: 'pf_01', eventId: 'x', key: 'x', region: 'uk', host: null }),
+      item: JSON.stringify({ website: 'pf_01', event: 'x', region: 'uk' }),
+      config: JSON.stringify(monitorConfig({ ...ITEM_DEFAULTS, resale_tickets: true, stock_threshold_filter: null, change_type: null })),
+      version: 1,
+      baseline_snapshot_id: Number(row.id),
+    });
+    const next = seated(4);
+    const recorded = await recordPoll(stack.db, { target, snapshot: next, hash: snapshotHash(next), scrapedAt: new Date() }, { id: Number(row.id), data: old });
+    expect(recorded).toMatchObject({ changed: true, notifications: 0 });
+    expect(Number((await stack.db('monitor_members').where({ item_id: itemId }).first('baseline_snapshot_id')).baseline_snapshot_id)).toBe(recorded.snapshotId);
+    // From there on the new format is compared as usual.
+    const more = seated(6);
+    expect((await recordPoll(stack.db, { target, snapshot: more, hash: snapshotHash(more), scrapedAt: new Date() }, { id: recorded.snapshotId, data: next })).notifications).toBe(1);
+    await stack.db('monitor_members').where({ target }).delete();
+  });
 });

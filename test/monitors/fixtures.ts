@@ -93,14 +93,17 @@ export function offerSection(name: string, offers: Offer[]): OfferSection {
   return { ...summary(name, live.map((o) => o.price), live.reduce((n, o) => n + o.quantity, 0)), offers };
 }
 
-export function seatMapSection(name: string, seats: Seat[], by_ticket_type: SeatMapSection['by_ticket_type'] = {}): SeatMapSection {
-  return { ...summary(name, seats.map((s) => s.price), seats.length), seats, by_ticket_type };
+/** A seat map section: its seats, and its tickets sold without a seat (pf_01 resale lots, standing). */
+export function seatMapSection(name: string, seats: Seat[], by_ticket_type: SeatMapSection['by_ticket_type'] = {}, offers: Offer[] = []): SeatMapSection {
+  const live = offers.filter((o) => o.quantity > 0);
+  const prices = [...seats.map((s) => s.price), ...live.map((o) => o.price)];
+  return { ...summary(name, prices, seats.length + live.reduce((n, o) => n + o.quantity, 0)), seats, offers, by_ticket_type };
 }
 
 /** A seat map whose seat-level arm is missing (pf_01 degraded `v2`). */
 export function degradedSection(name: string, min_price: number | null, by_ticket_type: SeatMapSection['by_ticket_type']): SeatMapSection {
   const stock = Object.values(by_ticket_type).reduce((n, c) => n + (c ?? 0), 0);
-  return { name, currency: 'EUR', min_price, max_price: min_price === null ? null : min_price + 10, stock, seats: [], by_ticket_type };
+  return { name, currency: 'EUR', min_price, max_price: min_price === null ? null : min_price + 10, stock, seats: [], offers: [], by_ticket_type };
 }
 
 export function response(sections: (OfferSection | SeatMapSection)[], event_info: EventInfo | null = EVENT_INFO) {
@@ -255,6 +258,8 @@ export const rawSectionArb = (name: string): fc.Arbitrary<OfferSection | SeatMap
   fc.oneof(
     rawOffersArb.map((os) => offerSection(name, os)),
     rawSeatsArb.map((ss) => seatMapSection(name, ss)),
+    // pf_01's mixed sections: seats beside resale lots and standing counts.
+    fc.tuple(rawSeatsArb, rawOffersArb).map(([ss, os]) => seatMapSection(name, ss, {}, os)),
     fc
       .record({
         min_price: fc.option(priceArb, { nil: null }),

@@ -120,4 +120,21 @@ describe('pf_01 monitored over HTTP with browser-made sessions', () => {
     expect(mine).toHaveLength(rows.length);
     expect(mine.map((r) => [r.payload.section, r.payload.change_type, (r.payload.before as { stock: number }).stock, (r.payload.after as { stock: number }).stock])).toEqual([['Resale Block', 'stock_increase', 4, 12]]);
   }, 120_000);
+  it('resale tickets raised in a section that still has seats reach a resale-only item, once (issue 24)', async () => {
+    const acct = await stack.account();
+    const key = newKey();
+    const venue = (resale: number) =>
+      putEvent(stack.sim, 'pf_01', key, { region: 'uk', sections: [section('Floor', 50, 20), section('Floor', 95, resale, { ticket_type: 'resale' })] });
+    await venue(4);
+    const body = { website: 'pf_01', event: key, region: 'uk', standard_tickets: false, platinum_tickets: false, general_admission_tickets: false, resale_tickets: true, change_type: null, stock_threshold_filter: null };
+    const res = await call(stack.gateway.url, 'POST', '/watchlist', { key: acct.key, body });
+    expect(res.status).toBe(201);
+    const id = res.body.id as number;
+    await baselined(stack, id, 60_000);
+    await venue(12);
+    await eventually(async () => ((await notificationsOf(stack, acct.accountId)).some((r) => r.itemId === id) ? true : undefined));
+    await polledAgain(stack, 'pf_01', key);
+    const mine = (await notificationsOf(stack, acct.accountId)).filter((r) => r.itemId === id);
+    expect(mine.map((r) => [r.payload.section, r.payload.change_type, (r.payload.before as { stock: number }).stock, (r.payload.after as { stock: number }).stock])).toEqual([['Floor', 'stock_increase', 4, 12]]);
+  }, 120_000);
 });

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { snapshotHash, toSnapshot, type TargetSnapshot } from '../../src/monitors/snapshot.ts';
+import { SNAPSHOT_FORMAT, snapshotHash, toSnapshot, type TargetSnapshot } from '../../src/monitors/snapshot.ts';
 import type { OfferSection, SeatMapSection } from '../../src/scrapers/types.ts';
 import {
   degradedSection,
@@ -33,6 +33,7 @@ describe('offer sections', () => {
       ]),
     );
     expect(s).toEqual({
+      format: SNAPSHOT_FORMAT,
       starts_at: '2030-06-15T20:00:00+02:00',
       sections: [
         {
@@ -56,7 +57,7 @@ describe('offer sections', () => {
   it('starts_at comes from event_info, null without it', () => {
     expect(toSnapshot(response([], { ...EVENT_INFO, starts_at: '2031-01-02T03:04:05Z' })).starts_at).toBe('2031-01-02T03:04:05Z');
     expect(toSnapshot(response([], { ...EVENT_INFO, starts_at: null })).starts_at).toBeNull();
-    expect(toSnapshot(response([], null))).toEqual({ starts_at: null, sections: [] });
+    expect(toSnapshot(response([], null))).toEqual({ format: SNAPSHOT_FORMAT, starts_at: null, sections: [] });
   });
 
   it('sections come in name order whatever the record order', () => {
@@ -138,17 +139,22 @@ describe('seat maps', () => {
     expect(s.sections[0]!.offers).toEqual([{ ...base, row: 'R', price: 10, quantity: seats.length, block }]);
   });
 
-  it('degraded seat map (no seats) falls back to by_ticket_type at min_price, rows unknown', () => {
+  it('tickets known only as a count (no price each, no row, no flag: pf_01 without its seat arm) are not read', () => {
     const s = toSnapshot(response([degradedSection('Upper', 45, { standard: 3, resale: 0, platinum: 2 })]));
-    expect(s.sections).toEqual([
-      {
-        name: 'Upper',
-        currency: 'EUR',
-        offers: [
-          { ...base, price: 45, quantity: 2, block: 2, ticket_type: 'platinum' },
-          { ...base, price: 45, quantity: 3, block: 3 },
-        ],
-      },
+    expect(s.sections).toEqual([{ name: 'Upper', currency: 'EUR', offers: [] }]);
+  });
+
+  it("a seat map's tickets without a seat (resale lots, standing) are read beside its seats, each with its flags (issue 24)", () => {
+    const lots = [
+      rawOffer('R1-1-1', 95, 4, { ticket_type: 'resale', restricted_view: true }),
+      rawOffer('ga-1', 40, 30, { ticket_type: 'general_admission', presale: true }),
+      rawOffer('R1-1-2', 95, 0, { ticket_type: 'resale' }),
+    ];
+    const s = toSnapshot(response([seatMapSection('Floor', [seat('A', '1', 120), seat('A', '2', 120)], {}, lots)]));
+    expect(s.sections[0]!.offers).toEqual([
+      { ...base, price: 40, quantity: 30, block: 30, ticket_type: 'general_admission', presale: true },
+      { ...base, price: 95, quantity: 4, block: 4, ticket_type: 'resale', restricted_view: true },
+      { ...base, row: 'A', price: 120, quantity: 2, block: 2 },
     ]);
   });
 
@@ -170,7 +176,7 @@ describe('snapshotHash', () => {
   const sections = (): (OfferSection | SeatMapSection)[] => [
     offerSection('Floor', [rawOffer('1', 80, 2), rawOffer('2', 45.5, 4, { ticket_type: 'resale' }), rawOffer('3', 30, 1)]),
     seatMapSection('Block A', [seat('A', '1', 20), seat('A', '2', 20), seat('B', '7', 20), seat('A', '4', 35, { accessible: true })]),
-    degradedSection('Upper', 45, { standard: 3, platinum: 2 }),
+    seatMapSection('Upper', [seat('C', '3', 45)], {}, [rawOffer('R1', 60, 2, { ticket_type: 'resale' }), rawOffer('ga-1', 30, 10, { ticket_type: 'general_admission' })]),
   ];
   const hashOf = (ss: (OfferSection | SeatMapSection)[], info = EVENT_INFO) => snapshotHash(toSnapshot(response(ss, info)));
   const baseHash = hashOf(sections());
@@ -216,8 +222,9 @@ describe('snapshotHash', () => {
       'seat removed': (ss) => void (ss[1] as SeatMapSection).seats.pop(),
       'seat added': (ss) => void (ss[1] as SeatMapSection).seats.push(seat('C', '1', 20)),
       'seat moved (block changes)': (ss) => void ((ss[1] as SeatMapSection).seats[1]!.seat = '3'),
-      'degraded min_price': (ss) => void ((ss[2] as SeatMapSection).min_price = 44),
-      'degraded count': (ss) => void ((ss[2] as SeatMapSection).by_ticket_type.standard = 4),
+      'unseated offer price': (ss) => void ((ss[2] as SeatMapSection).offers[0]!.price = 61),
+      'unseated offer quantity': (ss) => void ((ss[2] as SeatMapSection).offers[1]!.quantity = 11),
+      'unseated offer flag': (ss) => void ((ss[2] as SeatMapSection).offers[0]!.accessible = true),
       'offer flag': (ss) => void ((ss[0] as OfferSection).offers[0]!.presale = true),
       'section currency': (ss) => void (ss[0]!.currency = 'GBP'),
     };
@@ -249,7 +256,11 @@ describe('properties', () => {
   const shuffled = (ss: (OfferSection | SeatMapSection)[]) =>
     fc.tuple(
       permutationArb(ss),
-      ...ss.map((s) => ('offers' in s ? permutationArb(s.offers).map((offers) => ({ ...s, offers })) : permutationArb(s.seats).map((seats) => ({ ...s, seats })))),
+      ...ss.map((s) =>
+        'seats' in s
+          ? fc.tuple(permutationArb(s.seats), permutationArb(s.offers)).map(([seats, offers]) => ({ ...s, seats, offers }))
+          : permutationArb(s.offers).map((offers) => ({ ...s, offers })),
+      ),
     );
 
   it('snapshotHash is invariant under shuffling sections and offers of the scrape input', () => {
@@ -276,14 +287,8 @@ describe('properties', () => {
         expect(s.sections.map((x) => x.name)).toEqual(ss.map((x) => x.name).sort());
         for (const x of ss) {
           const got = s.sections.find((y) => y.name === x.name)!;
-          const expected =
-            'offers' in x
-              ? x.offers.reduce((n, o) => n + o.quantity, 0)
-              : x.seats.length > 0
-                ? x.seats.length
-                : x.min_price === null
-                  ? 0
-                  : Object.values(x.by_ticket_type).reduce((n, c) => n + (c ?? 0), 0);
+          // Tickets known only as a count (no seat, no offer) are not read: no price each, no flags.
+          const expected = x.offers.reduce((n, o) => n + o.quantity, 0) + ('seats' in x ? x.seats.length : 0);
           expect(got.offers.reduce((n, o) => n + o.quantity, 0)).toBe(expected);
           for (const o of got.offers) {
             expect(o.quantity).toBeGreaterThan(0);

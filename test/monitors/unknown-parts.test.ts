@@ -122,3 +122,46 @@ describe('a failed part is unknown, not zero', () => {
     );
   });
 });
+
+describe('every ticket kind on pf_01 reaches the monitor with its flags (issue 24)', () => {
+  const mixed = (resale: number, seats = 20, extra: object = {}) =>
+    event({
+      sections: [
+        { name: 'Floor', price: 120, stock: seats },
+        { name: 'Floor', price: 95, stock: resale, ticket_type: 'resale', ...extra },
+        { name: 'Floor', price: 40, stock: 30, ticket_type: 'general_admission', presale: true },
+      ],
+    });
+  const resaleOnly = cfg({ standard_tickets: false, platinum_tickets: false, general_admission_tickets: false, resale_tickets: true });
+  const summary = (changes: ReturnType<typeof detectChanges>) => changes.map((c) => [c.section, c.change_type, c.before.stock, c.after.stock]);
+
+  it('resale tickets raised in a section that still has seats are notified to a resale-only item (today: nothing)', () => {
+    expect(summary(poll([[mixed(4), 'ok'], [mixed(12), 'ok']], resaleOnly).changes)).toEqual([['Floor', 'stock_increase', 4, 12]]);
+  });
+
+  it('the last seat selling does not make the resale tickets "appear" (today: a stock_increase for a resale-only item)', () => {
+    expect(poll([[mixed(4), 'ok'], [mixed(4, 0), 'ok']], resaleOnly).changes).toEqual([]);
+  });
+
+  it('the flags of resale lots and standing counts apply as on every platform', () => {
+    const noRestricted = cfg({ ...resaleOnly, no_restricted_view: true });
+    expect(poll([[mixed(4, 20, { restricted_view: true }), 'ok'], [mixed(12, 20, { restricted_view: true }), 'ok']], noRestricted).changes).toEqual([]);
+    expect(summary(poll([[mixed(4), 'ok'], [mixed(12), 'ok']], noRestricted).changes)).toEqual([['Floor', 'stock_increase', 4, 12]]);
+    const standing = (n: number) => event({ sections: [{ name: 'Floor', price: 120, stock: 20 }, { name: 'Floor', price: 40, stock: n, ticket_type: 'general_admission', presale: true }] });
+    const gaOnly = cfg({ standard_tickets: false, platinum_tickets: false, resale_tickets: false, general_admission_tickets: true });
+    expect(summary(poll([[standing(30), 'ok'], [standing(50), 'ok']], gaOnly).changes)).toEqual([['Floor', 'stock_increase', 30, 50]]);
+    expect(poll([[standing(30), 'ok'], [standing(50), 'ok']], cfg({ ...gaOnly, no_presale: true })).changes).toEqual([]);
+  });
+
+  it('the seat arm down, resale and standing are still read whole: a resale raise is notified at once', () => {
+    expect(scrape(mixed(4), 'v2 down').unknown).toEqual(['platinum', 'standard']);
+    const { changes } = poll([[mixed(4), 'ok'], [mixed(12), 'v2 down'], [mixed(12), 'ok']], resaleOnly);
+    expect(summary(changes)).toEqual([['Floor', 'stock_increase', 4, 12]]);
+  });
+
+  it('prices of resale lots are their own, not the section lowest: a resale price drop is a price_decrease', () => {
+    const priced = (p: number) => event({ sections: [{ name: 'Floor', price: 120, stock: 20 }, { name: 'Floor', price: p, stock: 4, ticket_type: 'resale' }] });
+    const { changes } = poll([[priced(150), 'ok'], [priced(130), 'ok']], resaleOnly);
+    expect(changes.map((c) => [c.change_type, c.before.min_price, c.after.min_price])).toEqual([['price_decrease', 150, 130]]);
+  });
+});

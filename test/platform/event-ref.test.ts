@@ -2,8 +2,8 @@
 // and the security rule that a URL may only name the platform's own hosts.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseEventKey, parseEventRef } from '../../src/platform/event-ref.ts';
-import { PLATFORM_KEYS, PLATFORMS, type PlatformKey } from '../../src/platform/registry.ts';
+import { parseEventKey, parseEventRef, regionFromHost } from '../../src/platform/event-ref.ts';
+import { offersHaveRows, PLATFORM_KEYS, PLATFORMS, ROW_PLATFORMS, type PlatformKey } from '../../src/platform/registry.ts';
 
 const regionFor = (p: PlatformKey) => (p === 'pf_08' ? 'au' : ((PLATFORMS[p].regions as readonly string[] | null)?.[0] ?? 'us'));
 
@@ -26,9 +26,30 @@ describe('parseEventRef', () => {
     expect(parseEventRef('pf_03', 'https://pf03.example/e/x', 'not a region')).toMatchObject({ ok: false });
   });
 
-  it('infers pf_08 regions from the URL domain and rejects a mismatch', () => {
-    expect(parseEventRef('pf_08', 'https://pf08.example.co.nz/event/AKL-1', 'nz')).toMatchObject({ ok: true, ref: { region: 'nz' } });
-    expect(parseEventRef('pf_08', 'https://pf08.example.co.nz/event/AKL-1', 'au')).toMatchObject({ ok: false, message: expect.stringContaining('(nz)') });
+  it('takes pf_08 regions from the URL domain, whatever region was given (issue 24)', () => {
+    const domains: [string, string][] = [
+      ['pf08.example.com.au', 'au'],
+      ['pf08.example.co.nz', 'nz'],
+      ['pf08.example.sg', 'sg'],
+      ['pf08.example.com.my', 'my'],
+      ['pf08.example.co.uk', 'uk'],
+      ['pf08.example.com.ph', 'ph'],
+    ];
+    expect(domains.map(([h]) => h).sort()).toEqual([...PLATFORMS.pf_08.hosts].sort());
+    for (const [host, region] of domains) {
+      for (const given of [region, region.toUpperCase(), 'au', 'us', 'not a region', '']) {
+        expect(parseEventRef('pf_08', `https://${host}/event/AKL-1`, given), `${host} ${given}`).toMatchObject({ ok: true, ref: { region } });
+      }
+      expect(regionFromHost('pf_08', host)).toBe(region);
+    }
+    // Only pf_08 takes its region from the domain.
+    expect(regionFromHost('pf_07', 'www.pf07.example.co.uk')).toBeNull();
+    expect(regionFromHost('pf_01', null)).toBeNull();
+  });
+
+  it('says which input it refused', () => {
+    expect(parseEventRef('pf_05', 'abc', 'it')).toMatchObject({ ok: false, field: 'event_id' });
+    expect(parseEventRef('pf_05', '7730021', 'de')).toMatchObject({ ok: false, field: 'region' });
   });
 
   it.each([
@@ -84,5 +105,12 @@ describe('parseEventRef', () => {
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('platforms whose offers carry rows', () => {
+  it('are the seat-map platforms of spec 2.6, pf_01 and pf_02, and only they', () => {
+    expect([...ROW_PLATFORMS].sort()).toEqual(['pf_01', 'pf_02']);
+    for (const p of PLATFORM_KEYS) expect(offersHaveRows(p), p).toBe(PLATFORMS[p].sections_type === 'SeatMapSections');
   });
 });

@@ -5,7 +5,7 @@
 import { load } from 'cheerio';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ScrapeFailure, type FetchedPage, type PageFetcher, type ScrapeData } from '../../src/scrapers/types.ts';
+import { ScrapeFailure, type FetchedPage, type OfferSection, type PageFetcher, type ScrapeData, type SeatMapSection } from '../../src/scrapers/types.ts';
 import { HTTP_PLATFORMS, startHarness, type Harness, type HttpPlatform } from './platform-harness.ts';
 
 const INVENTORY = [
@@ -78,9 +78,9 @@ function mutateHtml(body: string, damage: HtmlDamage): string {
 
 /** What any successful scrape must satisfy, however odd the page. */
 function checkValid(data: ScrapeData): void {
-  for (const section of Object.values(data.sections)) {
+  for (const section of Object.values(data.sections) as (OfferSection | SeatMapSection)[]) {
     expect(Number.isSafeInteger(section.stock) && section.stock >= 0).toBe(true);
-    const items: { price: number; quantity?: number }[] = 'offers' in section ? section.offers : section.seats;
+    const items: { price: number; quantity?: number }[] = 'seats' in section ? [...section.seats, ...section.offers] : section.offers;
     for (const item of items) {
       expect(Number.isFinite(item.price) && item.price >= 0).toBe(true);
       if (item.quantity !== undefined) expect(Number.isSafeInteger(item.quantity) && item.quantity > 0).toBe(true);

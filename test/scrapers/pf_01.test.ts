@@ -76,10 +76,10 @@ const VENUE = {
   sections: [
     { name: 'Floor', price: 120.5, stock: 12 },
     { name: 'Floor', price: 300, stock: 2, ticket_type: 'platinum' as const, accessible: true },
-    { name: 'Floor', price: 150, stock: 3, ticket_type: 'resale' as const },
+    { name: 'Floor', price: 150, stock: 3, ticket_type: 'resale' as const, restricted_view: true },
     { name: 'Balcony', price: 59.99, stock: 3, restricted_view: true, presale: true },
     { name: 'Resale Block', price: 99.5, stock: 6, ticket_type: 'resale' as const },
-    { name: 'Standing', price: 45, stock: 80, ticket_type: 'general_admission' as const },
+    { name: 'Standing', price: 45, stock: 80, ticket_type: 'general_admission' as const, presale: true },
     { name: 'Box 1', price: 500, stock: 0 },
   ],
 };
@@ -89,6 +89,14 @@ const FLOOR_SEATS = [
   ...seats(['B3', 'B4'], { price: 300, ticket_type: 'platinum', ...plain, accessible: true }),
 ];
 const BALCONY_SEATS = seats(['A1', 'A2', 'A3'], { price: 59.99, ticket_type: 'standard', restricted_view: true, accessible: false, presale: true });
+
+/** Tickets sold without a seat (v1): resale lots of at most 4, and standing counts. */
+const FLOOR_RESALE = [{ id: 'R1-1-1', price: 150, quantity: 3, ticket_type: 'resale' as const, ...plain, restricted_view: true }];
+const BLOCK_RESALE = [
+  { id: 'R3-1-1', price: 99.5, quantity: 4, ticket_type: 'resale' as const, ...plain },
+  { id: 'R3-1-2', price: 99.5, quantity: 2, ticket_type: 'resale' as const, ...plain },
+];
+const STANDING = [{ id: 'ga-1', price: 45, quantity: 80, ticket_type: 'general_admission' as const, ...plain, presale: true }];
 
 function byType(standard: number, resale: number, platinum: number, general_admission: number) {
   return { standard, resale, platinum, general_admission };
@@ -130,6 +138,7 @@ describe('pf_01 adapter on the simulated client-rendered page', () => {
     });
     const sections = seatMap(data);
     expect(Object.keys(sections)).toEqual(['Floor', 'Balcony', 'Resale Block', 'Standing', 'Box 1']);
+    // Floor mixes seats with resale lots (issue 24): each lot keeps its flags beside the seats.
     expect(sections.Floor).toEqual({
       name: 'Floor',
       currency: 'GBP',
@@ -137,12 +146,13 @@ describe('pf_01 adapter on the simulated client-rendered page', () => {
       max_price: 300,
       stock: 17,
       seats: FLOOR_SEATS,
+      offers: FLOOR_RESALE,
       by_ticket_type: byType(12, 3, 2, 0),
     });
-    expect(sections.Balcony).toEqual({ name: 'Balcony', currency: 'GBP', min_price: 59.99, max_price: 59.99, stock: 3, seats: BALCONY_SEATS, by_ticket_type: byType(3, 0, 0, 0) });
-    expect(sections['Resale Block']).toEqual({ name: 'Resale Block', currency: 'GBP', min_price: 99.5, max_price: 99.5, stock: 6, seats: [], by_ticket_type: byType(0, 6, 0, 0) });
-    expect(sections.Standing).toEqual({ name: 'Standing', currency: 'GBP', min_price: 45, max_price: 45, stock: 80, seats: [], by_ticket_type: byType(0, 0, 0, 80) });
-    expect(sections['Box 1']).toEqual({ name: 'Box 1', currency: 'GBP', min_price: null, max_price: null, stock: 0, seats: [], by_ticket_type: byType(0, 0, 0, 0) });
+    expect(sections.Balcony).toEqual({ name: 'Balcony', currency: 'GBP', min_price: 59.99, max_price: 59.99, stock: 3, seats: BALCONY_SEATS, offers: [], by_ticket_type: byType(3, 0, 0, 0) });
+    expect(sections['Resale Block']).toEqual({ name: 'Resale Block', currency: 'GBP', min_price: 99.5, max_price: 99.5, stock: 6, seats: [], offers: BLOCK_RESALE, by_ticket_type: byType(0, 6, 0, 0) });
+    expect(sections.Standing).toEqual({ name: 'Standing', currency: 'GBP', min_price: 45, max_price: 45, stock: 80, seats: [], offers: STANDING, by_ticket_type: byType(0, 0, 0, 80) });
+    expect(sections['Box 1']).toEqual({ name: 'Box 1', currency: 'GBP', min_price: null, max_price: null, stock: 0, seats: [], offers: [], by_ticket_type: byType(0, 0, 0, 0) });
     expect(totalStock(sections)).toBe(17 + 3 + 6 + 80);
   });
 
@@ -184,19 +194,20 @@ describe('pf_01 adapter on the simulated client-rendered page', () => {
     expect(data.degraded).toBe('v1');
     const sections = seatMap(data);
     expect(Object.keys(sections)).toEqual(['Floor', 'Balcony', 'Resale Block', 'Standing', 'Box 1']);
-    expect(sections.Floor).toEqual({ name: 'Floor', currency: 'GBP', min_price: 120.5, max_price: 300, stock: 14, seats: FLOOR_SEATS, by_ticket_type: { standard: 12, platinum: 2 } });
+    expect(sections.Floor).toEqual({ name: 'Floor', currency: 'GBP', min_price: 120.5, max_price: 300, stock: 14, seats: FLOOR_SEATS, offers: [], by_ticket_type: { standard: 12, platinum: 2 } });
     expect(sections.Balcony!.seats).toEqual(BALCONY_SEATS);
     expect(sections.Standing).toMatchObject({ stock: 0, seats: [], by_ticket_type: { standard: 0, platinum: 0 } });
     expect(totalStock(sections)).toBe(14 + 3);
   });
 
-  it('marks degraded v2 when seat detail is missing: no seats, stock and prices from the counts', async () => {
+  it('marks degraded v2 when seat detail is missing: no seats, seated stock and prices from the counts, resale and standing whole', async () => {
     const key = putEvent({ ...VENUE, arms: { v1: 'ok', v2: 'error' } });
     const data = await pf01.scrape(ref(key));
     expect(data.degraded).toBe('v2');
     const sections = seatMap(data);
     expect(Object.keys(sections)).toEqual(['Floor', 'Balcony', 'Resale Block', 'Standing', 'Box 1']);
-    expect(sections.Floor).toEqual({ name: 'Floor', currency: 'GBP', min_price: 120.5, max_price: 300, stock: 17, seats: [], by_ticket_type: byType(12, 3, 2, 0) });
+    expect(sections.Floor).toEqual({ name: 'Floor', currency: 'GBP', min_price: 120.5, max_price: 300, stock: 17, seats: [], offers: FLOOR_RESALE, by_ticket_type: byType(12, 3, 2, 0) });
+    expect(sections.Standing).toMatchObject({ stock: 80, seats: [], offers: STANDING });
     expect(sections.Balcony).toMatchObject({ stock: 3, min_price: 59.99, seats: [] });
     expect(sections['Box 1']).toMatchObject({ stock: 0, min_price: null, by_ticket_type: byType(0, 0, 0, 0) });
     expect(totalStock(sections)).toBe(17 + 3 + 6 + 80);

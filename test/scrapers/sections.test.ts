@@ -76,9 +76,29 @@ describe('SeatMapSectionsBuilder', () => {
       max_price: 95.56,
       stock: 2,
       seats: [seat('A', '1', 80), seat('A', '2', 95.56, { ticket_type: 'resale' })],
+      offers: [],
       by_ticket_type: { standard: 1, resale: 1, platinum: 0, general_admission: 0 },
     });
     expect(sections['Block 2']).toMatchObject({ stock: 0, seats: [], min_price: null, by_ticket_type: { standard: 0, resale: 0, platinum: 0, general_admission: 0 } });
+  });
+
+  it('lists tickets sold without a seat beside the seats, with their flags, cheapest first, in stock, prices and counts', () => {
+    const sections = new SeatMapSectionsBuilder('EUR')
+      .seat('Floor', seat('A', '1', 120))
+      .offer('Floor', offer('R1', 95.555, 4, { ticket_type: 'resale', restricted_view: true }))
+      .offer('Floor', offer('ga-1', 40, 30, { ticket_type: 'general_admission', presale: true }))
+      .offer('Floor', offer('R2', 10, 0, { ticket_type: 'resale' }))
+      .build();
+    expect(sections.Floor).toEqual({
+      name: 'Floor',
+      currency: 'EUR',
+      min_price: 40,
+      max_price: 120,
+      stock: 35,
+      seats: [seat('A', '1', 120)],
+      offers: [offer('ga-1', 40, 30, { ticket_type: 'general_admission', presale: true }), offer('R1', 95.56, 4, { ticket_type: 'resale', restricted_view: true })],
+      by_ticket_type: { standard: 1, resale: 4, platinum: 0, general_admission: 30 },
+    });
   });
 
   it('adds tickets known only as counts, and leaves unknown ticket types out (pf_01 degraded)', () => {

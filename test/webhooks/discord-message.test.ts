@@ -1,9 +1,11 @@
 // Discord's limits hold for any notification and any roles (issue 15): content at most 2000
 // characters with only whole mentions, which allowed_mentions lists exactly; at most 25 fields,
-// each name 256 and value 1024; title 256; the embed 6000 in all.
+// each name 256 and value 1024; title 256; the embed 6000 in all. Role ids (issue 24) are
+// mentioned digit for digit, 20-digit snowflakes included, and never from an inexact number.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DISCORD_LIMITS, discordMessage, roleIds } from '../../src/webhooks/discord-message.ts';
+import { DISCORD_LIMITS, discordMessage } from '../../src/webhooks/discord-message.ts';
+import { roleIds, rolesJsonProblem } from '../../src/webhooks/role-ids.ts';
 
 const long = fc.string({ maxLength: 8000 });
 
@@ -12,7 +14,7 @@ describe('discordMessage', () => {
     fc.assert(
       fc.property(
         fc.record({ event: long, section: long, platform: long, change_type: long, currency: fc.string({ maxLength: 50 }) }),
-        fc.option(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER })),
+        fc.option(fc.oneof(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), fc.bigInt({ min: 10n ** 16n, max: 10n ** 20n - 1n }).map(String))),
         fc.array(fc.oneof(fc.bigInt({ min: 1n, max: 10n ** 19n }).map(String), fc.integer({ min: 1 }), fc.string()), { maxLength: 150 }),
         (data, roleId, roles) => {
           const m = discordMessage(
@@ -44,5 +46,42 @@ describe('discordMessage', () => {
     expect(roleIds({ role_id: null, roles_json: { role_ids: [8] } })).toEqual(['8']);
     expect(roleIds({ role_id: null, roles_json: [{ id: '9' }, null, '@everyone'] })).toEqual(['9']);
     expect(roleIds({ role_id: null, roles_json: 'nothing' })).toEqual([]);
+  });
+
+  // Issue 24: Discord role ids are 17-20 digit snowflakes, past what a JS number holds exactly.
+  it('mentions a snowflake role_id exactly, as text, and allows exactly it', () => {
+    const body = { type: 'notification' as const, timestamp: new Date().toISOString(), data: { type: 'notification', id: 1, section: 'Floor', change_type: 'stock_increase' } };
+    const m = discordMessage(body, { role_id: '112233445566778899', roles_json: null }) as { content: string; allowed_mentions: unknown };
+    expect(m.content).toBe('<@&112233445566778899> stock_increase on Floor');
+    expect(m.allowed_mentions).toEqual({ parse: [], roles: ['112233445566778899'] });
+    // An integer role_id (what the API returns for one sent as an integer) is mentioned as its digits.
+    expect(roleIds({ role_id: 9_007_199_254_740_991, roles_json: null })).toEqual(['9007199254740991']);
+  });
+
+  it('mentions any 17-20 digit role id from role_id or roles_json digit for digit', () => {
+    const snowflake = fc.bigInt({ min: 10n ** 16n, max: 10n ** 20n - 1n }).map(String);
+    fc.assert(
+      fc.property(snowflake, snowflake, fc.constantFrom('array', 'roles', 'role_ids', 'objects'), (id, other, shape) => {
+        const list = shape === 'objects' ? [{ id: other }] : [other];
+        const roles_json = shape === 'array' || shape === 'objects' ? list : { [shape]: list };
+        const ids = roleIds({ role_id: id, roles_json });
+        expect(ids).toEqual(id === other ? [id] : [id, other]);
+      }),
+    );
+  });
+
+  it('never mentions a role id that reached it as an inexact number', () => {
+    // 112233445566778899 parsed as a JSON number is 112233445566778900: another role.
+    expect(roleIds({ role_id: null, roles_json: [JSON.parse('112233445566778899')] })).toEqual([]);
+  });
+});
+
+describe('rolesJsonProblem', () => {
+  it('refuses a role id given as a number past 2^53 - 1 where role ids are read, and nothing else', () => {
+    const big = JSON.parse('112233445566778899') as number;
+    for (const v of [[big], { roles: [big] }, { role_ids: [1, big] }, [{ id: big }]]) expect(rolesJsonProblem(v), JSON.stringify(v)).toMatch(/as strings/);
+    for (const v of [['112233445566778899'], { roles: [Number.MAX_SAFE_INTEGER] }, { other: [big] }, { roles: { nested: [big] } }, big, [1.5], null]) {
+      expect(rolesJsonProblem(v), JSON.stringify(v)).toBeNull();
+    }
   });
 });

@@ -10,7 +10,11 @@ export const scrapeRequestSchema = z
   .object({
     platform: z.string().meta({ description: `One of ${PLATFORM_KEYS.join(', ')} (GET /events/platforms)` }),
     event_id: z.string().meta({ description: "Bare id or full event URL per the platform's event_id_example; a URL must name one of the platform's own hosts" }),
-    region: z.string().meta({ description: "Region code, case-insensitive; one of the platform's regions when it lists them" }),
+    region: z.string().meta({
+      description:
+        "Region code, case-insensitive; one of the platform's regions when it lists them. pf_08 takes its region from the " +
+        "event URL's domain (spec 2.6): this one is then not checked, and the response carries the domain's",
+    }),
   })
   .meta({ id: 'ScrapeRequest' });
 

@@ -5,17 +5,18 @@ import type { ApiModule } from '../../gateway/app.ts';
 import { CachedProbe, notReadySchema, probeFor } from '../../gateway/readiness.ts';
 import type { RouteContext } from '../../gateway/route.ts';
 import { parseEventRef } from '../../platform/event-ref.ts';
-import { normaliseRegion, PLATFORMS } from '../../platform/registry.ts';
 import { readWatchlistBody } from './body.ts';
 import { notFound, WatchlistError, watchlistFailures } from './errors.ts';
 import {
   createItemSchema,
   itemIdParams,
   rangeProblem,
+  rowFilterProblem,
   SERVER_FIELDS,
   TARGET_FIELDS,
   updateItemSchema,
   watchlistItemSchema,
+  type WatchlistItem,
 } from './schema.ts';
 import { TooManyItemsError, UnknownWebhookError, WatchlistStore } from './store.ts';
 
@@ -68,16 +69,13 @@ export const watchlistApi: ApiModule = {
       },
       handler: async (ctx) => {
         const fields = await parseBody(ctx, createItemSchema, []);
-        const region = normaliseRegion(fields.website, fields.region);
-        if (!region) {
-          const allowed: readonly string[] | null = PLATFORMS[fields.website].regions;
-          throw new WatchlistError(400, `region: ${JSON.stringify(fields.region)} is not served by ${fields.website}${allowed ? ` (one of ${allowed.join(', ')})` : ''}`);
-        }
-        // The monitors scrape what is stored, so the event must pass the same parser (format, hosts,
-        // pf_08's domain against the region) as POST /events/scrape: nothing unmonitorable is kept.
-        const ref = parseEventRef(fields.website, fields.event, region);
-        if (!ref.ok) throw new WatchlistError(400, `event: ${ref.message}`);
-        const problem = rangeProblem(fields);
+        // The monitors scrape what is stored, so the event and region must pass the same parser
+        // (format, hosts, regions) as POST /events/scrape: nothing unmonitorable is kept. The
+        // region stored is the parser's: lower-case, and for pf_08 the event URL's domain's.
+        const ref = parseEventRef(fields.website, fields.event, fields.region);
+        if (!ref.ok) throw new WatchlistError(400, ref.field === 'region' ? ref.message : `event: ${ref.message}`);
+        const region = ref.ref.region;
+        const problem = rangeProblem(fields) ?? rowFilterProblem(fields.website, fields.row_filter);
         if (problem) throw new WatchlistError(400, problem);
         try {
           ctx.body = await store(ctx).create(ctx.state.principal!.accountId, { ...fields, region }, ctx.state.services.config.WATCHLIST_MAX_ITEMS);
@@ -129,7 +127,11 @@ export const watchlistApi: ApiModule = {
       },
       handler: async (ctx) => {
         const patch = await parseBody(ctx, updateItemSchema, TARGET_FIELDS);
-        const result = await store(ctx).update(ctx.state.principal!.accountId, itemId(ctx), patch, rangeProblem);
+        // row_filter is checked against the platform only when sent: an item stored before the
+        // rule keeps taking other changes (pausing, muting) without first clearing it.
+        const check = (merged: WatchlistItem) =>
+          rangeProblem(merged) ?? (patch.row_filter !== undefined ? rowFilterProblem(merged.website, merged.row_filter) : null);
+        const result = await store(ctx).update(ctx.state.principal!.accountId, itemId(ctx), patch, check);
         if (result === null) throw notFound();
         if (typeof result === 'string') throw new WatchlistError(400, result);
         ctx.body = result;

@@ -3,7 +3,8 @@
 // schemas all derive. Value types chosen where the spec leaves them open are documented in
 // each field's description and in docs/watchlist.md ("Fields").
 import { z } from 'zod';
-import { PLATFORM_KEYS } from '../../platform/registry.ts';
+import { offersHaveRows, PLATFORM_KEYS, ROW_PLATFORMS, type PlatformKey } from '../../platform/registry.ts';
+import { ROLE_ID_TEXT, rolesJsonProblem } from '../../webhooks/role-ids.ts';
 
 /**
  * Text PostgreSQL can store exactly: no NUL (text and jsonb reject it) and no unpaired UTF-16
@@ -19,6 +20,8 @@ const text = () => z.string().refine(isStorableText, STORABLE_TEXT);
 // The price columns are numeric(12,2) (db/migrations/002): two decimals, like the currencies
 // prices come in. More decimals would come back rounded, so they are refused here.
 const MONEY_MAX = 10_000_000;
+/** The accepted range, as the descriptions of the money fields state it. */
+const MONEY_RANGE = 'a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null';
 const money = z
   .number()
   .min(0)
@@ -28,6 +31,27 @@ const money = z
 const stock = z.number().int().min(0).max(1_000_000);
 const externalId = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 const isoDate = z.iso.date();
+
+/**
+ * A Discord role id (a snowflake, 17-20 digits): a string of 17-20 digits, or an integer up to
+ * 2^53 - 1 (what a JSON number holds exactly). The two forms never overlap (2^53 - 1 has 16
+ * digits), which is how the text column gives each back in the form it was sent (store.ts).
+ * One message for every refusal: the branch messages would only say which form was tried.
+ */
+const ROLE_ID_RULE =
+  `must be a Discord role id: a string of 17 to 20 digits (no leading zero), or an integer from 1 to ${Number.MAX_SAFE_INTEGER} ` +
+  '(larger ids lose digits as JSON numbers: send them as strings)';
+const roleId = z.union(
+  [
+    z.number({ error: ROLE_ID_RULE }).int({ error: ROLE_ID_RULE }).min(1, { error: ROLE_ID_RULE }).max(Number.MAX_SAFE_INTEGER, { error: ROLE_ID_RULE }),
+    z.string({ error: ROLE_ID_RULE }).regex(ROLE_ID_TEXT, { error: ROLE_ID_RULE }),
+    z.null(),
+  ],
+  { error: ROLE_ID_RULE },
+);
+
+/** The longest a cooldown may be: one day. */
+export const COOLDOWN_MAX_SECONDS = 86_400;
 
 // timestamptz accepts offsets up to ±15:59, and instants must render back as four-digit-year
 // RFC 3339 (toISOString switches to six-digit years past 9999 and PostgreSQL has no year 0).
@@ -85,12 +109,13 @@ export function opaqueJsonProblem(value: unknown): string | null {
  * Any JSON value, null included (spec 2.1: "JSON or null"), so it takes no `.nullable()`: that
  * would document it as `anyOf: [{}, {type: null}]`, whose empty member already admits null.
  * z.custom has no JSON Schema of its own (it would be the empty schema); the type list says
- * "any JSON value" to readers and code generators as well.
+ * "any JSON value" to readers and code generators as well. Opaque but for the role ids a
+ * Discord delivery reads from it, which must arrive exact (src/webhooks/role-ids.ts).
  */
-const opaqueJson = z
+const rolesJson = z
   .custom<Json>()
   .superRefine((v, ctx) => {
-    const problem = opaqueJsonProblem(v);
+    const problem = opaqueJsonProblem(v) ?? rolesJsonProblem(v);
     if (problem) ctx.addIssue({ code: 'custom', message: problem });
   })
   .meta({ type: ['object', 'array', 'string', 'number', 'boolean', 'null'] });
@@ -99,16 +124,14 @@ export const CHANGE_TYPES = ['stock_increase', 'price_decrease', 'price_increase
 
 /** Fields a client may send on create and PATCH, without defaults. */
 export const settableFields = {
-  min_price_filter: money
-    .nullable()
-    .meta({ description: 'Ignore tickets priced below this (number, in the event currency, 0..999999.99, at most two decimals)' }),
-  max_price_filter: money.nullable().meta({ description: 'Ignore tickets priced above this' }),
+  min_price_filter: money.nullable().meta({ description: `Ignore tickets priced below this: ${MONEY_RANGE}; at most max_price_filter` }),
+  max_price_filter: money.nullable().meta({ description: `Ignore tickets priced above this: ${MONEY_RANGE}; at least min_price_filter` }),
   min_avg_price_threshold: money
     .nullable()
-    .meta({ description: 'Notify only when the average price of the matching tickets is at or above this' }),
+    .meta({ description: `Notify only when the average price of the matching tickets is at or above this: ${MONEY_RANGE}` }),
   max_avg_price_threshold: money
     .nullable()
-    .meta({ description: 'Notify only when the average price of the matching tickets is at or below this' }),
+    .meta({ description: `Notify only when the average price of the matching tickets is at or below this: ${MONEY_RANGE}` }),
   stock_threshold_filter: stock.nullable().meta({ description: 'Minimum available stock to notify on' }),
   stock_threshold_filter_max: stock.nullable().meta({ description: 'Maximum available stock to notify on' }),
   seat_quantity: z.number().int().min(1).max(100).meta({ description: 'Number of contiguous seats wanted (1..100)' }),
@@ -118,7 +141,11 @@ export const settableFields = {
     .array(text().min(1).max(100))
     .max(50)
     .nullable()
-    .meta({ description: 'Up to 50 words; an offer matches when its name or section contains any of them (case-insensitive)' }),
+    .meta({
+      description:
+        'Up to 50 strings of 1..100 characters; only sections whose name contains at least one of them (case-insensitive substring) ' +
+        'count. Offer names are not searched. Null or empty: every section',
+    }),
   date_filter: z
     .strictObject({ from: isoDate.nullable().optional(), to: isoDate.nullable().optional() })
     .nullable()
@@ -127,7 +154,11 @@ export const settableFields = {
     .array(text().min(1).max(20))
     .max(100)
     .nullable()
-    .meta({ description: 'Row names to restrict to (exact, case-insensitive), up to 100' }),
+    .meta({
+      description:
+        `Row names to restrict to (exact, case-insensitive), up to 100; offers without a row then do not count. Only ${ROW_PLATFORMS.join(' and ')} ` +
+        'offers carry rows: on any other platform a non-empty row_filter is refused (400); null or [] is accepted everywhere',
+    }),
   change_type: z.enum(CHANGE_TYPES).nullable().meta({ description: 'Which change notifies; null: any of them' }),
   standard_tickets: z.boolean(),
   resale_tickets: z.boolean(),
@@ -141,16 +172,36 @@ export const settableFields = {
   muted_until: timestampInput
     .nullable()
     .meta({ description: 'Suppress notifications until this time (RFC 3339 with Z or an offset up to ±15:59; returned in UTC)' }),
+  cooldown_seconds: z
+    .number()
+    .int()
+    .min(0)
+    .max(COOLDOWN_MAX_SECONDS)
+    .meta({
+      description:
+        'After a notification for a section of this item, later changes of that section are held until this many seconds have ' +
+        'passed; then one notification is sent if the section\'s state then differs, by this item\'s rules, from the state last ' +
+        'notified (`before` is the state last notified, `after` the state now). 0 (the default): every change notifies. ' +
+        `Integer 0..${COOLDOWN_MAX_SECONDS}`,
+    }),
   mb_did: text().min(1).max(200).nullable().meta({ description: 'Device id of marketplace B' }),
-  roles_json: opaqueJson.meta({
-    description: `Any JSON value or null, opaque: stored and returned as sent (at most ${ROLES_JSON_MAX_CHARS} characters serialised, ${ROLES_JSON_MAX_DEPTH} levels deep)`,
+  roles_json: rolesJson.meta({
+    description:
+      `Any JSON value or null, opaque: stored and returned as sent (at most ${ROLES_JSON_MAX_CHARS} characters serialised, ${ROLES_JSON_MAX_DEPTH} levels deep). ` +
+      'Discord deliveries also mention the role ids found in it: the elements of an array, or of the array under `roles` or ' +
+      '`role_ids` of an object (an element that is an object stands for its `id`). A role id there given as a number above ' +
+      `${Number.MAX_SAFE_INTEGER} is refused (400): JSON numbers lose its digits; send it as a string`,
   }),
   webhook_setting_id: externalId.nullable().meta({
     description:
       'Id of an active webhook of the account (POST /webhooks) that receives this item\'s notifications besides the stream; ' +
       'any other id is refused (400). Deleting the webhook sets it back to null.',
   }),
-  role_id: externalId.nullable().meta({ description: 'Positive integer id of a role' }),
+  role_id: roleId.meta({
+    description:
+      'Discord role id mentioned (`<@&id>`) by Discord deliveries of this item: a string of 17 to 20 digits (a snowflake), or ' +
+      `an integer from 1 to ${Number.MAX_SAFE_INTEGER}; returned as sent (a string stays a string, an integer an integer)`,
+  }),
   website_id: externalId.nullable().meta({ description: 'Positive integer id of a website' }),
   notes: text().max(2000).nullable().meta({ description: 'Free text, at most 2000 characters' }),
 } as const;
@@ -182,6 +233,7 @@ export const ITEM_DEFAULTS: Settable = {
   auto_add_to_watchlist: false,
   task_active: true,
   muted_until: null,
+  cooldown_seconds: 0,
   mb_did: null,
   roles_json: null,
   webhook_setting_id: null,
@@ -193,7 +245,14 @@ export const ITEM_DEFAULTS: Settable = {
 const target = {
   website: z.enum(PLATFORM_KEYS).meta({ description: 'Platform to monitor: one of the keys of GET /events/platforms' }),
   event: text().trim().min(1).max(2048).meta({ description: 'Event identifier on that platform (bare id or URL, spec 2.6)' }),
-  region: text().min(1).max(16).meta({ description: 'Region code; case-insensitive, stored lower-case' }),
+  region: text()
+    .min(1)
+    .max(16)
+    .meta({
+      description:
+        "Region code; case-insensitive, stored lower-case. pf_08 takes its region from the event URL's domain (spec 2.6): " +
+        'a region sent that differs is not an error, and the item carries the domain\'s',
+    }),
 };
 
 export const TARGET_FIELDS = Object.keys(target) as (keyof typeof target)[];
@@ -243,4 +302,10 @@ export function rangeProblem(item: Settable): string | null {
   const d = item.date_filter;
   if (d?.from && d.to && d.from > d.to) return 'date_filter.from must not be after date_filter.to';
   return null;
+}
+
+/** Why `rowFilter` cannot apply on `platform`, or null: only seat maps carry rows (registry.ts). */
+export function rowFilterProblem(platform: PlatformKey, rowFilter: readonly string[] | null): string | null {
+  if (!rowFilter?.length || offersHaveRows(platform)) return null;
+  return `row_filter: ${platform} offers carry no rows, so a row_filter would match nothing there (only ${ROW_PLATFORMS.join(', ')} have rows); send null or []`;
 }

@@ -27,6 +27,18 @@ function toNumber(v: unknown): number | null {
   return v == null ? null : Number(v);
 }
 
+/**
+ * role_id as the client sent it, from its text column (db/migrations/021): the API takes an
+ * integer only up to 2^53 - 1 (16 digits) and a string only of 17-20 digits, so the length says
+ * which it was. Text that a number would not hold exactly stays text.
+ */
+function roleIdOut(v: unknown): number | string | null {
+  if (v == null) return null;
+  const text = String(v);
+  const n = Number(text);
+  return text.length <= 16 && Number.isSafeInteger(n) ? n : text;
+}
+
 /** A database row as the API returns it, in the field order of spec 2.1. */
 export function renderItem(r: Row): WatchlistItem {
   return {
@@ -58,10 +70,11 @@ export function renderItem(r: Row): WatchlistItem {
     auto_add_to_watchlist: r.auto_add_to_watchlist as boolean,
     task_active: r.task_active as boolean,
     muted_until: iso(r.muted_until),
+    cooldown_seconds: r.cooldown_seconds as number,
     mb_did: r.mb_did as string | null,
     roles_json: r.roles_json as WatchlistItem['roles_json'],
     webhook_setting_id: toNumber(r.webhook_setting_id),
-    role_id: toNumber(r.role_id),
+    role_id: roleIdOut(r.role_id),
     website_id: toNumber(r.website_id),
     notes: r.notes as string | null,
     created_at: iso(r.created_at)!,
@@ -75,6 +88,7 @@ function toColumns(fields: Partial<CreateItem>): Row {
   const out: Row = { ...fields };
   for (const c of JSON_COLUMNS) if (out[c] !== undefined && out[c] !== null) out[c] = JSON.stringify(out[c]);
   for (const c of MONEY_COLUMNS) if (typeof out[c] === 'number') out[c] = String(out[c]);
+  if (typeof out.role_id === 'number') out.role_id = String(out.role_id);
   return out;
 }
 

@@ -39,6 +39,14 @@ function flag(value: string | undefined, what: string): boolean {
   return read.oneOf(value, FLAG, what) === 'true';
 }
 
+function flagsOf(el: Attrs, where: string): { restricted_view: boolean; accessible: boolean; presale: boolean } {
+  return {
+    restricted_view: flag(el.restrictedView, `the restricted-view flag of ${where}`),
+    accessible: flag(el.accessible, `the accessible flag of ${where}`),
+    presale: flag(el.presale, `the presale flag of ${where}`),
+  };
+}
+
 function status(page: Page): Promise<number> {
   // withPage hands over the page, not the response: the navigation entry keeps its status.
   return page.evaluate(() => {
@@ -119,9 +127,7 @@ export function parsePf01(ref: EventRef, dom: Pf01Dom): ScrapeData {
           seat: number,
           price: read.price(seat.price, `the price of ${where}`),
           ticket_type: read.oneOf(seat.offer, SEAT_OFFERS, `the class of ${where}`),
-          restricted_view: flag(seat.restrictedView, `the restricted-view flag of ${where}`),
-          accessible: flag(seat.accessible, `the accessible flag of ${where}`),
-          presale: flag(seat.presale, `the presale flag of ${where}`),
+          ...flagsOf(seat, where),
         });
       }
     } else {
@@ -133,14 +139,29 @@ export function parsePf01(ref: EventRef, dom: Pf01Dom): ScrapeData {
       }
     }
     if (v1 === 'ok') {
+      // Sold without a seat, but with their flags, so every item filter applies to them as to seats.
       for (const listing of section.resale) {
-        const quantity = read.quantity(listing.quantity, `a resale listing's quantity in "${name}"`);
-        sections.counted(name, 'resale', quantity, [read.price(listing.price, `a resale listing's price in "${name}"`)]);
+        const id = read.text(listing.listingId, `a resale listing's id in "${name}"`);
+        const where = `resale listing ${id} in "${name}"`;
+        sections.offer(name, {
+          id,
+          price: read.price(listing.price, `the price of ${where}`),
+          quantity: read.quantity(listing.quantity, `the quantity of ${where}`),
+          ticket_type: 'resale',
+          ...flagsOf(listing, where),
+        });
       }
-      for (const ga of section.ga) {
-        const available = read.quantity(ga.available, `the general-admission count in "${name}"`);
-        sections.counted(name, 'general_admission', available, [read.price(ga.price, `the general-admission price in "${name}"`)]);
-      }
+      section.ga.forEach((ga, n) => {
+        const where = `general-admission offer ${n + 1} in "${name}"`;
+        sections.offer(name, {
+          // The platform gives standing offers no id: their place in the section is what it shows.
+          id: `ga-${n + 1}`,
+          price: read.price(ga.price, `the price of ${where}`),
+          quantity: read.quantity(ga.available, `the count of ${where}`),
+          ticket_type: 'general_admission',
+          ...flagsOf(ga, where),
+        });
+      });
     }
   });
 

@@ -100,6 +100,17 @@ describe('POST /events/scrape', () => {
     expect(await usedCredits(gw.db, acct.accountId)).toBe(5);
   });
 
+  it('scrapes pf_08 in the region of the event URL\'s domain, whatever region the body names (spec 2.6, issue 24)', async () => {
+    await freshAccount();
+    const url = `https://pf08.example.co.nz/event/AKL-${randomUUID().slice(0, 8)}`;
+    await putEvent(stack.sim, 'pf_08', url, { region: 'nz', currency: 'NZD', sections: [section('Stalls', 89, 6)] });
+    for (const region of ['au', 'NZ', 'us']) {
+      const r = await scrape({ platform: 'pf_08', event_id: url, region });
+      expect(r.status, `${region}: ${r.text}`).toBe(200);
+      expect(r.body).toMatchObject({ success: true, platform: 'pf_08', event_id: url, region: 'nz', total_stock: 6 });
+    }
+  });
+
   it('answers a sold-out event with total_stock 0', async () => {
     await freshAccount();
     const id = String(100000 + Math.floor(Math.random() * 899999));
@@ -143,7 +154,6 @@ describe('POST /events/scrape', () => {
     [{ platform: 'pf_01', event_id: 'https://pf01.example/event/G5vYZ9fT1aB2cD3e', region: 'us' }, 'bare id'],
     [{ platform: 'pf_03', event_id: '4411', region: 'us' }, 'full event URL'],
     [{ platform: 'pf_05', event_id: '7730021', region: 'de' }, "region 'de' is not supported by pf_05"],
-    [{ platform: 'pf_08', event_id: 'https://pf08.example.co.nz/event/AKL-1', region: 'au' }, "does not match the event URL's domain"],
   ])('400 {detail} for %j', async (body, detail) => {
     await freshAccount();
     const r = await scrape(body);

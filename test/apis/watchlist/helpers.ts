@@ -7,7 +7,7 @@ import { watchlistItemSchema, type WatchlistItem } from '../../../src/apis/watch
 import type { Db } from '../../../db/connection.ts';
 import { call, databaseUrl, type Reply } from '../../support/harness.ts';
 
-/** Every field of spec 2.1, in the spec's order. */
+/** Every field of spec 2.1, in the spec's order, plus `cooldown_seconds` (issue 24; added fields are allowed by spec 9). */
 export const ITEM_FIELDS = [
   'id',
   'client_id',
@@ -37,6 +37,7 @@ export const ITEM_FIELDS = [
   'auto_add_to_watchlist',
   'task_active',
   'muted_until',
+  'cooldown_seconds',
   'mb_did',
   'roles_json',
   'webhook_setting_id',
@@ -95,7 +96,7 @@ export const BOOLEANS = [
 
 export const NON_NULLABLE_SETTABLE = SETTABLE.filter((f) => !(NULLABLE as readonly string[]).includes(f));
 
-/** Defaults of a freshly created item, as spec 2.1 states them (nulls where it gives none). */
+/** Defaults of a freshly created item, as spec 2.1 states them (nulls where it gives none; issue 24's cooldown 0). */
 export const SPEC_DEFAULTS: Record<string, unknown> = {
   min_price_filter: null,
   max_price_filter: null,
@@ -120,6 +121,7 @@ export const SPEC_DEFAULTS: Record<string, unknown> = {
   auto_add_to_watchlist: false,
   task_active: true,
   muted_until: null,
+  cooldown_seconds: 0,
   mb_did: null,
   roles_json: null,
   webhook_setting_id: null,
@@ -141,7 +143,9 @@ export const SAMPLE_VALUES: Record<string, unknown> = {
   section: 'Floor A',
   keywords: ['vip', 'front row'],
   date_filter: { from: '2030-01-01', to: '2030-12-31' },
-  row_filter: ['A', 'B', '12'],
+  // Not null, and valid on every platform: a non-empty row_filter needs a platform whose offers
+  // have rows (rowTarget()), while these samples go with target()'s pf_03.
+  row_filter: [],
   change_type: 'price_decrease',
   standard_tickets: false,
   resale_tickets: true,
@@ -153,11 +157,13 @@ export const SAMPLE_VALUES: Record<string, unknown> = {
   auto_add_to_watchlist: true,
   task_active: false,
   muted_until: '2031-01-02T03:04:05.678Z',
+  cooldown_seconds: 300,
   mb_did: 'device-1234',
   roles_json: { roles: [1, 'two', { three: null, four: [true, 4.5] }], name: 'x' },
   // Must name an active webhook of the account (issue 15); test/apis/webhooks/items.test.ts covers real ids.
   webhook_setting_id: null,
-  role_id: 12,
+  // A Discord snowflake past 2^53 - 1, sent (and returned) as a string.
+  role_id: '112233445566778899',
   website_id: 13,
   notes: 'hello, watchlist',
 };
@@ -173,6 +179,14 @@ export function pf03Event(slug: string): string {
 /** A minimal valid create body (an unrestricted platform, so any 2-8 letter region works). */
 export function target(over: Record<string, unknown> = {}): Record<string, unknown> {
   return { website: 'pf_03', event: pf03Event('42'), region: 'us', ...over };
+}
+
+/**
+ * A minimal valid create body on a platform whose offers carry rows (spec 2.6: pf_02 has a seat
+ * map, SeatMapSections), so a non-empty row_filter is accepted.
+ */
+export function rowTarget(over: Record<string, unknown> = {}): Record<string, unknown> {
+  return { website: 'pf_02', event: 'https://www.pf02.example/uk/event/ev-2024-0917', region: 'uk', ...over };
 }
 
 /** RFC 3339 in UTC with a literal Z. */

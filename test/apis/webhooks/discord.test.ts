@@ -58,6 +58,21 @@ describe('discord delivery', () => {
     });
   });
 
+  it('mentions a snowflake role id past 2^53 - 1 digit for digit, from role_id and from roles_json (issue 24)', async () => {
+    const hook = await createWebhook(stack.gateway.url, acct.key, { kind: 'discord', url: rx.url });
+    const item = await createItem(stack.gateway.url, acct.key, {
+      webhook_setting_id: hook.id,
+      role_id: '112233445566778899',
+      roles_json: { roles: ['18446744073709551615', { id: '99887766554433221' }] },
+    });
+    expect(item.role_id).toBe('112233445566778899');
+    const nid = await stack.notify(acct.accountId, item.id);
+    expect((await delivered(nid)).state).toBe('delivered');
+    const msg = JSON.parse(rx.received.at(-1)!.body);
+    expect(msg.content).toMatch(/^<@&112233445566778899> <@&18446744073709551615> <@&99887766554433221> /);
+    expect(msg.allowed_mentions).toEqual({ parse: [], roles: ['112233445566778899', '18446744073709551615', '99887766554433221'] });
+  });
+
   it('waits as long as Discord\'s retry_after says on a 429', async () => {
     const hook = await createWebhook(stack.gateway.url, acct.key, { kind: 'discord', url: rx.url });
     const item = await createItem(stack.gateway.url, acct.key, { webhook_setting_id: hook.id });

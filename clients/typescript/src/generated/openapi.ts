@@ -878,6 +878,8 @@ export interface components {
             stock: number;
             /** @description Available seats; empty when seat-level detail is missing (pf_01 degraded `v2`) */
             seats: components["schemas"]["Seat"][];
+            /** @description Tickets on sale without a seat of their own (pf_01 resale lots and general-admission counts), with their flags, cheapest first; empty on a platform that lists every ticket as a seat, and without the tickets of a missing arm (pf_01 degraded `v1`) */
+            offers: components["schemas"]["Offer"][];
             /** @description Tickets per ticket type; a missing arm's types are absent (pf_01 degraded `v1`) */
             by_ticket_type: {
                 [key: string]: number;
@@ -921,7 +923,7 @@ export interface components {
             platform: string;
             /** @description Bare id or full event URL per the platform's event_id_example; a URL must name one of the platform's own hosts */
             event_id: string;
-            /** @description Region code, case-insensitive; one of the platform's regions when it lists them */
+            /** @description Region code, case-insensitive; one of the platform's regions when it lists them. pf_08 takes its region from the event URL's domain (spec 2.6): this one is then not checked, and the response carries the domain's */
             region: string;
         };
         WatchlistItem: {
@@ -934,15 +936,15 @@ export interface components {
             website: "pf_01" | "pf_02" | "pf_03" | "pf_04" | "pf_05" | "pf_06" | "pf_07" | "pf_08" | "pf_09" | "pf_10" | "pf_11";
             /** @description Event identifier on that platform (bare id or URL, spec 2.6) */
             event: string;
-            /** @description Region code; case-insensitive, stored lower-case */
+            /** @description Region code; case-insensitive, stored lower-case. pf_08 takes its region from the event URL's domain (spec 2.6): a region sent that differs is not an error, and the item carries the domain's */
             region: string;
-            /** @description Ignore tickets priced below this (number, in the event currency, 0..999999.99, at most two decimals) */
+            /** @description Ignore tickets priced below this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null; at most max_price_filter */
             min_price_filter: number | null;
-            /** @description Ignore tickets priced above this */
+            /** @description Ignore tickets priced above this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null; at least min_price_filter */
             max_price_filter: number | null;
-            /** @description Notify only when the average price of the matching tickets is at or above this */
+            /** @description Notify only when the average price of the matching tickets is at or above this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null */
             min_avg_price_threshold: number | null;
-            /** @description Notify only when the average price of the matching tickets is at or below this */
+            /** @description Notify only when the average price of the matching tickets is at or below this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null */
             max_avg_price_threshold: number | null;
             /** @description Minimum available stock to notify on */
             stock_threshold_filter: number | null;
@@ -954,14 +956,14 @@ export interface components {
             priority: number;
             /** @description Restrict to this section name (exact, case-insensitive) */
             section: string | null;
-            /** @description Up to 50 words; an offer matches when its name or section contains any of them (case-insensitive) */
+            /** @description Up to 50 strings of 1..100 characters; only sections whose name contains at least one of them (case-insensitive substring) count. Offer names are not searched. Null or empty: every section */
             keywords: string[] | null;
             /** @description Inclusive event-date window `{from, to}` as YYYY-MM-DD dates, either may be null or absent */
             date_filter: {
                 from?: string | null;
                 to?: string | null;
             } | null;
-            /** @description Row names to restrict to (exact, case-insensitive), up to 100 */
+            /** @description Row names to restrict to (exact, case-insensitive), up to 100; offers without a row then do not count. Only pf_01 and pf_02 offers carry rows: on any other platform a non-empty row_filter is refused (400); null or [] is accepted everywhere */
             row_filter: string[] | null;
             /** @description Which change notifies; null: any of them */
             change_type: ("stock_increase" | "price_decrease" | "price_increase") | null;
@@ -976,14 +978,16 @@ export interface components {
             /** @description Whether monitoring is active */
             task_active: boolean;
             muted_until: string | null;
+            /** @description After a notification for a section of this item, later changes of that section are held until this many seconds have passed; then one notification is sent if the section's state then differs, by this item's rules, from the state last notified (`before` is the state last notified, `after` the state now). 0 (the default): every change notifies. Integer 0..86400 */
+            cooldown_seconds: number;
             /** @description Device id of marketplace B */
             mb_did: string | null;
-            /** @description Any JSON value or null, opaque: stored and returned as sent (at most 16384 characters serialised, 100 levels deep) */
+            /** @description Any JSON value or null, opaque: stored and returned as sent (at most 16384 characters serialised, 100 levels deep). Discord deliveries also mention the role ids found in it: the elements of an array, or of the array under `roles` or `role_ids` of an object (an element that is an object stands for its `id`). A role id there given as a number above 9007199254740991 is refused (400): JSON numbers lose its digits; send it as a string */
             roles_json: Record<string, never> | unknown[] | string | number | boolean | null;
             /** @description Id of an active webhook of the account (POST /webhooks) that receives this item's notifications besides the stream; any other id is refused (400). Deleting the webhook sets it back to null. */
             webhook_setting_id: number | null;
-            /** @description Positive integer id of a role */
-            role_id: number | null;
+            /** @description Discord role id mentioned (`<@&id>`) by Discord deliveries of this item: a string of 17 to 20 digits (a snowflake), or an integer from 1 to 9007199254740991; returned as sent (a string stays a string, an integer an integer) */
+            role_id: number | string | null;
             /** @description Positive integer id of a website */
             website_id: number | null;
             /** @description Free text, at most 2000 characters */
@@ -1002,25 +1006,25 @@ export interface components {
             website: "pf_01" | "pf_02" | "pf_03" | "pf_04" | "pf_05" | "pf_06" | "pf_07" | "pf_08" | "pf_09" | "pf_10" | "pf_11";
             /** @description Event identifier on that platform (bare id or URL, spec 2.6) */
             event: string;
-            /** @description Region code; case-insensitive, stored lower-case */
+            /** @description Region code; case-insensitive, stored lower-case. pf_08 takes its region from the event URL's domain (spec 2.6): a region sent that differs is not an error, and the item carries the domain's */
             region: string;
             /**
-             * @description Ignore tickets priced below this (number, in the event currency, 0..999999.99, at most two decimals)
+             * @description Ignore tickets priced below this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null; at most max_price_filter
              * @default null
              */
             min_price_filter?: number | null;
             /**
-             * @description Ignore tickets priced above this
+             * @description Ignore tickets priced above this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null; at least min_price_filter
              * @default null
              */
             max_price_filter?: number | null;
             /**
-             * @description Notify only when the average price of the matching tickets is at or above this
+             * @description Notify only when the average price of the matching tickets is at or above this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null
              * @default null
              */
             min_avg_price_threshold?: number | null;
             /**
-             * @description Notify only when the average price of the matching tickets is at or below this
+             * @description Notify only when the average price of the matching tickets is at or below this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null
              * @default null
              */
             max_avg_price_threshold?: number | null;
@@ -1050,7 +1054,7 @@ export interface components {
              */
             section?: string | null;
             /**
-             * @description Up to 50 words; an offer matches when its name or section contains any of them (case-insensitive)
+             * @description Up to 50 strings of 1..100 characters; only sections whose name contains at least one of them (case-insensitive substring) count. Offer names are not searched. Null or empty: every section
              * @default null
              */
             keywords?: string[] | null;
@@ -1063,7 +1067,7 @@ export interface components {
                 to?: string | null;
             } | null;
             /**
-             * @description Row names to restrict to (exact, case-insensitive), up to 100
+             * @description Row names to restrict to (exact, case-insensitive), up to 100; offers without a row then do not count. Only pf_01 and pf_02 offers carry rows: on any other platform a non-empty row_filter is refused (400); null or [] is accepted everywhere
              * @default null
              */
             row_filter?: string[] | null;
@@ -1099,12 +1103,17 @@ export interface components {
              */
             muted_until?: string | null;
             /**
+             * @description After a notification for a section of this item, later changes of that section are held until this many seconds have passed; then one notification is sent if the section's state then differs, by this item's rules, from the state last notified (`before` is the state last notified, `after` the state now). 0 (the default): every change notifies. Integer 0..86400
+             * @default 0
+             */
+            cooldown_seconds?: number;
+            /**
              * @description Device id of marketplace B
              * @default null
              */
             mb_did?: string | null;
             /**
-             * @description Any JSON value or null, opaque: stored and returned as sent (at most 16384 characters serialised, 100 levels deep)
+             * @description Any JSON value or null, opaque: stored and returned as sent (at most 16384 characters serialised, 100 levels deep). Discord deliveries also mention the role ids found in it: the elements of an array, or of the array under `roles` or `role_ids` of an object (an element that is an object stands for its `id`). A role id there given as a number above 9007199254740991 is refused (400): JSON numbers lose its digits; send it as a string
              * @default null
              */
             roles_json?: Record<string, never> | unknown[] | string | number | boolean | null;
@@ -1114,10 +1123,10 @@ export interface components {
              */
             webhook_setting_id?: number | null;
             /**
-             * @description Positive integer id of a role
+             * @description Discord role id mentioned (`<@&id>`) by Discord deliveries of this item: a string of 17 to 20 digits (a snowflake), or an integer from 1 to 9007199254740991; returned as sent (a string stays a string, an integer an integer)
              * @default null
              */
-            role_id?: number | null;
+            role_id?: number | string | null;
             /**
              * @description Positive integer id of a website
              * @default null
@@ -1130,13 +1139,13 @@ export interface components {
             notes?: string | null;
         };
         WatchlistItemUpdate: {
-            /** @description Ignore tickets priced below this (number, in the event currency, 0..999999.99, at most two decimals) */
+            /** @description Ignore tickets priced below this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null; at most max_price_filter */
             min_price_filter?: number | null;
-            /** @description Ignore tickets priced above this */
+            /** @description Ignore tickets priced above this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null; at least min_price_filter */
             max_price_filter?: number | null;
-            /** @description Notify only when the average price of the matching tickets is at or above this */
+            /** @description Notify only when the average price of the matching tickets is at or above this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null */
             min_avg_price_threshold?: number | null;
-            /** @description Notify only when the average price of the matching tickets is at or below this */
+            /** @description Notify only when the average price of the matching tickets is at or below this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null */
             max_avg_price_threshold?: number | null;
             /** @description Minimum available stock to notify on */
             stock_threshold_filter?: number | null;
@@ -1148,14 +1157,14 @@ export interface components {
             priority?: number;
             /** @description Restrict to this section name (exact, case-insensitive) */
             section?: string | null;
-            /** @description Up to 50 words; an offer matches when its name or section contains any of them (case-insensitive) */
+            /** @description Up to 50 strings of 1..100 characters; only sections whose name contains at least one of them (case-insensitive substring) count. Offer names are not searched. Null or empty: every section */
             keywords?: string[] | null;
             /** @description Inclusive event-date window `{from, to}` as YYYY-MM-DD dates, either may be null or absent */
             date_filter?: {
                 from?: string | null;
                 to?: string | null;
             } | null;
-            /** @description Row names to restrict to (exact, case-insensitive), up to 100 */
+            /** @description Row names to restrict to (exact, case-insensitive), up to 100; offers without a row then do not count. Only pf_01 and pf_02 offers carry rows: on any other platform a non-empty row_filter is refused (400); null or [] is accepted everywhere */
             row_filter?: string[] | null;
             /** @description Which change notifies; null: any of them */
             change_type?: ("stock_increase" | "price_decrease" | "price_increase") | null;
@@ -1171,14 +1180,16 @@ export interface components {
             task_active?: boolean;
             /** @description Suppress notifications until this time (RFC 3339 with Z or an offset up to ±15:59; returned in UTC) */
             muted_until?: string | null;
+            /** @description After a notification for a section of this item, later changes of that section are held until this many seconds have passed; then one notification is sent if the section's state then differs, by this item's rules, from the state last notified (`before` is the state last notified, `after` the state now). 0 (the default): every change notifies. Integer 0..86400 */
+            cooldown_seconds?: number;
             /** @description Device id of marketplace B */
             mb_did?: string | null;
-            /** @description Any JSON value or null, opaque: stored and returned as sent (at most 16384 characters serialised, 100 levels deep) */
+            /** @description Any JSON value or null, opaque: stored and returned as sent (at most 16384 characters serialised, 100 levels deep). Discord deliveries also mention the role ids found in it: the elements of an array, or of the array under `roles` or `role_ids` of an object (an element that is an object stands for its `id`). A role id there given as a number above 9007199254740991 is refused (400): JSON numbers lose its digits; send it as a string */
             roles_json?: Record<string, never> | unknown[] | string | number | boolean | null;
             /** @description Id of an active webhook of the account (POST /webhooks) that receives this item's notifications besides the stream; any other id is refused (400). Deleting the webhook sets it back to null. */
             webhook_setting_id?: number | null;
-            /** @description Positive integer id of a role */
-            role_id?: number | null;
+            /** @description Discord role id mentioned (`<@&id>`) by Discord deliveries of this item: a string of 17 to 20 digits (a snowflake), or an integer from 1 to 9007199254740991; returned as sent (a string stays a string, an integer an integer) */
+            role_id?: number | string | null;
             /** @description Positive integer id of a website */
             website_id?: number | null;
             /** @description Free text, at most 2000 characters */

@@ -71,7 +71,9 @@ export interface components {
             region: string;
             /** @description Section the change is in, or null for the whole event */
             section?: string | null;
+            /** @description The section's values before the change; with the item's cooldown_seconds, after a cooldown that held changes: the values last notified */
             before: components["schemas"]["NotificationValues"];
+            /** @description The section's values after the change */
             after: components["schemas"]["NotificationValues"];
             currency?: string | null;
             /** @description When the change was scraped */
@@ -111,15 +113,15 @@ export interface components {
             website: "pf_01" | "pf_02" | "pf_03" | "pf_04" | "pf_05" | "pf_06" | "pf_07" | "pf_08" | "pf_09" | "pf_10" | "pf_11";
             /** @description Event identifier on that platform (bare id or URL, spec 2.6) */
             event: string;
-            /** @description Region code; case-insensitive, stored lower-case */
+            /** @description Region code; case-insensitive, stored lower-case. pf_08 takes its region from the event URL's domain (spec 2.6): a region sent that differs is not an error, and the item carries the domain's */
             region: string;
-            /** @description Ignore tickets priced below this (number, in the event currency, 0..999999.99, at most two decimals) */
+            /** @description Ignore tickets priced below this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null; at most max_price_filter */
             min_price_filter: number | null;
-            /** @description Ignore tickets priced above this */
+            /** @description Ignore tickets priced above this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null; at least min_price_filter */
             max_price_filter: number | null;
-            /** @description Notify only when the average price of the matching tickets is at or above this */
+            /** @description Notify only when the average price of the matching tickets is at or above this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null */
             min_avg_price_threshold: number | null;
-            /** @description Notify only when the average price of the matching tickets is at or below this */
+            /** @description Notify only when the average price of the matching tickets is at or below this: a number from 0 to 10000000 inclusive, in the event currency, with at most two decimals, or null */
             max_avg_price_threshold: number | null;
             /** @description Minimum available stock to notify on */
             stock_threshold_filter: number | null;
@@ -131,14 +133,14 @@ export interface components {
             priority: number;
             /** @description Restrict to this section name (exact, case-insensitive) */
             section: string | null;
-            /** @description Up to 50 words; an offer matches when its name or section contains any of them (case-insensitive) */
+            /** @description Up to 50 strings of 1..100 characters; only sections whose name contains at least one of them (case-insensitive substring) count. Offer names are not searched. Null or empty: every section */
             keywords: string[] | null;
             /** @description Inclusive event-date window `{from, to}` as YYYY-MM-DD dates, either may be null or absent */
             date_filter: {
                 from?: string | null;
                 to?: string | null;
             } | null;
-            /** @description Row names to restrict to (exact, case-insensitive), up to 100 */
+            /** @description Row names to restrict to (exact, case-insensitive), up to 100; offers without a row then do not count. Only pf_01 and pf_02 offers carry rows: on any other platform a non-empty row_filter is refused (400); null or [] is accepted everywhere */
             row_filter: string[] | null;
             /** @description Which change notifies; null: any of them */
             change_type: ("stock_increase" | "price_decrease" | "price_increase") | null;
@@ -153,14 +155,16 @@ export interface components {
             /** @description Whether monitoring is active */
             task_active: boolean;
             muted_until: string | null;
+            /** @description After a notification for a section of this item, later changes of that section are held until this many seconds have passed; then one notification is sent if the section's state then differs, by this item's rules, from the state last notified (`before` is the state last notified, `after` the state now). 0 (the default): every change notifies. Integer 0..86400 */
+            cooldown_seconds: number;
             /** @description Device id of marketplace B */
             mb_did: string | null;
-            /** @description Any JSON value or null, opaque: stored and returned as sent (at most 16384 characters serialised, 100 levels deep) */
+            /** @description Any JSON value or null, opaque: stored and returned as sent (at most 16384 characters serialised, 100 levels deep). Discord deliveries also mention the role ids found in it: the elements of an array, or of the array under `roles` or `role_ids` of an object (an element that is an object stands for its `id`). A role id there given as a number above 9007199254740991 is refused (400): JSON numbers lose its digits; send it as a string */
             roles_json: Record<string, never> | unknown[] | string | number | boolean | null;
             /** @description Id of an active webhook of the account (POST /webhooks) that receives this item's notifications besides the stream; any other id is refused (400). Deleting the webhook sets it back to null. */
             webhook_setting_id: number | null;
-            /** @description Positive integer id of a role */
-            role_id: number | null;
+            /** @description Discord role id mentioned (`<@&id>`) by Discord deliveries of this item: a string of 17 to 20 digits (a snowflake), or an integer from 1 to 9007199254740991; returned as sent (a string stays a string, an integer an integer) */
+            role_id: number | string | null;
             /** @description Positive integer id of a website */
             website_id: number | null;
             /** @description Free text, at most 2000 characters */
