@@ -99,9 +99,16 @@ export function changesPerInterval(c: BenchConfig): number {
  * and BENCH_PLATFORM always, so the platform is named even when it was the default.
  */
 export function commandLine(platform: BenchPlatform): string {
-  const env: Record<string, string | undefined> = { ...process.env, BENCH_PLATFORM: platform };
+  return benchCommandLine('bench:monitors', { ...process.env, BENCH_PLATFORM: platform }, ['MONITOR_SHARDS_PER_PLATFORM', 'CHROMIUM_PATH', 'BROWSER_PAGES']);
+}
+
+/**
+ * A bench's command as run: the BENCH_* knobs, DATABASE_URL (without its password) and `more`
+ * settings given in `env`, then `npm run <script>`; shared by bench:monitors and bench:alerts.
+ */
+export function benchCommandLine(script: string, env: Record<string, string | undefined>, more: readonly string[]): string {
   const given = Object.entries(env)
-    .filter(([k]) => k.startsWith('BENCH_') || k === 'DATABASE_URL' || k === 'MONITOR_SHARDS_PER_PLATFORM' || k === 'CHROMIUM_PATH' || k === 'BROWSER_PAGES')
+    .filter(([k]) => k.startsWith('BENCH_') || k === 'DATABASE_URL' || more.includes(k))
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([k, v]) => {
       if (k !== 'DATABASE_URL' || !v) return `${k}=${v}`;
@@ -113,7 +120,7 @@ export function commandLine(platform: BenchPlatform): string {
         return `${k}=(set)`;
       }
     });
-  return [...given, 'npm run bench:monitors'].join(' ');
+  return [...given, `npm run ${script}`].join(' ');
 }
 
 export function machineLine(): string {

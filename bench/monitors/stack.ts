@@ -4,7 +4,8 @@
 // process, the worker as a child process (temporal/worker-main.ts, the production entry), and
 // in this process the gateway serving the Watchlist API and a stream node. The worker gets the
 // bench platform's request budget (SCRAPE_RPS_PER_PLATFORM), CHROMIUM_PATH, and BROWSER_SESSIONS
-// when BENCH_BROWSER_SESSIONS is set; the simulator the pf_01 session lifetime.
+// when BENCH_BROWSER_SESSIONS is set; the simulator the pf_01 session lifetime. Other benches
+// (bench:alerts, on every platform) adjust it through StackOptions; without them it is as above.
 import { execFile } from 'node:child_process';
 import { startBenchGateway } from '../support/gateway.ts';
 import fs from 'node:fs/promises';
@@ -64,22 +65,35 @@ export interface Stack {
   monitorBacklog(): Promise<number | null>;
 }
 
-export async function startStack(bench: BenchConfig, life: Lifecycle): Promise<Stack> {
+/** What another bench changes about the stack (bench:alerts); each field optional, none: bench:monitors' stack. */
+export interface StackOptions {
+  /** The scratch database's name prefix (default tm_bench_monitors). */
+  databasePrefix?: string;
+  /** SCRAPE_RPS_PER_PLATFORM for the worker (default `{bench platform}={bench.rps}`). */
+  rpsSetting?: string;
+  /** More environment for the worker and the in-process gateway's config (e.g. SCRAPE_TIMEOUT_MS). */
+  env?: Record<string, string>;
+  /** Chromium is required even when the bench platform does not need it (the worker polls pf_01 too). */
+  browser?: boolean;
+}
+
+export async function startStack(bench: BenchConfig, life: Lifecycle, options: StackOptions = {}): Promise<Stack> {
   const { log, counts, line } = countingLogger();
   const shape = shapeFor(bench.platform);
+  const needsBrowser = shape.browser || options.browser === true;
   // The worker's own default when CHROMIUM_PATH is not set (src/config.ts), named to the worker
   // either way so the report says which browser was measured.
   const chromiumPath = loadConfig(process.env).CHROMIUM_PATH;
   let chromiumVersion: string | null = null;
-  if (shape.browser) {
-    if (!(await chromiumFound(chromiumPath))) throw new Error(`${chromiumFix(chromiumPath)} (BENCH_PLATFORM=${shape.platform} is read with it)`);
+  if (needsBrowser) {
+    if (!(await chromiumFound(chromiumPath))) throw new Error(`${chromiumFix(chromiumPath)} (${shape.browser ? `BENCH_PLATFORM=${shape.platform}` : 'pf_01'} is read with it)`);
     chromiumVersion = await new Promise<string | null>((resolve) =>
       execFile(chromiumPath, ['--version'], { timeout: 30_000 }, (err, stdout) => resolve(err ? null : stdout.trim() || null)),
     );
   }
 
   progress('creating a scratch database...');
-  const scratch = await createScratchDatabase('tm_bench_monitors');
+  const scratch = await createScratchDatabase(options.databasePrefix ?? 'tm_bench_monitors');
   life.onCleanup('scratch database', () => scratch.drop());
   // On DATABASE_URL's server (an embedded one is this process's child and goes with it).
   if (process.env.DATABASE_URL) life.started({ db: { base: process.env.DATABASE_URL, name: new URL(scratch.url).pathname.slice(1) } });
@@ -105,7 +119,7 @@ export async function startStack(bench: BenchConfig, life: Lifecycle): Promise<S
   life.check();
 
   const platformUrls = Object.fromEntries(Object.entries(sim.baseUrls).map(([platform, url]) => [`${platform.toUpperCase()}_BASE_URL`, url]));
-  const rpsSetting = `${shape.platform}=${bench.rps}`;
+  const rpsSetting = options.rpsSetting ?? `${shape.platform}=${bench.rps}`;
   const browserSessions = bench.browserSessions === null ? null : String(bench.browserSessions);
   const metricsPort = await freePort();
   const workerEnv: NodeJS.ProcessEnv = {
@@ -120,6 +134,7 @@ export async function startStack(bench: BenchConfig, life: Lifecycle): Promise<S
     LOG_LEVEL: 'warn',
     SCRAPE_RPS_PER_PLATFORM: rpsSetting,
     CHROMIUM_PATH: chromiumPath,
+    ...options.env,
   };
   // Only when asked for: otherwise the worker keeps its own default (and no stale value leaks in).
   if (browserSessions !== null) workerEnv.BROWSER_SESSIONS = browserSessions;
@@ -148,6 +163,7 @@ export async function startStack(bench: BenchConfig, life: Lifecycle): Promise<S
     MONITOR_INTERVAL_MS: String(bench.intervalMs),
     TEMPORAL_ADDRESS: server.address,
     TEMPORAL_NAMESPACE: NAMESPACE,
+    ...options.env,
   });
   const { url: gatewayUrl, db: gatewayDb } = await startBenchGateway(config, scratch.url, log, life);
   const node = await startStreamNode({ config, db: gatewayDb, connectionString: scratch.url, log, registry: new Registry() });

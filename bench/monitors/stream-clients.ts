@@ -2,7 +2,9 @@
 // BENCH_STREAM_ACCOUNTS accounts), authenticated with the `apikey` header as customers do.
 // Each notification is recorded with the time it arrived, keyed by what identifies the change
 // (item, section, stock after), for the change-to-client latency. A connection the server
-// closes is reopened from the last id received (the protocol's resume), and counted.
+// closes is reopened from the last id received (the protocol's resume), and counted. A bench
+// that needs every field (bench:alerts) passes `onNotification`, called with each notification
+// as received and its arrival time.
 import WebSocket from 'ws';
 import type { Change } from './changes.ts';
 import type { Account } from './load.ts';
@@ -12,13 +14,19 @@ export function changeKey(itemId: number, section: string, stock: number): strin
   return `${itemId}|${section}|${stock}`;
 }
 
-interface Notification {
+export interface StreamNotification {
   type: 'notification';
   id: number;
   item_id: number;
+  change_type?: string;
+  platform?: string;
   section?: string | null;
-  after?: { stock?: number | null };
+  before?: { stock?: number | null; min_price?: number | null; avg_price?: number | null };
+  after?: { stock?: number | null; min_price?: number | null; avg_price?: number | null };
 }
+
+/** Told each notification as it arrives, with Date.now() of its arrival. */
+export type NotificationListener = (n: StreamNotification, at: number) => void;
 
 export class StreamClients {
   /** changeKey → Date.now() of the first arrival. */
@@ -32,10 +40,13 @@ export class StreamClients {
   private readonly sockets = new Set<WebSocket>();
   private closing = false;
 
-  private constructor(private readonly url: string) {}
+  private constructor(
+    private readonly url: string,
+    private readonly onNotification: NotificationListener | null,
+  ) {}
 
-  static async connect(url: string, accounts: readonly Account[]): Promise<StreamClients> {
-    const c = new StreamClients(url);
+  static async connect(url: string, accounts: readonly Account[], onNotification?: NotificationListener): Promise<StreamClients> {
+    const c = new StreamClients(url, onNotification ?? null);
     await Promise.all(accounts.map((a) => c.open(a, null)));
     for (const a of accounts) c.accountIds.add(a.id);
     return c;
@@ -60,8 +71,9 @@ export class StreamClients {
           live = true;
           resolve();
         } else if (m.type === 'notification') {
-          const n = m as Notification;
+          const n = m as StreamNotification;
           this.notifications++;
+          this.onNotification?.(n, at);
           const key = changeKey(n.item_id, n.section ?? '', Number(n.after?.stock));
           if (!this.arrivals.has(key)) this.arrivals.set(key, at);
           this.counts.set(key, (this.counts.get(key) ?? 0) + 1);

@@ -1,0 +1,74 @@
+// bench:alerts' knobs, all from the environment (bench/alerts.ts lists them), and the stack
+// settings they make: a short poll interval so the scripts finish in minutes, a short scrape
+// limit so a hanging page fails within seconds, and the bench:monitors stack's own config shape.
+import type { PlatformKey } from '../../src/platform/registry.ts';
+import { benchCommandLine, type BenchConfig } from '../monitors/config.ts';
+import { envNumber } from '../monitors/support.ts';
+import { parsePlatforms } from './platforms.ts';
+
+export interface AlertsConfig {
+  /** BENCH_PLATFORMS: which platforms (default all eleven). */
+  platforms: PlatformKey[];
+  /** BENCH_INTERVAL_MS: the worker's MONITOR_INTERVAL_MS (default 1000). */
+  intervalMs: number;
+  /** BENCH_COOLDOWN_S: the cooldown scenario's cooldown_seconds (default 10 intervals). */
+  cooldownS: number;
+  /** BENCH_KILL=0: no worker SIGKILL between the phases. */
+  kill: boolean;
+  /** BENCH_KILL_DOWN_MS: how long the worker stays dead (default 2000). */
+  killDownMs: number;
+  /** BENCH_STEP_TIMEOUT_MS: longest wait for a step to be seen by a poll (default 30000). */
+  stepTimeoutMs: number;
+  /** BENCH_SCRAPE_TIMEOUT_MS: the worker's SCRAPE_TIMEOUT_MS; a poll attempt gets a third (default 9000). */
+  scrapeTimeoutMs: number;
+  /** BENCH_BASELINE_TIMEOUT_MS: longest wait for every item's first poll (default 120000). */
+  baselineTimeoutMs: number;
+}
+
+export function alertsConfig(): AlertsConfig {
+  const intervalMs = Math.max(200, envNumber('BENCH_INTERVAL_MS', 1_000));
+  const cooldownS = Math.round(envNumber('BENCH_COOLDOWN_S', Math.max(1, Math.round((10 * intervalMs) / 1000))));
+  if (cooldownS < 1 || cooldownS > 86_400) throw new Error(`BENCH_COOLDOWN_S must be 1..86400, got ${cooldownS}`);
+  if (cooldownS * 1000 < 8 * intervalMs) throw new Error(`BENCH_COOLDOWN_S (${cooldownS}) must be at least 8 intervals (${(8 * intervalMs) / 1000} s): two held changes are made within it`);
+  return {
+    platforms: parsePlatforms(process.env.BENCH_PLATFORMS),
+    intervalMs,
+    cooldownS,
+    kill: process.env.BENCH_KILL !== '0',
+    killDownMs: envNumber('BENCH_KILL_DOWN_MS', 2_000),
+    stepTimeoutMs: Math.max(5_000, envNumber('BENCH_STEP_TIMEOUT_MS', 30_000)),
+    scrapeTimeoutMs: Math.max(3_000, envNumber('BENCH_SCRAPE_TIMEOUT_MS', 9_000)),
+    baselineTimeoutMs: envNumber('BENCH_BASELINE_TIMEOUT_MS', 120_000),
+  };
+}
+
+/** The bench:monitors stack's config for this run: only the fields startStack reads matter. */
+export function stackConfig(c: AlertsConfig): BenchConfig {
+  return {
+    platform: 'pf_03',
+    items: 1,
+    targets: 1,
+    accounts: 1,
+    concurrency: 1,
+    postSamples: 0,
+    intervalMs: c.intervalMs,
+    idleMs: 0,
+    quietMs: 1_000,
+    soakMs: 1_000,
+    changeFraction: 0,
+    kill: c.kill,
+    killAt: 0.5,
+    killDownMs: c.killDownMs,
+    rps: 20,
+    sessionTtlMs: 600_000,
+    browserSessions: null,
+    streamAccounts: 1,
+    baselineTimeoutMs: c.baselineTimeoutMs,
+    settleIntervals: 3,
+  };
+}
+
+/** The command as run: the knobs given in the environment (DATABASE_URL without its password). */
+export function alertsCommandLine(): string {
+  return benchCommandLine('bench:alerts', process.env, ['MONITOR_SHARDS_PER_PLATFORM', 'CHROMIUM_PATH']);
+}
