@@ -238,7 +238,15 @@ async function main(): Promise<void> {
       accounts.push({ id: account_id, key });
     }
     const accountList = accounts.map((a) => a.id).join(',');
-    const serverEnv = { DATABASE_URL: scratch.url, BENCH_ACCOUNTS: accountList, LOG_LEVEL: process.env.BENCH_DEBUG ? 'warn' : 'error' };
+    // Each account holds CONNECTIONS / ACCOUNTS connections on one key: caps set to let them all in.
+    const caps = String(Math.ceil(CONNECTIONS / ACCOUNTS));
+    const serverEnv = {
+      DATABASE_URL: scratch.url,
+      BENCH_ACCOUNTS: accountList,
+      LOG_LEVEL: process.env.BENCH_DEBUG ? 'warn' : 'error',
+      STREAM_MAX_CONNECTIONS_PER_KEY: caps,
+      STREAM_MAX_CONNECTIONS_PER_ACCOUNT: caps,
+    };
     const targetsFor = (name: string, count: number) =>
       Array.from({ length: count }, (_, i) => {
         const a = accounts[i % ACCOUNTS]!;

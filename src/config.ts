@@ -5,6 +5,9 @@ import { z } from 'zod';
 import { isPlatformKey, PLATFORM_KEYS, type PlatformKey } from './platform/registry.ts';
 
 const port = z.coerce.number().int().min(0).max(65535);
+/** Open stream connections per key and per account by default (the AsyncAPI document states them). */
+export const STREAM_CONNECTION_DEFAULTS = { perKey: 10, perAccount: 50 } as const;
+
 const positiveInt = z.coerce.number().int().positive();
 const flag = (fallback: 'true' | 'false') =>
   z
@@ -192,6 +195,10 @@ const schema = z.object({
   STREAM_RETENTION_HOURS: positiveInt.default(168),
   /** Safety re-read of the log when no NOTIFY arrived (milliseconds). */
   STREAM_POLL_MS: z.coerce.number().int().min(100).default(5_000),
+  /** Open stream connections one key may hold, across every node (a key's own limit overrides it). */
+  STREAM_MAX_CONNECTIONS_PER_KEY: positiveInt.default(STREAM_CONNECTION_DEFAULTS.perKey),
+  /** Open stream connections one account may hold over all its keys, across every node. */
+  STREAM_MAX_CONNECTIONS_PER_ACCOUNT: positiveInt.default(STREAM_CONNECTION_DEFAULTS.perAccount),
   // --- Webhooks (src/webhooks/, src/apis/webhooks/) ---
   /**
    * 32 bytes in base64 that seal webhook URLs and signing secrets at rest; every process of a

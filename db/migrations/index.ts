@@ -24,6 +24,7 @@ import * as m020 from './020_worker_scraper_figures.ts';
 import * as m021 from './021_discord_role_ids.ts';
 import * as m022 from './022_watchlist_cooldown.ts';
 import * as m023 from './023_monitor_cooldowns.ts';
+import * as m024 from './024_stream_connections.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -53,6 +54,7 @@ const migrations: Record<string, Migration> = {
   '021_discord_role_ids': m021,
   '022_watchlist_cooldown': m022,
   '023_monitor_cooldowns': m023,
+  '024_stream_connections': m024,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

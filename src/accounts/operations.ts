@@ -73,13 +73,16 @@ export async function createAccount(
 
 export async function createKey(
   db: Db,
-  opts: { accountId: number; apis?: readonly string[]; rateLimitPerMinute?: number; expiresAt?: Date },
+  opts: { accountId: number; apis?: readonly string[]; rateLimitPerMinute?: number; streamConnectionLimit?: number; expiresAt?: Date },
 ): Promise<{ key_id: string; key: string }> {
   const apis = opts.apis ?? API_NAMES;
   const unknown = apis.filter((a) => !(API_NAMES as readonly string[]).includes(a));
   if (unknown.length) throw new OperationError(`unknown API ${unknown.join(', ')}; one of ${API_NAMES.join(', ')}`);
   if (opts.rateLimitPerMinute !== undefined && (!Number.isInteger(opts.rateLimitPerMinute) || opts.rateLimitPerMinute < 1)) {
     throw new OperationError('rate limit must be a positive integer');
+  }
+  if (opts.streamConnectionLimit !== undefined && (!Number.isInteger(opts.streamConnectionLimit) || opts.streamConnectionLimit < 1)) {
+    throw new OperationError('stream connection limit must be a positive integer');
   }
   const account = await db('accounts').where({ id: opts.accountId }).first('id');
   if (!account) throw new OperationError(`no account ${opts.accountId}`);
@@ -92,6 +95,7 @@ export async function createKey(
     prefix,
     apis: [...new Set(apis)] as ApiName[],
     rate_limit_per_minute: opts.rateLimitPerMinute ?? null,
+    stream_connection_limit: opts.streamConnectionLimit ?? null,
     expires_at: opts.expiresAt ?? null,
   });
   return { key_id: keyId, key };

@@ -22,7 +22,7 @@ const USAGE = `usage: npm run admin -- <command> [options]
   plans:list
   accounts:create --plan <plan id> [--status active|trialing|past_due|paused|canceled|unpaid] [--no-billing] [--no-payment-method] [--name <name>]
                   with BILLING_PROVIDER=stripe: [--idempotency-key <key>], or --customer <cus_…> --subscription <sub_…> [--plan <plan id>] to attach existing ones
-  keys:create --account <id> [--apis market_data,live_availability,watchlist,stream,account] [--rate-limit <n per minute>] [--expires-at <RFC 3339>]
+  keys:create --account <id> [--apis market_data,live_availability,watchlist,stream,account] [--rate-limit <n per minute>] [--stream-connections <n open>] [--expires-at <RFC 3339>]
   keys:revoke --key-id <id>
   subscriptions:set --account <id> --status <status>
   usage:set --account <id> --used <n>
@@ -41,6 +41,7 @@ const OPTIONS = {
   account: { type: 'string' },
   apis: { type: 'string' },
   'rate-limit': { type: 'string' },
+  'stream-connections': { type: 'string' },
   'expires-at': { type: 'string' },
   'key-id': { type: 'string' },
   used: { type: 'string' },
@@ -127,6 +128,7 @@ const COMMANDS: Record<string, (v: Values) => Run> = {
       accountId: integer(required(v, 'account'), 'account'),
       apis: v.apis === undefined ? undefined : apiList(v.apis),
       rateLimitPerMinute: v['rate-limit'] === undefined ? undefined : positive(v['rate-limit'], 'rate-limit'),
+      streamConnectionLimit: v['stream-connections'] === undefined ? undefined : positive(v['stream-connections'], 'stream-connections'),
       expiresAt: v['expires-at'] === undefined ? undefined : timestamp(v['expires-at'], 'expires-at'),
     };
     return (db) => createKey(db, opts);

@@ -12,6 +12,7 @@ export const GATEWAY_ERRORS = {
   payment_required: 402,
   invalid_parameter: 400,
   rate_limited: 429,
+  too_many_connections: 429,
   not_found: 404,
   service_unavailable: 502,
 } as const;
@@ -29,6 +30,7 @@ const DEFAULT_MESSAGES: Record<GatewayErrorCode, string> = {
   payment_required: 'billing denied this request',
   invalid_parameter: 'a quantity-billed parameter is out of range or malformed',
   rate_limited: 'rate limit exceeded; retry after the window resets',
+  too_many_connections: 'too many open stream connections; close one before opening another',
   not_found: 'no such route',
   service_unavailable: 'upstream service unavailable',
 };

@@ -12,6 +12,8 @@ export interface Principal {
   apis: readonly ApiName[];
   /** Per-key override of the requests-per-minute limit; null means the service default. */
   rateLimitPerMinute: number | null;
+  /** Per-key override of the open stream connections it may hold; null means the service default. */
+  streamConnectionLimit: number | null;
   hasBillingAccount: boolean;
   expiresAt: Date | null;
 }
@@ -153,7 +155,7 @@ export class KeyVerifier {
         hashes.map((h) => Buffer.from(h, 'hex')),
       )
       .whereNull('k.revoked_at')
-      .select('k.hash', 'k.id', 'k.account_id', 'k.apis', 'k.rate_limit_per_minute', 'k.expires_at', 'a.customer_id');
+      .select('k.hash', 'k.id', 'k.account_id', 'k.apis', 'k.rate_limit_per_minute', 'k.stream_connection_limit', 'k.expires_at', 'a.customer_id');
     const found = new Map<string, Principal>();
     for (const row of rows) {
       found.set((row.hash as Buffer).toString('hex'), {
@@ -161,6 +163,7 @@ export class KeyVerifier {
         accountId: Number(row.account_id),
         apis: row.apis as ApiName[],
         rateLimitPerMinute: row.rate_limit_per_minute,
+        streamConnectionLimit: row.stream_connection_limit,
         hasBillingAccount: row.customer_id !== null,
         expiresAt: row.expires_at,
       });

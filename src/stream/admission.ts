@@ -1,6 +1,8 @@
 // Decides an upgrade request before the WebSocket exists, in the gateway's order (spec 5.6):
 // authentication (401 / 502), access to the `stream` API (403), the key's per-minute rate limit
-// (429; an upgrade counts as one request), then the resume position (400). Rejected keys are
+// (429; an upgrade counts as one request), the resume position (400), then a slot among the
+// key's and the account's open connections (429 too_many_connections, connection-slots.ts: the
+// last check, so a refused upgrade holds no slot). Rejected keys are
 // limited per client address, like HTTP callers; an upgrade that sends no key guesses nothing,
 // is not counted and is always 401 unauthenticated (spec 5.2). The stream costs no credits, so
 // nothing is metered.
@@ -9,14 +11,20 @@ import type { Config } from '../config.ts';
 import type { Principal } from '../gateway/key-verifier.ts';
 import { rateLimitHeaders, type RateDecision } from '../gateway/rate-limit.ts';
 import type { Logger } from '../logger.ts';
+import type { ConnectionSlots } from './connection-slots.ts';
 import { StreamRefusal } from './reasons.ts';
 
 export interface AdmissionDeps {
-  config: Pick<Config, 'RATE_LIMIT_PER_MINUTE' | 'UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE' | 'TRUST_PROXY'>;
+  config: Pick<
+    Config,
+    'RATE_LIMIT_PER_MINUTE' | 'UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE' | 'TRUST_PROXY' | 'STREAM_MAX_CONNECTIONS_PER_KEY' | 'STREAM_MAX_CONNECTIONS_PER_ACCOUNT'
+  >;
   keys: { verify(key: string): Promise<Principal | null> };
   limiter: { hit(subject: string, limit: number, lane?: number | string): Promise<RateDecision>; peek(subject: string, limit: number): Promise<RateDecision> };
   pool: Pool;
   log: Logger;
+  /** The open-connection count shared by every node. */
+  slots: Pick<ConnectionSlots, 'take'>;
 }
 
 /** What the upgrade handler read from the request (uWS request objects die at the first await). */
@@ -69,7 +77,30 @@ function single(params: URLSearchParams, name: string): string | null | 'repeate
 export class UpgradeAdmission {
   constructor(private readonly deps: AdmissionDeps) {}
 
-  async admit(req: UpgradeRequest): Promise<Admitted | StreamRefusal> {
+  /** Decides the upgrade of connection `id`; an admitted one holds a slot its close must give back. */
+  async admit(req: UpgradeRequest, id: string): Promise<Admitted | StreamRefusal> {
+    const decided = await this.decide(req);
+    if (decided instanceof StreamRefusal) return decided;
+    const { principal, headers } = decided;
+    let full;
+    try {
+      full = await this.deps.slots.take(id, principal.keyId, principal.accountId, {
+        keyLimit: principal.streamConnectionLimit,
+        perKey: this.deps.config.STREAM_MAX_CONNECTIONS_PER_KEY,
+        perAccount: this.deps.config.STREAM_MAX_CONNECTIONS_PER_ACCOUNT,
+      });
+    } catch (err) {
+      this.deps.log.error({ err }, 'stream: the open-connection count is unreachable');
+      return StreamRefusal.of('service_unavailable', 'connection count unavailable', headers);
+    }
+    if (full) {
+      const holder = full.scope === 'key' ? 'this key' : 'this account (all its keys together)';
+      return StreamRefusal.of('too_many_connections', `${holder} already holds ${full.open} open stream connections, its limit of ${full.limit}; close one before opening another`, headers);
+    }
+    return decided;
+  }
+
+  private async decide(req: UpgradeRequest): Promise<Admitted | StreamRefusal> {
     const { config, keys, log } = this.deps;
     const params = new URLSearchParams(req.query);
     const address = clientAddress(req.remoteAddress, req.forwardedFor, config.TRUST_PROXY);

@@ -2,6 +2,7 @@
 // and the close-reason table (reasons.ts), so the document cannot drift from what is sent.
 // Served as GET /asyncapi.json by the gateway and by the stream node.
 import { z } from 'zod';
+import { STREAM_CONNECTION_DEFAULTS } from '../config.ts';
 import { CLOSE_REASONS } from './reasons.ts';
 import { STREAM_PATH, heartbeatSchema, helloSchema, liveSchema, notificationSchema, watchlistChangeSchema } from './protocol.ts';
 
@@ -83,7 +84,9 @@ clients send). Costs 0 credits.
 WebSocket. Refusals are HTTP answers before the upgrade, in the gateway envelope
 \`{"error": {"code", "message"}}\`: 401 \`unauthenticated\` / \`invalid_credentials\`, 403 \`forbidden\`
 (key without the \`stream\` API), 429 \`rate_limited\` (an upgrade counts as one request; RateLimit
-headers and Retry-After as for HTTP), 400 \`invalid_parameter\` (bad last_id), 502
+headers and Retry-After as for HTTP), 429 \`too_many_connections\` (the key already holds its cap of open
+connections, by default ${STREAM_CONNECTION_DEFAULTS.perKey}, or its account, over all its keys, ${STREAM_CONNECTION_DEFAULTS.perAccount}; counted over every node),
+400 \`invalid_parameter\` (bad last_id), 502
 \`service_unavailable\`, 404 \`not_found\` (other paths), 426 \`upgrade_required\` (not an upgrade).
 
 **Resume**: every message from the log has an \`id\`. Reconnect with \`?last_id=<id>\` (or the

@@ -14,6 +14,7 @@ import type { Pool } from '../../db/pool.ts';
 import type { Logger } from '../logger.ts';
 import { readLog, streamMessage } from '../notifications/log.ts';
 import type { Admitted, UpgradeAdmission } from './admission.ts';
+import type { ConnectionSlots } from './connection-slots.ts';
 import type { LogFollower } from './follower.ts';
 import type { StreamHub } from './hub.ts';
 import type { UpgradeAnchor } from './upgrade-anchor.ts';
@@ -48,6 +49,8 @@ export interface Connection {
 
 export interface ProtocolDeps {
   admission: UpgradeAdmission;
+  /** Where an admitted connection's slot goes back (connection-slots.ts). */
+  slots: Pick<ConnectionSlots, 'release'>;
   anchor: UpgradeAnchor;
   hub: StreamHub;
   follower: LogFollower;
@@ -84,12 +87,16 @@ export class StreamProtocol {
     const id = randomUUID();
     let aborted = false;
     res.onAborted(() => (aborted = true));
-    this.deps.admission.admit(request).then(
+    this.deps.admission.admit(request, id).then(
       (result) => {
-        if (aborted) return;
-        if (result instanceof StreamRefusal) return void res.cork(() => this.refuse(res, result, id));
+        if (result instanceof StreamRefusal) {
+          if (!aborted) res.cork(() => this.refuse(res, result, id));
+          return;
+        }
+        // From here the connection holds a slot: given back at its close, or now if it never opens.
+        if (aborted) return this.deps.slots.release(id);
         const upgrade = () => {
-          if (aborted) return;
+          if (aborted) return this.deps.slots.release(id);
           res.writeStatus('101 Switching Protocols');
           res.writeHeader('X-Request-Id', id);
           for (const [k, v] of Object.entries(result.headers)) res.writeHeader(k, v);
@@ -145,6 +152,7 @@ export class StreamProtocol {
   close(ws: WebSocket<Connection>, code: number, message: ArrayBuffer): void {
     const c = ws.getUserData();
     c.closed = true;
+    this.deps.slots.release(c.id);
     this.deps.hub.removed(ws);
     this.deps.metrics.closes.inc({ code: String(code) });
     const reason = c.closeReason ?? (Buffer.from(message).toString() || null);

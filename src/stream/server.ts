@@ -11,6 +11,7 @@ import { LogFollower } from './follower.ts';
 import { startKeyRecheck } from './key-recheck.ts';
 import { StreamHub } from './hub.ts';
 import type { StreamMetrics } from './metrics.ts';
+import { ConnectionSlots } from './connection-slots.ts';
 import { assertNativeUws, uws } from './native-uws.ts';
 import { STREAM_PATH, type Limits } from './protocol.ts';
 import { StreamRefusal } from './reasons.ts';
@@ -28,7 +29,7 @@ export type StreamConfig = AdmissionDeps['config'] &
     | 'STREAM_POLL_MS'
   >;
 
-export interface StreamDeps extends Omit<AdmissionDeps, 'config'> {
+export interface StreamDeps extends Omit<AdmissionDeps, 'config' | 'slots'> {
   config: StreamConfig;
   /** For the follower's LISTEN connection. */
   connectionString: string;
@@ -92,7 +93,8 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
     log,
   );
   const anchor = new UpgradeAnchor(log);
-  const protocol = new StreamProtocol({ admission: new UpgradeAdmission({ ...deps, config }), anchor, hub, follower, pool, limits, log, metrics });
+  const slots = new ConnectionSlots(pool, log);
+  const protocol = new StreamProtocol({ admission: new UpgradeAdmission({ ...deps, config, slots }), slots, anchor, hub, follower, pool, limits, log, metrics });
   const asyncapi = JSON.stringify(buildAsyncApi());
 
   app.ws<Connection>(STREAM_PATH, {
@@ -128,9 +130,11 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
   await follower.start();
   let listenSocket: us_listen_socket;
   try {
+    await slots.start();
     listenSocket = await listen(app, config.HOST, config.STREAM_PORT);
   } catch (err) {
     await follower.close();
+    await slots.stop().catch(() => {});
     throw err;
   }
   const port = uws.us_socket_local_port(listenSocket as never);
@@ -171,6 +175,7 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
         await new Promise((r) => setTimeout(r, 50));
         // Present in this build, missing from its type definitions: closes every remaining socket.
         (app as unknown as { close(): void }).close();
+        await slots.stop().catch((err: unknown) => log.warn({ err }, 'stream: could not give this node\'s connection slots back; other nodes drop them once it is silent'));
       })()),
   };
 }

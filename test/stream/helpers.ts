@@ -13,11 +13,16 @@ import { STREAM_PATH, serverMessageSchema } from '../../src/stream/protocol.ts';
 import type { AdmissionDeps } from '../../src/stream/admission.ts';
 import { testConfig } from '../support/harness.ts';
 
-/** Per-address limits out of the way unless a test is about them; each client says its own address. */
+/**
+ * Per-address limits and connection caps out of the way unless a test is about them (each client
+ * says its own address; connection-caps.test.ts sets its caps).
+ */
 export const STREAM_ENV: Record<string, string> = {
   HOST: '127.0.0.1',
   STREAM_PORT: '0',
   UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '1000000',
+  STREAM_MAX_CONNECTIONS_PER_KEY: '1000',
+  STREAM_MAX_CONNECTIONS_PER_ACCOUNT: '1000',
   STREAM_POLL_MS: '2000',
 };
 

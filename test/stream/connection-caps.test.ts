@@ -1,0 +1,156 @@
+// Open stream connections are capped per key and per account, counted over every node (issue
+// 25): two real stream nodes on one database, real `ws` clients. Each test writes down the
+// connections it holds (its own ground truth) and checks every upgrade's answer against it; the
+// stream_connections table is read only to wait for a close to have been counted.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKey } from '../../src/accounts/operations.ts';
+import { eventually, newAccount, type TestAccount } from '../support/harness.ts';
+import { Client, connect, refusal, startNode, type TestNode } from './helpers.ts';
+
+const PER_KEY = 3;
+const PER_ACCOUNT = 5;
+const env = { STREAM_MAX_CONNECTIONS_PER_KEY: String(PER_KEY), STREAM_MAX_CONNECTIONS_PER_ACCOUNT: String(PER_ACCOUNT) };
+
+let a: TestNode;
+let b: TestNode;
+const open: Client[] = [];
+
+beforeAll(async () => {
+  a = await startNode({ env });
+  b = await startNode({ env, db: a.db });
+});
+afterAll(async () => {
+  for (const c of open) c.close();
+  await b?.close();
+  await a?.close();
+});
+
+async function hold(node: TestNode, key: string): Promise<Client> {
+  const c = await connect(node.url, { key });
+  open.push(c);
+  return c;
+}
+
+async function refused(node: TestNode, key: string): Promise<string> {
+  const r = await refusal(node.url, { apikey: key });
+  expect(r.status).toBe(429);
+  expect(Object.keys(r.body)).toEqual(['error']);
+  expect(r.body.error.code).toBe('too_many_connections');
+  return r.body.error.message as string;
+}
+
+/** Until the database counts `n` open connections of this key (a close is given back asynchronously). */
+async function counted(keyId: string, n: number): Promise<void> {
+  await eventually(async () => (Number((await a.db('stream_connections').where({ key_id: keyId }).count('* as n'))[0]!.n) === n ? true : undefined));
+}
+
+async function closeAndCount(c: Client, keyId: string, n: number): Promise<void> {
+  c.close();
+  await c.closed;
+  await counted(keyId, n);
+}
+
+async function secondKey(acct: TestAccount, streamConnectionLimit?: number) {
+  return createKey(a.db, { accountId: acct.accountId, rateLimitPerMinute: 10_000, streamConnectionLimit });
+}
+
+describe('open stream connections', () => {
+  it('a key holds at most its cap, counted over both nodes; a closed connection gives its slot back', async () => {
+    const acct = await newAccount(a.db);
+    const held = [await hold(a, acct.key), await hold(b, acct.key), await hold(a, acct.key)];
+    expect(await refused(a, acct.key)).toMatch(/^this key already holds 3 open stream connections, its limit of 3/);
+    await refused(b, acct.key);
+    // The refusals held nothing: one close makes room for exactly one.
+    await closeAndCount(held[1]!, acct.keyId, 2);
+    await hold(b, acct.key);
+    await refused(a, acct.key);
+  });
+
+  it("an account holds at most its cap over all its keys; another account is not touched", async () => {
+    const acct = await newAccount(a.db);
+    const other = await secondKey(acct);
+    for (let i = 0; i < PER_KEY; i++) await hold(i % 2 ? a : b, acct.key);
+    await hold(a, other.key);
+    await hold(b, other.key);
+    expect(await refused(a, other.key)).toMatch(/^this account \(all its keys together\) already holds 5 open stream connections, its limit of 5/);
+    const third = await secondKey(acct);
+    await refused(b, third.key);
+    const stranger = await newAccount(a.db);
+    await hold(a, stranger.key);
+  });
+
+  it("a key's own limit replaces the default, lower or higher", async () => {
+    const acct = await newAccount(a.db);
+    const one = await secondKey(acct, 1);
+    await hold(a, one.key);
+    expect(await refused(b, one.key)).toMatch(/its limit of 1;/);
+    const four = await secondKey(acct, 4);
+    for (let i = 0; i < 4; i++) await hold(i % 2 ? a : b, four.key);
+    await refused(a, four.key);
+  });
+
+  it('upgrades racing on both nodes never take more than the cap', async () => {
+    const acct = await newAccount(a.db);
+    const attempts = Array.from({ length: 16 }, (_, i) => {
+      const c = new Client((i % 2 ? a : b).url, { key: acct.key });
+      open.push(c);
+      return c.opened.then(
+        () => 'admitted',
+        (err: Error) => err.message,
+      );
+    });
+    const answers = await Promise.all(attempts);
+    expect(answers.filter((x) => x === 'admitted')).toHaveLength(PER_KEY);
+    expect(answers.filter((x) => x === 'refused with 429')).toHaveLength(16 - PER_KEY);
+  });
+
+  it("a node that went silent (died) stops counting: its connections' slots are free again", async () => {
+    const acct = await newAccount(a.db);
+    const c = await startNode({ env, db: a.db });
+    try {
+      for (let i = 0; i < PER_KEY; i++) await hold(c, acct.key);
+      await refused(a, acct.key);
+      const node = (await a.db('stream_connections').where({ key_id: acct.keyId }).first('node_id'))!.node_id as string;
+      // As if it had not touched its row for a minute; its own 5 s touch may land in between, so retried.
+      await eventually(async () => {
+        await a.db('stream_nodes').where({ node_id: node }).update({ seen_at: a.db.raw("now() - interval '1 minute'") });
+        const r = await refusal(a.url, { apikey: acct.key }).catch(() => null);
+        return r === null ? true : undefined;
+      });
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('property: for any sequence of opens and closes on either node, each upgrade is admitted exactly when both caps have room', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.record({ close: fc.boolean(), key: fc.nat(1), node: fc.nat(1), which: fc.nat() }), { minLength: 1, maxLength: 9 }), async (ops) => {
+        const acct = await newAccount(a.db);
+        const second = await secondKey(acct);
+        const keys = [
+          { key: acct.key, keyId: acct.keyId },
+          { key: second.key, keyId: second.key_id },
+        ];
+        const mine: { client: Client; key: number }[] = [];
+        try {
+          for (const op of ops) {
+            if (op.close && mine.length) {
+              const [gone] = mine.splice(op.which % mine.length, 1);
+              await closeAndCount(gone!.client, keys[gone!.key]!.keyId, mine.filter((m) => m.key === gone!.key).length);
+              continue;
+            }
+            const node = op.node ? b : a;
+            const ofKey = mine.filter((m) => m.key === op.key).length;
+            const room = ofKey < PER_KEY && mine.length < PER_ACCOUNT;
+            if (room) mine.push({ client: await connect(node.url, { key: keys[op.key]!.key }), key: op.key });
+            else await refused(node, keys[op.key]!.key);
+          }
+        } finally {
+          for (const m of mine) m.client.close();
+        }
+      }),
+      { numRuns: 12 },
+    );
+  });
+});
