@@ -8,7 +8,7 @@ import type { Logger } from '../src/logger.ts';
 import { mirrorSubscription } from '../src/billing/stripe/mirror.ts';
 
 export interface StripeBillingActivities {
-  reconcileStripeSubscriptions(): Promise<{ read: number; mirrored: number; foreign: number }>;
+  reconcileStripeSubscriptions(): Promise<{ read: number; mirrored: number; foreign: number; stale: number }>;
 }
 
 const PAGE = 100;
@@ -17,13 +17,15 @@ export function createStripeBillingActivities(deps: { db: Db; stripe: Stripe; lo
   return {
     async reconcileStripeSubscriptions() {
       const ctx = Context.current();
-      const resumed = ctx.info.heartbeatDetails as { after?: string; read: number; mirrored: number; foreign: number } | undefined;
-      const totals = { read: resumed?.read ?? 0, mirrored: resumed?.mirrored ?? 0, foreign: resumed?.foreign ?? 0 };
+      const resumed = ctx.info.heartbeatDetails as { after?: string; read: number; mirrored: number; foreign: number; stale?: number } | undefined;
+      const totals = { read: resumed?.read ?? 0, mirrored: resumed?.mirrored ?? 0, foreign: resumed?.foreign ?? 0, stale: resumed?.stale ?? 0 };
       let after = resumed?.after;
       for (;;) {
         // `all` includes canceled ones: an account whose subscription ended must see it ended.
         // Four levels of expansion at most: the price, not its product (terms are on the price);
         // the customer for its payment defaults.
+        // Sent now: a webhook's read of the same subscription sent later wins over this page's.
+        const readAt = new Date();
         const page = await deps.stripe.subscriptions.list({
           status: 'all',
           limit: PAGE,
@@ -32,7 +34,9 @@ export function createStripeBillingActivities(deps: { db: Db; stripe: Stripe; lo
         });
         for (const sub of page.data) {
           totals.read++;
-          if ((await mirrorSubscription(deps.db, sub)) === 'mirrored') totals.mirrored++;
+          const result = await mirrorSubscription(deps.db, sub, readAt);
+          if (result === 'mirrored') totals.mirrored++;
+          else if (result === 'stale') totals.stale++;
           else totals.foreign++;
         }
         after = page.data.at(-1)?.id ?? after;

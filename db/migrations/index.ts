@@ -25,6 +25,7 @@ import * as m021 from './021_discord_role_ids.ts';
 import * as m022 from './022_watchlist_cooldown.ts';
 import * as m023 from './023_monitor_cooldowns.ts';
 import * as m024 from './024_stream_connections.ts';
+import * as m025 from './025_stripe_subscriptions.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -55,6 +56,7 @@ const migrations: Record<string, Migration> = {
   '022_watchlist_cooldown': m022,
   '023_monitor_cooldowns': m023,
   '024_stream_connections': m024,
+  '025_stripe_subscriptions': m025,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

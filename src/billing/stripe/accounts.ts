@@ -42,6 +42,7 @@ export async function createStripeAccount(
 
   const key = opts.idempotencyKey ?? randomUUID();
   let sub: Stripe.Subscription;
+  let readAt: Date;
   try {
     const customer = await stripe.customers.create(
       { ...(opts.name ? { name: opts.name } : {}), metadata: { tm_plan: plan.id } },
@@ -50,12 +51,13 @@ export async function createStripeAccount(
     const items: Stripe.SubscriptionCreateParams.Item[] = [{ price: base!.id }];
     if (plan.overage_unit_price !== null) items.push({ price: overage!.id });
     const created = await stripe.subscriptions.create({ customer: customer.id, items }, { idempotencyKey: `${key}:subscription` });
+    readAt = new Date();
     sub = await stripe.subscriptions.retrieve(created.id, { expand: MIRROR_EXPAND });
   } catch (err) {
     if (!(err instanceof Stripe.errors.StripeError)) throw err;
     throw new OperationError(`Stripe: ${err.message} (run the same command again with --idempotency-key ${key} to carry on without a second customer)`);
   }
-  return attachLocally(db, sub, opts);
+  return attachLocally(db, sub, opts, readAt);
 }
 
 /** An existing Stripe customer and its subscription, attached to a new (or the already attached) account. */
@@ -66,8 +68,10 @@ export async function attachStripeAccount(
 ): Promise<StripeAccountResult> {
   let customer: Stripe.Customer | Stripe.DeletedCustomer;
   let sub: Stripe.Subscription;
+  let readAt: Date;
   try {
     customer = await stripe.customers.retrieve(opts.customer);
+    readAt = new Date();
     sub = await stripe.subscriptions.retrieve(opts.subscription, { expand: MIRROR_EXPAND });
   } catch (err) {
     if (!(err instanceof Stripe.errors.StripeError)) throw err;
@@ -80,10 +84,10 @@ export async function attachStripeAccount(
   // Attached anyway, it would be mirrored as plan_unavailable: better said now.
   if (!terms) throw new OperationError(`subscription ${sub.id}: its base price has no valid plan terms (tm_plan, included_credits, hard_cap); subscribe it to prices made by billing:sync`);
   if (opts.plan !== undefined && opts.plan !== terms.planId) throw new OperationError(`subscription ${sub.id} is on plan ${terms.planId}, not ${opts.plan}`);
-  return attachLocally(db, sub, opts);
+  return attachLocally(db, sub, opts, readAt);
 }
 
-async function attachLocally(db: Db, sub: Stripe.Subscription, opts: { name?: string }): Promise<StripeAccountResult> {
+async function attachLocally(db: Db, sub: Stripe.Subscription, opts: { name?: string }, readAt: Date): Promise<StripeAccountResult> {
   const view = viewOf(sub);
   const [inserted] = await db('accounts')
     .insert({ name: opts.name ?? null, customer_id: view.customerId, has_payment_method: view.hasPaymentMethod ?? false })
@@ -92,6 +96,6 @@ async function attachLocally(db: Db, sub: Stripe.Subscription, opts: { name?: st
     .returning('id');
   const accountId = Number(inserted?.id ?? (await db('accounts').where({ customer_id: view.customerId }).first('id')).id);
   // Cannot be unknown_customer: the account holding the customer was written just above.
-  await mirrorSubscription(db, sub);
+  await mirrorSubscription(db, sub, readAt);
   return { account_id: accountId, customer_id: view.customerId, subscription_id: sub.id, plan: view.subscription.planId, status: view.subscription.status };
 }

@@ -5,6 +5,12 @@
 // (gateway_admit) serves both providers. Written only from a fresh read of the
 // subscription (never from a webhook's payload), so events arriving out of order cannot leave an
 // older state behind.
+//
+// One current subscription per customer (issue 25): every subscription read is kept in
+// stripe_subscriptions, a read older than the one stored for the same subscription changes
+// nothing, and the account's `subscriptions` row is the best of them: a served status (active,
+// trialing) first, then the newest. A customer who canceled and subscribed again stays served
+// whichever of the two was read last.
 import type Stripe from 'stripe';
 import type { Db } from '../../../db/connection.ts';
 import { SUBSCRIPTION_STATUSES, type Plan, type Subscription, type SubscriptionStatus } from '../provider.ts';
@@ -81,35 +87,54 @@ function unpricedPlanId(price: Stripe.Price | null): string {
   return `unpriced:${price?.id ?? 'none'}`;
 }
 
-export type MirrorResult = 'mirrored' | 'unknown_customer';
+/** `stale`: a read older than the one already stored for the same subscription. */
+export type MirrorResult = 'mirrored' | 'unknown_customer' | 'stale';
 
-/** Writes the subscription (as just read from Stripe) into the mirror of the account that owns its customer. */
-export async function mirrorSubscription(db: Db, sub: Stripe.Subscription): Promise<MirrorResult> {
+/** The columns of a subscription, in stripe_subscriptions and in the account's `subscriptions` row. */
+const SUBSCRIPTION_COLUMNS = ['plan_id', 'status', 'current_period_start', 'current_period_end', 'cancel_at_period_end', 'canceled_at', 'trial_end'] as const;
+
+/**
+ * Writes the subscription, as read from Stripe by a request sent at `readAt`, into the mirror of
+ * the account that owns its customer, and makes the account's current subscription the best it
+ * has. A read older than the one stored for the same subscription is `stale` and changes nothing.
+ */
+export async function mirrorSubscription(db: Db, sub: Stripe.Subscription, readAt: Date): Promise<MirrorResult> {
   const view = viewOf(sub);
   return db.transaction(async (trx) => {
-    const account = await trx('accounts').where({ customer_id: view.customerId }).first('id');
+    // Locked: two reads of one customer's subscriptions (a webhook racing the reconcile run)
+    // derive its current subscription one after the other.
+    const account = await trx('accounts').where({ customer_id: view.customerId }).forUpdate().first('id');
     if (!account) return 'unknown_customer';
     const { plan, subscription: s } = view;
-    if (view.hasPaymentMethod !== null) await trx('accounts').where({ id: account.id }).update({ has_payment_method: view.hasPaymentMethod });
+    const columns = {
+      plan_id: s.planId,
+      status: s.status,
+      current_period_start: s.periodStart,
+      current_period_end: s.periodEnd,
+      cancel_at_period_end: s.cancelAtPeriodEnd,
+      canceled_at: s.canceledAt,
+      trial_end: s.trialEnd,
+    };
     await trx('plans')
       .insert({ id: plan.id, name: plan.name, included: plan.included, hard_cap: plan.hardCap, price_id: plan.priceId, product_id: plan.productId })
       .onConflict('id')
       .merge(['name', 'included', 'hard_cap', 'price_id', 'product_id']);
+    const applied = await trx.raw(
+      `? ON CONFLICT (id) DO UPDATE SET ${[...SUBSCRIPTION_COLUMNS, 'account_id', 'read_at'].map((c) => `${c} = EXCLUDED.${c}`).join(', ')}
+       WHERE stripe_subscriptions.read_at <= EXCLUDED.read_at RETURNING id`,
+      [trx('stripe_subscriptions').insert({ id: s.id, account_id: account.id, ...columns, stripe_created_at: new Date(sub.created * 1000), read_at: readAt })],
+    );
+    if ((applied as { rows: unknown[] }).rows.length === 0) return 'stale';
+    if (view.hasPaymentMethod !== null) await trx('accounts').where({ id: account.id }).update({ has_payment_method: view.hasPaymentMethod });
+    const current = await trx('stripe_subscriptions')
+      .where({ account_id: account.id })
+      .orderByRaw("(status IN ('active', 'trialing')) DESC, stripe_created_at DESC, id DESC")
+      .first('id', ...SUBSCRIPTION_COLUMNS);
+    const { id, ...values } = current as Record<string, unknown>;
     await trx('subscriptions')
-      .insert({
-        id: s.id,
-        account_id: account.id,
-        plan_id: s.planId,
-        status: s.status,
-        current_period_start: s.periodStart,
-        current_period_end: s.periodEnd,
-        cancel_at_period_end: s.cancelAtPeriodEnd,
-        canceled_at: s.canceledAt,
-        trial_end: s.trialEnd,
-        updated_at: trx.fn.now(),
-      })
+      .insert({ id, account_id: account.id, ...values, updated_at: trx.fn.now() })
       .onConflict('account_id')
-      .merge(['id', 'plan_id', 'status', 'current_period_start', 'current_period_end', 'cancel_at_period_end', 'canceled_at', 'trial_end', 'updated_at']);
+      .merge(['id', ...SUBSCRIPTION_COLUMNS, 'updated_at']);
     return 'mirrored';
   });
 }

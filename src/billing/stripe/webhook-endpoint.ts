@@ -63,6 +63,7 @@ export function createStripeWebhookHandler(opts: StripeWebhookOptions): StripeWe
       return answer(ctx, 503, { error: 'could not apply the event; retry later' });
     }
     let current: Stripe.Subscription | null = null;
+    const readAt = new Date();
     if (subscriptionId) {
       try {
         current = await opts.stripe.subscriptions.retrieve(subscriptionId, { expand: MIRROR_EXPAND });
@@ -77,7 +78,7 @@ export function createStripeWebhookHandler(opts: StripeWebhookOptions): StripeWe
       const recorded = await trx('stripe_events').insert({ id: event.id, type: event.type, object_id: subscriptionId }).onConflict('id').ignore().returning('id');
       if (recorded.length === 0) return 'duplicate';
       if (!current) return 'ignored';
-      return mirrorSubscription(trx, current);
+      return mirrorSubscription(trx, current, readAt);
     });
     log.info({ event_id: event.id, type: event.type, subscription: subscriptionId, outcome }, 'Stripe webhook');
     answer(ctx, 200, { received: true, outcome });
