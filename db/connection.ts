@@ -44,6 +44,9 @@ export function createDb(opts: DbOptions): Db {
       connectionTimeoutMillis: 3_000,
     },
     pool: { min: 0, max: opts.poolMax ?? 20, acquireTimeoutMillis: 5_000 },
+    // A failed query's error carries its SQL with placeholders, never the values bound to it (a
+    // key's hash, a webhook URL, a customer's data): errors are logged (issue 25).
+    compileSqlOnError: false,
     acquireConnectionTimeout: 5_000,
   });
 }

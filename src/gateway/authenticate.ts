@@ -2,7 +2,10 @@
 // key store or limiter call); rejected key (unknown, revoked, expired, malformed): 401
 // invalid_credentials; key store unreachable: 502, fail closed. Rejected keys are rate limited
 // per client address so keys cannot be guessed at speed; a request that sends no key guesses
-// nothing and is not counted (spec 5.2: it is always 401 unauthenticated).
+// nothing and is not counted (spec 5.2: it is always 401 unauthenticated). The per-address limit
+// is checked before the key store is asked (a key not in the cache), not only after a rejection:
+// an address past it gets 429 for any key not already known valid, without a lookup.
+import type { RateDecision } from './rate-limit.ts';
 import type { Middleware } from 'koa';
 import { GatewayError } from './errors.ts';
 import { enforceRateDecision, rateLimitHeaders } from './rate-limit.ts';
@@ -20,13 +23,29 @@ async function limitRejectedKey(ctx: RouteContext): Promise<void> {
   }
 }
 
+/** Refuses (429) before a key lookup when the address has spent its budget of rejected keys. */
+async function addressBeforeLookup(ctx: RouteContext): Promise<void> {
+  const { limiter, config, log } = ctx.state.services;
+  let d: RateDecision;
+  try {
+    d = await limiter.peek(`ip:${ctx.ip}`, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE);
+  } catch (err) {
+    // The lookup that follows fails closed if the store is down; nothing to refuse here.
+    log.warn({ err }, 'per-address rate limiter unavailable');
+    return;
+  }
+  // Spent: the next rejected key would be refused anyway, so no key is looked up until the window ends.
+  if (d.remaining <= 0) enforceRateDecision(ctx, 'unauthenticated', { ...d, allowed: false });
+}
+
 export const authenticate: Middleware<RequestState> = async (ctx, next) => {
   const key = ctx.get('apikey');
   if (!key) throw new GatewayError('unauthenticated');
   let principal;
   try {
-    principal = await ctx.state.services.keys.verify(key);
+    principal = await ctx.state.services.keys.verify(key, () => addressBeforeLookup(ctx));
   } catch (err) {
+    if (err instanceof GatewayError) throw err;
     ctx.state.log.error({ err }, 'key store unreachable');
     throw new GatewayError('service_unavailable', 'authentication backend unavailable');
   }

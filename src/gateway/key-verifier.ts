@@ -53,8 +53,13 @@ export class KeyVerifier {
     private readonly now: () => number = Date.now,
   ) {}
 
-  /** The key's principal, or null when the key is unknown, revoked or expired. Throws when the store is unreachable. */
-  async verify(key: string): Promise<Principal | null> {
+  /**
+   * The key's principal, or null when the key is unknown, revoked or expired. Throws when the store
+   * is unreachable. `beforeLookup` runs only when the key store must be asked (the key is not
+   * cached), and may throw to refuse first: the per-address limit on rejected keys applies before
+   * a lookup, so guessing keys costs the store nothing once an address has spent its budget.
+   */
+  async verify(key: string, beforeLookup?: () => Promise<void>): Promise<Principal | null> {
     if (!looksLikeApiKey(key)) return null;
     const hash = hashApiKey(key).toString('hex');
     const hit = this.cache.get(hash);
@@ -70,6 +75,7 @@ export class KeyVerifier {
       // and once past it requests wait for a lookup, and fail closed if the store is down.
       if (age >= this.ttlMs / 2) this.lookup(hash, false).catch(() => {});
     } else {
+      await beforeLookup?.();
       principal = await this.lookup(hash);
     }
     if (principal?.expiresAt && principal.expiresAt.getTime() <= this.now()) return null;

@@ -19,7 +19,7 @@ export interface AdmissionDeps {
     Config,
     'RATE_LIMIT_PER_MINUTE' | 'UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE' | 'TRUST_PROXY' | 'STREAM_MAX_CONNECTIONS_PER_KEY' | 'STREAM_MAX_CONNECTIONS_PER_ACCOUNT'
   >;
-  keys: { verify(key: string): Promise<Principal | null> };
+  keys: { verify(key: string, beforeLookup?: () => Promise<void>): Promise<Principal | null> };
   limiter: { hit(subject: string, limit: number, lane?: number | string): Promise<RateDecision>; peek(subject: string, limit: number): Promise<RateDecision> };
   pool: Pool;
   log: Logger;
@@ -111,8 +111,12 @@ export class UpgradeAdmission {
 
     let principal: Principal | null;
     try {
-      principal = await keys.verify(key);
+      principal = await keys.verify(key, async () => {
+        const spent = await this.addressSpent(address);
+        if (spent) throw spent;
+      });
     } catch (err) {
+      if (err instanceof StreamRefusal) return err;
       log.error({ err }, 'stream: key store unreachable');
       return StreamRefusal.of('service_unavailable', 'authentication backend unavailable');
     }
@@ -159,6 +163,24 @@ export class UpgradeAdmission {
     // client then reloads its state once, which is harmless.
     const resumeGap = bounds.oldest !== null ? lastId < bounds.oldest - 1 : lastId < bounds.lastAllocated;
     return { principal, key, clientAddress: address, lastId, resumeGap, mustReach: bounds.head ?? 0, headers };
+  }
+
+  /**
+   * The per-address limit before a key lookup (as the gateway's authenticate.ts): an address that
+   * has spent its budget of rejected keys gets 429 for any key not already known valid, and the
+   * key store is not asked.
+   */
+  private async addressSpent(address: string): Promise<StreamRefusal | null> {
+    const { limiter, config, log } = this.deps;
+    let d: RateDecision;
+    try {
+      d = await limiter.peek(`ip:${address}`, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE);
+    } catch (err) {
+      log.warn({ err }, 'stream: unauthenticated rate limiter unavailable');
+      return null;
+    }
+    if (d.remaining > 0) return null;
+    return StreamRefusal.of('rate_limited', `more than ${d.limit} rejected keys from this address in the current minute`, rateLimitHeaders('unauthenticated', { ...d, allowed: false }));
   }
 
   private async refuseRejectedKey(address: string): Promise<StreamRefusal> {

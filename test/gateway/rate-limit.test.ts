@@ -207,7 +207,8 @@ describe('rejected keys are limited per client address; requests without a key a
   let plain: TestGateway;
 
   beforeAll(async () => {
-    limited = await startTestGateway({ env: { TRUST_PROXY: 'true', UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '5' } });
+    // A key cache longer than a test, so "a key already in use" stays cached through it.
+    limited = await startTestGateway({ env: { TRUST_PROXY: 'true', UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '5', KEY_CACHE_TTL_MS: '60000' } });
     plain = await startTestGateway({ env: { TRUST_PROXY: 'false', UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '5' } });
   });
   afterAll(async () => {
@@ -215,9 +216,16 @@ describe('rejected keys are limited per client address; requests without a key a
     await plain.close();
   });
 
-  it('after 5 bad-key requests the 6th gets 429 rate_limited; a valid key from the same address is still served', async () => {
+  it('after 5 bad-key requests the 6th gets 429 rate_limited, without asking the key store; a valid key in use from the same address is still served', async () => {
     await awayFromMinuteEdge();
     const from = clientFor(limited.url);
+    // A key in use: served (so cached) before its address's failed attempts.
+    const a = await newAccount(limited.db);
+    expect((await clientFor(limited.url)('GET', '/usage', { key: a.key })).status).toBe(200);
+    const unseen = await newAccount(limited.db);
+    let lookups = 0;
+    const count = (q: { sql: string }) => void (q.sql.includes('api_keys') && lookups++);
+    limited.db.on('query', count);
     for (let i = 0; i < 5; i++) {
       const r = await from('GET', '/usage', { key: generateApiKey().key });
       expect(r.status).toBe(401);
@@ -226,16 +234,23 @@ describe('rejected keys are limited per client address; requests without a key a
       expect(policy.params.q).toBe(5);
       expect(structured(r.headers.get('ratelimit')).params.r).toBe(4 - i);
     }
+    expect(lookups).toBe(5);
     const sixth = await from('GET', '/usage', { key: generateApiKey().key });
     expect(sixth.status).toBe(429);
     expect(gatewayCode(sixth)).toBe('rate_limited');
+    // The per-address limit applies before a lookup (issue 25): guessing on costs the key store nothing.
+    for (let i = 0; i < 5; i++) expect((await from('GET', '/usage', { key: generateApiKey().key })).status).toBe(429);
+    expect(lookups).toBe(5);
+    // A key the gateway has not seen is not looked up either, until the window ends.
+    expect(gatewayCode(await from('GET', '/usage', { key: unseen.key }))).toBe('rate_limited');
+    expect(lookups).toBe(5);
+    limited.db.off('query', count);
     const s = retryAfter(sixth.headers.get('retry-after'));
     expect(s).toBeGreaterThanOrEqual(1);
     expect(s).toBeLessThanOrEqual(60);
     // A request that sends no key guesses nothing: still 401 unauthenticated (spec 5.2).
     expect(gatewayCode(await from('GET', '/usage'))).toBe('unauthenticated');
-    // A real key is not held back by its address's failed attempts.
-    const a = await newAccount(limited.db);
+    // A real key in use is not held back by its address's failed attempts.
     expect((await from('GET', '/usage', { key: a.key })).status).toBe(200);
     // Another address has its own budget.
     const other = clientFor(limited.url);

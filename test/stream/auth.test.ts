@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { KeyVerifier } from '../../src/gateway/key-verifier.ts';
+import { generateApiKey } from '../../src/gateway/keys.ts';
 import { STREAM_PATH } from '../../src/stream/protocol.ts';
 import { newAccount, type TestAccount } from '../support/harness.ts';
 import { awayFromMinuteEdge, unreachableDb } from '../support/gateway-helpers.ts';
@@ -97,6 +98,16 @@ describe('stream upgrade refusals', () => {
       const limited = await refusal(strict.url, { 'x-forwarded-for': address, apikey: 'wrong' });
       expect([limited.status, envelope(limited)]).toEqual([429, 'rate_limited']);
       expect(limited.headers['retry-after']).toBeDefined();
+      // Past it, a well-formed key is refused before the key store is asked (issue 25).
+      let lookups = 0;
+      const count = (q: { sql: string }) => void (q.sql.includes('api_keys') && lookups++);
+      t.db.on('query', count);
+      for (let i = 0; i < 3; i++) {
+        const guessed = await refusal(strict.url, { 'x-forwarded-for': address, apikey: generateApiKey().key });
+        expect([guessed.status, envelope(guessed)]).toEqual([429, 'rate_limited']);
+      }
+      t.db.off('query', count);
+      expect(lookups).toBe(0);
       // Past the limit, an upgrade with no key is still told what it lacks.
       const last = await refusal(strict.url, { 'x-forwarded-for': address });
       expect([last.status, envelope(last)]).toEqual([401, 'unauthenticated']);
