@@ -90,7 +90,7 @@ const schema = z.object({
   /** Statement timeout for API queries, so no request hangs on the database. */
   DB_STATEMENT_TIMEOUT_MS: positiveInt.default(5_000),
   DB_POOL_MAX: positiveInt.default(20),
-  /** Create a demo account and key on first start (printed once). */
+  /** Create a demo account and key on first start (printed once); off by default with NODE_ENV=production. */
   DEMO_ACCOUNT: flag('true'),
   /** Which billing provider backs plans and subscriptions: `local` (PostgreSQL) or `stripe`. */
   BILLING_PROVIDER: z.enum(['local', 'stripe']).default('local'),
@@ -157,7 +157,7 @@ const schema = z.object({
   // --- Scrapers (src/scrapers/) and the platform simulator (src/simulator/) ---
   /** Port of the platform simulator that `npm start` runs; the scrapers' default target. */
   SIM_PORT: port.default(8090),
-  /** Run the simulator inside `npm start`. */
+  /** Run the simulator inside `npm start`; off by default with NODE_ENV=production. */
   RUN_SIMULATOR: flag('true'),
   /** Milliseconds between the simulator's inventory drift steps; 0 turns drift off. */
   SIM_DRIFT_MS: z.coerce.number().int().min(0).default(30_000),
@@ -255,9 +255,16 @@ export function loadConfigOrExit(): Config {
   }
 }
 
+/**
+ * What NODE_ENV=production (the image sets it) turns off unless asked for: a deployment serves
+ * paying accounts, so it starts no demo account with a printed key and no simulated platforms.
+ */
+export const PRODUCTION_DEFAULTS = { DEMO_ACCOUNT: 'false', RUN_SIMULATOR: 'false' } as const;
+
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   // Empty strings mean "unset" so `PORT= npm start` behaves like no PORT at all.
-  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const given = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const cleaned = given.NODE_ENV === 'production' ? { ...PRODUCTION_DEFAULTS, ...given } : given;
   const parsed = schema.superRefine(requireStripeSettings).safeParse(cleaned);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);

@@ -11,6 +11,13 @@ describe('configuration', () => {
     expect(c.DEMO_ACCOUNT).toBe(true);
   });
 
+  it('NODE_ENV=production starts no demo account and no simulator unless asked (issue 25)', () => {
+    expect(loadConfig({ NODE_ENV: 'production' })).toMatchObject({ DEMO_ACCOUNT: false, RUN_SIMULATOR: false });
+    expect(loadConfig({ NODE_ENV: 'production', DEMO_ACCOUNT: 'true', RUN_SIMULATOR: 'true' })).toMatchObject({ DEMO_ACCOUNT: true, RUN_SIMULATOR: true });
+    expect(loadConfig({ NODE_ENV: 'development' })).toMatchObject({ DEMO_ACCOUNT: true, RUN_SIMULATOR: true });
+    expect(loadConfig({})).toMatchObject({ DEMO_ACCOUNT: true, RUN_SIMULATOR: true });
+  });
+
   it('stops on a bad value, naming the variable', () => {
     expect(() => loadConfig({ PORT: 'eighty' })).toThrow(ConfigError);
     expect(() => loadConfig({ PORT: 'eighty' })).toThrow(/PORT/);
