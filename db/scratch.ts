@@ -24,7 +24,8 @@ export async function createScratchDatabase(prefix: string, baseUrl = process.en
     await fs.chmod(tmp, 0o755);
     const port = 20_000 + Math.floor(Math.random() * 20_000);
     const embedded = await startEmbeddedPostgres(tmp, port, (m) => process.stderr.write(`${m}\n`));
-    base = embedded.connectionString;
+    // The superuser's: a scratch database is created and dropped, as on DATABASE_URL's server.
+    base = embedded.superuserConnectionString;
     stopEmbedded = embedded.stop;
   }
   const name = `${prefix}_${Date.now().toString(36)}_${process.pid}`;

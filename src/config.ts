@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { isPlatformKey, PLATFORM_KEYS, type PlatformKey } from './platform/registry.ts';
+import { POLL_ORDERS } from './monitors/fair-share.ts';
 
 const port = z.coerce.number().int().min(0).max(65535);
 /** Open stream connections per key and per account by default (the AsyncAPI document states them). */
@@ -90,6 +91,36 @@ const schema = z.object({
   /** Statement timeout for API queries, so no request hangs on the database. */
   DB_STATEMENT_TIMEOUT_MS: positiveInt.default(5_000),
   DB_POOL_MAX: positiveInt.default(20),
+
+  // --- Retention (src/retention/, docs/operations.md "Retention"): pruned by the gateway's housekeeping ---
+  /** Days a watchlist change is kept once every change-feed consumer has passed it. */
+  WATCHLIST_CHANGES_RETENTION_DAYS: positiveInt.default(7),
+  /** Days a deleted watchlist item is kept before its row is removed. */
+  WATCHLIST_DELETED_RETENTION_DAYS: positiveInt.default(30),
+  /** Days settled credit ledger rows, past periods' usage counters and meter batches are kept: billing evidence. */
+  CREDIT_LEDGER_RETENTION_DAYS: z.coerce
+    .number()
+    .int()
+    .min(35, 'must be at least 35: Stripe takes meter events up to 35 days old, and the ledger is the evidence of them')
+    .default(400),
+  /** Days a Stripe event id is kept to recognise a redelivery; Stripe retries for up to 3 days. */
+  STRIPE_EVENTS_RETENTION_DAYS: z.coerce.number().int().min(4, "must be at least 4: Stripe retries an event for up to 3 days").default(30),
+  /** Hours the snapshots and failure status of a target no item watches are kept. */
+  MONITOR_UNWATCHED_RETENTION_HOURS: positiveInt.default(24),
+  /** Hours every tracking statistics row is kept; older ones are thinned to each event's last row of a UTC day. */
+  TRACKING_DETAIL_RETENTION_HOURS: z.coerce
+    .number()
+    .int()
+    .min(25, 'must be at least 25: the 24 h figures read the row a day before the newest')
+    .default(48),
+  /**
+   * The scrape worker's own PostgreSQL role (docker-compose: ticket_market_scraper). When set,
+   * applying the migrations also gives it exactly the rights of db/scraper-grants.ts.
+   */
+  SCRAPER_DB_ROLE: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case PostgreSQL role name (letters, digits, _)')
+    .optional(),
   /** Create a demo account and key on first start (printed once); off by default with NODE_ENV=production. */
   DEMO_ACCOUNT: flag('true'),
   /** Which billing provider backs plans and subscriptions: `local` (PostgreSQL) or `stripe`. */
@@ -139,6 +170,18 @@ const schema = z.object({
   MONITOR_TASK_QUEUE: z.string().min(1).default('monitors'),
   /** Run the Temporal worker inside `npm start` (dev); production runs `npm run worker` apart. */
   RUN_WORKER: flag('true'),
+  /**
+   * What `npm run worker` runs (temporal/worker-roles.ts): `scrape` (scrapes, monitors, event
+   * tracking; the browser; refuses to start holding a webhook or Stripe secret), `deliver`
+   * (webhooks and Stripe billing; never loads the scrapers) or `all` (both, as `npm start` does).
+   */
+  WORKER_ROLE: z.enum(['all', 'scrape', 'deliver']).default('all'),
+  /**
+   * How often the worker compares each account's subscription with the state its monitoring,
+   * webhooks and tracking last acted on (src/accounts/service-state.ts): a change takes effect
+   * within this, and an account that stopped being served stops consuming.
+   */
+  SERVICE_SWEEP_MS: z.coerce.number().int().min(100).max(50_000).default(10_000),
 
   // --- Watchlist monitors (src/monitors/, workflows/) ---
   /** How often each watched target (platform, event, region) is scraped, shared by all its items. */
@@ -149,10 +192,37 @@ const schema = z.object({
   MONITOR_SHARDS_PER_PLATFORM: z.coerce.number().int().min(1).max(256).default(4),
   /** How long one poll activity runs before it hands its schedule back and the workflow continues as new. */
   MONITOR_POLL_RUN_MS: z.coerce.number().int().min(1_000).max(30 * 60_000).default(10 * 60_000),
+  /**
+   * A target whose event answers not-found this long in a row is retired: each item on it is told
+   * once (`target_retired`) and it is no longer polled (src/monitors/target-status.ts).
+   */
+  MONITOR_RETIRE_AFTER_MS: z.coerce.number().int().min(1_000).default(3_600_000),
+  /**
+   * Which due target gets a shard's next request slot: `fair` shares the platform's budget
+   * between the accounts watching it (src/monitors/fair-share.ts); `due`, the earliest due first
+   * (first come, first served, as before issue 25), is kept for comparison (`npm run bench:fairness`).
+   */
+  MONITOR_POLL_ORDER: z.enum(POLL_ORDERS).default('fair'),
+  /**
+   * Requests the shard pollers of one worker have open at once, all platforms together. Past it a
+   * poll waits in arrival order, so keep it above what the budgets need (each platform's rate ×
+   * its answer time); each shard also runs at most 64 polls at once.
+   */
+  MONITOR_FETCH_CONCURRENCY: positiveInt.max(4_096).default(256),
 
   // --- Market Data event tracking (workflows/track-event.ts) ---
   /** How often each tracked marketplace event is scraped (the worker's setting, read every tick). */
   TRACK_INTERVAL_MS: z.coerce.number().int().min(200).default(60_000),
+  /**
+   * A tracking ends this long after its event's date (the worker's setting, read every tick).
+   * A day: the date is the event's start, and sales, resale and the last 24 h figures carry on
+   * for some hours after it, in any time zone.
+   */
+  TRACKING_END_AFTER_EVENT_MS: z.coerce.number().int().min(0).default(86_400_000),
+  /** A tracking whose event has no date (or was never scraped) ends this long after it started: 30 days. */
+  TRACKING_UNDATED_MAX_MS: z.coerce.number().int().min(1_000).default(30 * 86_400_000),
+  /** Events one account may track at once (POST /svc/data/events/add answers 400 past it). */
+  TRACKING_MAX_EVENTS_PER_ACCOUNT: positiveInt.default(100),
 
   // --- Scrapers (src/scrapers/) and the platform simulator (src/simulator/) ---
   /** Port of the platform simulator that `npm start` runs; the scrapers' default target. */

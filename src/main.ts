@@ -10,7 +10,8 @@ import { loadConfigOrExit, marketplaceBaseUrls } from './config.ts';
 import { createGateway } from './gateway/app.ts';
 import { createLogger } from './logger.ts';
 import { openDatabase } from './runtime/database.ts';
-import { closeServices, createRequestPool, createServices, startHousekeeping } from './runtime/services.ts';
+import { startHousekeeping } from './runtime/housekeeping.ts';
+import { closeServices, createRequestPool, createServices } from './runtime/services.ts';
 import { startLocalWorkers, startTemporal } from '../temporal/runtime.ts';
 import { TemporalScrapeRunner } from './apis/live-availability/scrape-runs.ts';
 import { TemporalEventTracker } from './market-data/tracking-service.ts';
@@ -163,7 +164,7 @@ async function main(): Promise<void> {
     const metricsServer = await services.metrics.listen(config.METRICS_PORT, config.HOST);
     cleanups.push({ name: 'metrics', run: () => drain(metricsServer) });
     const stopHousekeeping = startHousekeeping(services);
-    cleanups.push({ name: 'housekeeping', run: async () => stopHousekeeping() });
+    cleanups.push({ name: 'housekeeping', run: () => stopHousekeeping() });
     if (stopping) return;
     log.info(
       { port: config.PORT, metrics_port: config.METRICS_PORT, ms: Math.round(performance.now() - started) },

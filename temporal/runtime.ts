@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import type { Registry } from 'prom-client';
 import type { Config } from '../src/config.ts';
+import type { ActivityDeps } from '../activities/index.ts';
 import type { Logger } from '../src/logger.ts';
 import { resolveTemporalCli } from './binary.ts';
 import { connectTemporal } from './client.ts';
@@ -14,8 +15,12 @@ import { installSdkLogging } from './sdk-logging.ts';
 import { ensureStripeSchedules } from '../src/billing/stripe/schedules.ts';
 import { taskQueues } from './task-queues.ts';
 import { clientOnWorkers, startWorkers } from './worker.ts';
+import { roleSides, warnOnBroadRights, type WorkerRole } from './worker-roles.ts';
 import { createDb } from '../db/connection.ts';
-import { startMembershipRelay } from '../src/monitors/membership.ts';
+import { startServiceSweep } from '../src/accounts/service-state.ts';
+import { memberServiceHooks, startMembershipRelay } from '../src/monitors/membership.ts';
+import { deliveryServiceHooks } from '../src/webhooks/parking.ts';
+import { DEFAULT_SCHEDULE_MS, retryScheduleSpanMs } from '../src/webhooks/retry-schedule.ts';
 import { startMonitorRelay } from '../src/monitors/relay.ts';
 import { startDispatcher } from '../src/webhooks/dispatcher.ts';
 
@@ -75,10 +80,13 @@ export async function startTemporal(config: Config, log: Logger, opts: { signal?
 }
 
 /**
- * What a worker process runs: both task queues' workers with the activities' shared resources
- * (scrapers, a database pool, the pollers' membership LISTEN and metrics), the membership relay
- * that turns watchlist changes into shard poller members (src/monitors/membership.ts), and the
- * monitor relay that keeps the per-item monitors in step (src/monitors/relay.ts).
+ * What a worker process runs, by role (temporal/worker-roles.ts; `all` unless told). The scrape
+ * side: the scrapes and monitors queues' workers with the activities' shared resources (scrapers,
+ * a database pool, the pollers' membership LISTEN and metrics), the membership relay that turns
+ * watchlist changes into shard poller members (src/monitors/membership.ts), the service sweep
+ * beside it, and the monitor relay that keeps the per-item monitors in step (src/monitors/relay.ts).
+ * The delivery side: the webhooks and billing queues' workers, the Stripe schedules and the
+ * webhook dispatcher.
  * `client` runs over the workers' own connection: a gateway in the same process starts scrapes
  * with it eagerly (TemporalScrapeRunner.startOnLocalWorkers).
  */
@@ -86,11 +94,16 @@ export async function startLocalWorkers(
   config: Config,
   log: Logger,
   address: string,
-  opts: { connectionString: string; registry: Registry; shutdownGraceMs?: number },
+  opts: { connectionString: string; registry: Registry; shutdownGraceMs?: number; role?: WorkerRole },
 ): Promise<{ stop(): Promise<void>; client: Client }> {
-  const wlog = log.child({ component: 'worker' });
-  // Loaded only by processes that run workers: the scrapers pull in crawlee and playwright.
-  const { createActivities } = await import('../activities/index.ts');
+  const role = opts.role ?? 'all';
+  const sides = roleSides(role);
+  const wlog = log.child({ component: 'worker', role });
+  // Loaded only by processes that run workers: the scrapers pull in crawlee and playwright. A
+  // delivery worker loads its own activities only, and so never the scrapers or the browser.
+  const createActivities = sides.scrape
+    ? async (deps: ActivityDeps) => (await import('../activities/index.ts')).createActivities({ ...deps, role: sides.deliver ? 'all' : 'scrape' })
+    : async (deps: ActivityDeps) => ({ ...(await import('../activities/delivery.ts')).createDeliveryActivities(deps), handBack: () => {}, close: async () => {} });
   const db = createDb({ connectionString: opts.connectionString, poolMax: 10, applicationName: 'worker', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
   const undo: { name: string; run: () => Promise<unknown> }[] = [{ name: 'database', run: () => db.destroy() }];
   const unwind = async () => {
@@ -108,6 +121,7 @@ export async function startLocalWorkers(
     undo.push({ name: 'temporal client', run: () => temporal.close() });
     // A TEMPORAL_ADDRESS server (docker-compose's) gets the search attributes from the first worker.
     await ensureSearchAttributes(temporal.connection, config.TEMPORAL_NAMESPACE, wlog);
+    if (role === 'scrape') await warnOnBroadRights(db, wlog);
     const { activities, handBack, webhookAttempts, close } = await createActivities({ config, log: wlog, db, connectionString: opts.connectionString, registry: opts.registry });
     undo.push({ name: 'activities', run: close });
     const queues = taskQueues(config);
@@ -115,30 +129,45 @@ export async function startLocalWorkers(
       connection: { address },
       namespace: config.TEMPORAL_NAMESPACE,
       queues: [
-        { taskQueue: queues.scrapes, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: config.SCRAPE_CONCURRENCY },
-        // Every shard poll is a long-running activity on this queue: room for all of them.
-        { taskQueue: queues.monitors, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: MONITOR_ACTIVITY_SLOTS },
-        { taskQueue: queues.webhooks, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: config.WEBHOOK_CONCURRENCY },
-        ...(config.BILLING_PROVIDER === 'stripe' ? [{ taskQueue: queues.billing, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: 4 }] : []),
+        ...(sides.scrape
+          ? [
+              { taskQueue: queues.scrapes, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: config.SCRAPE_CONCURRENCY },
+              // Every shard poll is a long-running activity on this queue: room for all of them.
+              { taskQueue: queues.monitors, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: MONITOR_ACTIVITY_SLOTS },
+            ]
+          : []),
+        ...(sides.deliver ? [{ taskQueue: queues.webhooks, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: config.WEBHOOK_CONCURRENCY }] : []),
+        ...(sides.deliver && config.BILLING_PROVIDER === 'stripe' ? [{ taskQueue: queues.billing, workflowsPath: WORKFLOWS_PATH, activities, maxConcurrentActivityTaskExecutions: 4 }] : []),
       ],
       log: wlog,
       shutdownGraceMs: opts.shutdownGraceMs,
       onShutdown: handBack,
     });
     undo.push({ name: 'workers', run: () => workers.stop() });
-    const relays = {
-      connectionString: opts.connectionString,
-      db,
-      client: temporal.client,
-      taskQueue: queues.monitors,
-      shardsPerPlatform: config.MONITOR_SHARDS_PER_PLATFORM,
-      log: wlog,
-    };
-    const membership = startMembershipRelay(relays);
-    undo.push({ name: 'membership relay', run: () => membership.stop() });
-    const relay = startMonitorRelay(relays);
-    undo.push({ name: 'monitor relay', run: () => relay.stop() });
-    if (config.BILLING_PROVIDER === 'stripe') {
+    // The scrape side's feeders: they start shard pollers and monitors on the monitors queue.
+    if (sides.scrape) {
+      const relays = {
+        connectionString: opts.connectionString,
+        db,
+        client: temporal.client,
+        taskQueue: queues.monitors,
+        shardsPerPlatform: config.MONITOR_SHARDS_PER_PLATFORM,
+        log: wlog,
+      };
+      const membership = startMembershipRelay(relays);
+      undo.push({ name: 'membership relay', run: () => membership.stop() });
+      // Beside the membership relay: its hooks take a lapsed account's members out and put them back.
+      const serviceSweep = startServiceSweep({
+        db,
+        hooks: [memberServiceHooks(relays), deliveryServiceHooks({ expireAfterMs: retryScheduleSpanMs(config.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_SCHEDULE_MS) })],
+        everyMs: config.SERVICE_SWEEP_MS,
+        log: wlog,
+      });
+      undo.push({ name: 'service sweep', run: () => serviceSweep.stop() });
+      const relay = startMonitorRelay(relays);
+      undo.push({ name: 'monitor relay', run: () => relay.stop() });
+    }
+    if (sides.deliver && config.BILLING_PROVIDER === 'stripe') {
       await ensureStripeSchedules(temporal.client, {
         taskQueue: queues.billing,
         reconcileEveryMs: config.STRIPE_RECONCILE_INTERVAL_MS,

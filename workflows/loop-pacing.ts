@@ -26,3 +26,15 @@ export function backoffWait(intervalMs: number, failures: number, jitterRatio: n
   const backoff = Math.min(MAX_BACKOFF_FACTOR, 2 ** failures);
   return Math.round(intervalMs * backoff * (1 + jitterRatio * (2 * Math.random() - 1)));
 }
+
+/**
+ * How often a paused tracking (no account tracking it is served) checks again, at most: with
+ * the jitter ±10%, a tracking resumes within 33 s of its account being served again, inside
+ * the 60 s issue 25 allows, whatever TRACK_INTERVAL_MS is.
+ */
+export const PAUSED_CHECK_MS = 30_000;
+
+/** The wait before a paused tracking's next check: min(interval, PAUSED_CHECK_MS) × (1 ± jitterRatio). */
+export function pausedWait(intervalMs: number, jitterRatio: number): number {
+  return backoffWait(Math.min(intervalMs, PAUSED_CHECK_MS), 0, jitterRatio);
+}

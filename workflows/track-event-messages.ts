@@ -9,6 +9,8 @@ export interface TrackStatus {
   failures: number;
   lastError: string | null;
   intervalMs: number;
+  /** The last check found no account tracking the event served: nothing is scraped until one is. */
+  paused?: boolean;
 }
 
 export const trackStatusQuery = defineQuery<TrackStatus>('trackStatus');

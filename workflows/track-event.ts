@@ -7,13 +7,19 @@
 // activity's policy, then recorded (`failing`) and the next tick waits longer (up to
 // MAX_BACKOFF_FACTOR × the interval; every wait is jittered ±10%). An event the
 // marketplace does not know ends the tracking: the record says `failed` and the workflow fails
-// with type `not_found`. A killed worker loses nothing: the workflow resumes from its history on
+// with type `not_found`. Each tick first asks the database whether the tracking goes on
+// (src/market-data/tracking-lifecycle.ts): when it has ended (a set time after its event's date,
+// too long without a date, no account tracking it) the activity records it and the workflow
+// completes at once, with no timer left; while no account tracking it is served the tick scrapes
+// nothing and the next check follows within PAUSED_CHECK_MS, so the tracking resumes within that
+// once an account is served again. No clock is read here: the database decides, by its own.
+// A killed worker loses nothing: the workflow resumes from its history on
 // the next worker, and a tick it had applied but not reported is recognised and not written
 // twice.
 import { ActivityFailure, ApplicationFailure, continueAsNew, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { TrackingActivities } from '../activities/tracking.ts';
 import type { TrackableMarketplace } from '../src/market-data/tracking-ref.ts';
-import { backoffWait, describeActivityFailure, failureText } from './loop-pacing.ts';
+import { backoffWait, describeActivityFailure, failureText, pausedWait } from './loop-pacing.ts';
 import { trackStatusQuery } from './track-event-messages.ts';
 
 export interface TrackEventState {
@@ -42,7 +48,8 @@ const JITTER_RATIO = 0.1;
 export async function trackEvent(state: TrackEventState): Promise<void> {
   let lastError: string | null = null;
   let ticksThisRun = 0;
-  setHandler(trackStatusQuery, () => ({ ticks: state.ticks, failures: state.failures, lastError, intervalMs: state.intervalMs }));
+  let paused = false;
+  setHandler(trackStatusQuery, () => ({ ticks: state.ticks, failures: state.failures, lastError, intervalMs: state.intervalMs, paused }));
 
   const { trackTick } = proxyActivities<TrackingActivities>({
     taskQueue: state.scrapeQueue ?? workflowInfo().taskQueue,
@@ -65,11 +72,18 @@ export async function trackEvent(state: TrackEventState): Promise<void> {
   for (;;) {
     try {
       const result = await trackTick({ ...target, epoch, tick: state.ticks + 1 });
-      state.ticks++;
-      state.failures = 0;
+      // Ended: recorded by the activity; the workflow completes with no timer pending.
+      if (result.state === 'ended') return;
       state.intervalMs = result.intervalMs;
-      lastError = null;
+      paused = result.state === 'paused';
+      // A paused tick wrote nothing: its number is used by the next tick that scrapes.
+      if (!paused) {
+        state.ticks++;
+        state.failures = 0;
+        lastError = null;
+      }
     } catch (err) {
+      paused = false;
       if (!(err instanceof ActivityFailure)) throw err;
       const failure = describeActivityFailure(err);
       if (failure.type === 'not_found') {
@@ -81,7 +95,7 @@ export async function trackEvent(state: TrackEventState): Promise<void> {
       await recordTrackingFailure({ ...target, message: lastError, final: false });
     }
     ticksThisRun++;
-    await sleep(backoffWait(state.intervalMs, state.failures, JITTER_RATIO));
+    await sleep(paused ? pausedWait(state.intervalMs, JITTER_RATIO) : backoffWait(state.intervalMs, state.failures, JITTER_RATIO));
     if (ticksThisRun >= (state.ticksPerRun ?? TICKS_PER_RUN) || workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof trackEvent>(state);
     }

@@ -1,4 +1,4 @@
-// Finished webhook deliveries are pruned after WEBHOOK_RETENTION_DAYS (src/webhooks/retention.ts);
+// Finished webhook deliveries are pruned after WEBHOOK_RETENTION_DAYS (src/retention/webhooks.ts);
 // this index lets the housekeeping find the old ones without scanning every delivery.
 import type { Knex } from 'knex';
 

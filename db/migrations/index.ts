@@ -26,9 +26,15 @@ import * as m022 from './022_watchlist_cooldown.ts';
 import * as m023 from './023_monitor_cooldowns.ts';
 import * as m024 from './024_stream_connections.ts';
 import * as m025 from './025_stripe_subscriptions.ts';
+import * as m026 from './026_account_service.ts';
+import * as m027 from './027_tracking_limits.ts';
+import * as m028 from './028_retention.ts';
+import * as m029 from './029_target_retirement.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
+  /** `transaction: false`: run outside a transaction (CREATE INDEX CONCURRENTLY on a large table). */
+  config?: { transaction?: boolean };
 }
 
 const migrations: Record<string, Migration> = {
@@ -57,6 +63,10 @@ const migrations: Record<string, Migration> = {
   '023_monitor_cooldowns': m023,
   '024_stream_connections': m024,
   '025_stripe_subscriptions': m025,
+  '026_account_service': m026,
+  '027_tracking_limits': m027,
+  '028_retention': m028,
+  '029_target_retirement': m029,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
@@ -67,6 +77,7 @@ export const migrationSource: Knex.MigrationSource<string> = {
     if (!m) throw new Error(`unknown migration ${name}`);
     return {
       up: m.up,
+      ...(m.config ? { config: m.config } : {}),
       down: async () => {
         throw new Error('migrations are forward-only');
       },

@@ -15,7 +15,7 @@ import type { RouteContext } from './route.ts';
 async function limitRejectedKey(ctx: RouteContext): Promise<void> {
   const { limiter, config, log } = ctx.state.services;
   try {
-    enforceRateDecision(ctx, 'unauthenticated', await limiter.hit(`ip:${ctx.ip}`, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE));
+    enforceRateDecision(ctx, 'unauthenticated', await limiter.hitAddress(ctx.ip, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE));
   } catch (err) {
     if (err instanceof GatewayError) throw err;
     // The limiter's store is down: the answer is a 401 either way, so say that.
@@ -26,16 +26,16 @@ async function limitRejectedKey(ctx: RouteContext): Promise<void> {
 /** Refuses (429) before a key lookup when the address has spent its budget of rejected keys. */
 async function addressBeforeLookup(ctx: RouteContext): Promise<void> {
   const { limiter, config, log } = ctx.state.services;
-  let d: RateDecision;
+  let spent: RateDecision | null;
   try {
-    d = await limiter.peek(`ip:${ctx.ip}`, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE);
+    spent = await limiter.addressSpent(ctx.ip, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE);
   } catch (err) {
     // The lookup that follows fails closed if the store is down; nothing to refuse here.
     log.warn({ err }, 'per-address rate limiter unavailable');
     return;
   }
   // Spent: the next rejected key would be refused anyway, so no key is looked up until the window ends.
-  if (d.remaining <= 0) enforceRateDecision(ctx, 'unauthenticated', { ...d, allowed: false });
+  if (spent) enforceRateDecision(ctx, 'unauthenticated', spent);
 }
 
 export const authenticate: Middleware<RequestState> = async (ctx, next) => {

@@ -15,6 +15,8 @@ export interface Principal {
   /** Per-key override of the open stream connections it may hold; null means the service default. */
   streamConnectionLimit: number | null;
   hasBillingAccount: boolean;
+  /** The account's subscription is served (account_served, db/migrations/026): the stream needs it. */
+  served: boolean;
   expiresAt: Date | null;
 }
 
@@ -161,7 +163,7 @@ export class KeyVerifier {
         hashes.map((h) => Buffer.from(h, 'hex')),
       )
       .whereNull('k.revoked_at')
-      .select('k.hash', 'k.id', 'k.account_id', 'k.apis', 'k.rate_limit_per_minute', 'k.stream_connection_limit', 'k.expires_at', 'a.customer_id');
+      .select('k.hash', 'k.id', 'k.account_id', 'k.apis', 'k.rate_limit_per_minute', 'k.stream_connection_limit', 'k.expires_at', 'a.customer_id', this.db.raw('account_served(a.id) AS served'));
     const found = new Map<string, Principal>();
     for (const row of rows) {
       found.set((row.hash as Buffer).toString('hex'), {
@@ -171,6 +173,7 @@ export class KeyVerifier {
         rateLimitPerMinute: row.rate_limit_per_minute,
         streamConnectionLimit: row.stream_connection_limit,
         hasBillingAccount: row.customer_id !== null,
+        served: row.served === true,
         expiresAt: row.expires_at,
       });
     }

@@ -27,6 +27,11 @@ export function rateDecision(hits: number, limit: number, resetSeconds: number):
 }
 
 /** Counts requests per subject in the current window, through gateway_admit's counting step. */
+/** The rate-limit subject of a client address (requests without a valid key). */
+function addressSubject(address: string): string {
+  return `ip:${address}`;
+}
+
 export class RateLimiter {
   constructor(
     private readonly admissions: AdmissionGroups,
@@ -59,11 +64,21 @@ export class RateLimiter {
     return { ...rateDecision(hits, limit, w.resetSeconds), allowed: true };
   }
 
-  /** Drops finished windows; run periodically. */
-  async prune(): Promise<number> {
-    const { rowCount } = await this.pool.query('DELETE FROM rate_limit_windows WHERE window_start < $1', [new Date(this.now() - 2 * WINDOW_MS)]);
-    return rowCount ?? 0;
+  /** Counts one rejected key against the client address's per-minute budget (gateway and stream alike). */
+  hitAddress(address: string, limit: number): Promise<RateDecision> {
+    return this.hit(addressSubject(address), limit);
   }
+
+  /**
+   * Checked before a key is looked up (gateway and stream alike): the refusal to give when the
+   * address has spent its budget of rejected keys, so guessing keys costs the key store nothing;
+   * null while it has some left. Throws when the limiter's store is down.
+   */
+  async addressSpent(address: string, limit: number): Promise<RateDecision | null> {
+    const d = await this.peek(addressSubject(address), limit);
+    return d.remaining > 0 ? null : { ...d, allowed: false };
+  }
+
 }
 
 /** Puts the window's headers on the response (every limited answer carries them) and refuses with 429 past the limit. */

@@ -11,6 +11,7 @@ import { priceHistogram } from './price-histogram.ts';
 import { DAY_MS, maDailyRows, maSnapshot, mbStatistics, MB_OFFER_TYPE_CODES, utcDate, type RollupSale } from './rollup.ts';
 import { refreshSearchRows } from './search-index.ts';
 import { lockMarketplaceBEvent, upsertMarketplaceAEvent, upsertMarketplaceBEvent } from './tracking-catalog.ts';
+import { endTracking } from './tracking-lifecycle.ts';
 import { trackingWorkflowId, type TrackableMarketplace } from './tracking-ref.ts';
 
 type Trx = Knex.Transaction;
@@ -44,7 +45,7 @@ export interface TickState {
 const TICK_COLUMNS = ['tick_epoch', 'last_tick', 'event_id'];
 
 /** The rule: a tick is applied when its chain (epoch) has applied it or a later tick. */
-function tickState(row: { tick_epoch: string | null; last_tick: number | null; event_id: number | string | null } | undefined, tick: TickRef): TickState {
+export function tickState(row: { tick_epoch: string | null; last_tick: number | null; event_id: number | string | null } | undefined, tick: TickRef): TickState {
   if (!row) return { applied: false, eventId: null };
   const applied = row.tick_epoch === tick.epoch && row.last_tick !== null && row.last_tick >= tick.tick;
   return { applied, eventId: row.event_id === null ? null : Number(row.event_id) };
@@ -214,12 +215,21 @@ export async function applyTick(db: Db, tick: Tick, scraped: ScrapedPage): Promi
 
 /**
  * Records a failed tick: `final` (the marketplace has no such event) ends the tracking as
- * `failed`; otherwise it is `failing` and goes on. No epoch check is needed here:
- * one workflow id per event (track:{marketplace}:{id}) means one chain runs at a time, and a
- * tracking is only restarted after its chain has ended.
+ * `failed`, and every account's link with it (tracking-lifecycle.ts); otherwise it is `failing`
+ * and goes on. No epoch check is needed here: one workflow id per event
+ * (track:{marketplace}:{id}) means one chain runs at a time, and a tracking is only restarted
+ * after its chain has ended.
  */
 export async function recordTickFailure(db: Db, input: { marketplace: TrackableMarketplace; externalId: string; message: string; final: boolean; at: Date }): Promise<void> {
-  await db('tracked_events')
-    .where({ marketplace: input.marketplace, external_id: input.externalId })
-    .update({ status: input.final ? 'failed' : 'failing', last_error: input.message.slice(0, 1000), last_error_at: input.at, updated_at: db.fn.now() });
+  const key = { marketplace: input.marketplace, external_id: input.externalId };
+  const error = { last_error: input.message.slice(0, 1000), last_error_at: input.at };
+  if (!input.final) {
+    // An ended tracking stays ended.
+    await db('tracked_events').where(key).whereNotIn('status', ['failed', 'ended']).update({ status: 'failing', ...error, updated_at: db.fn.now() });
+    return;
+  }
+  await db.transaction(async (trx) => {
+    const row = await trx('tracked_events').where(key).first('id');
+    if (row) await endTracking(trx, Number(row.id), 'not_found', error);
+  });
 }

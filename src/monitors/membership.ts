@@ -8,7 +8,17 @@
 // A config update keeps the member's baseline; a member that (re)joins starts without one, so
 // its first poll sets it. A periodic reconcile starts the pollers of shards that have members,
 // in case a poller ended (no members) in the instant a new member arrived.
+//
+// Only served accounts have members (src/accounts/service-state.ts): an item of an account that
+// is not served is treated as paused, and the service sweep's hooks (memberServiceHooks) take an
+// account's members out when it stops being served and put them back, without baselines, when
+// it is served again, so nothing that changed meanwhile is notified. A target watched by
+// another, served account keeps being polled for it.
+import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
+import { servedStates, type ServiceHooks } from '../accounts/service-state.ts';
+import { renderItem } from '../apis/watchlist/store.ts';
+import type { WatchlistItem } from '../apis/watchlist/schema.ts';
 import { parseEventRef, targetKey } from '../platform/event-ref.ts';
 import { pollerSearchAttributes } from '../../temporal/search-attributes.ts';
 import type { ShardPollerInput, shardPoller } from '../../workflows/shard-poller.ts';
@@ -29,59 +39,130 @@ export interface MembershipRelay extends ChangeFeed {
   reconcile(): Promise<void>;
 }
 
-export function startMembershipRelay(opts: MembershipOptions): MembershipRelay {
-  const { db, client } = opts;
-  const log = opts.log.child({ component: 'membership-relay' });
+interface Touched {
+  platform: string;
+  shard: number;
+  joined: boolean;
+}
 
-  const ensurePoller = async (platform: string, shard: number) => {
+/** The monitor_members row of an active item, or null when it has no scrapeable target. */
+function memberRow(item: WatchlistItem, version: number, shardsPerPlatform: number): { row: Record<string, unknown>; platform: string; shard: number } | null {
+  const ref = parseEventRef(item.website, item.event, item.region);
+  if (!ref.ok) return null;
+  const target = targetKey(ref.ref);
+  const shard = shardOf(target, shardsPerPlatform);
+  return {
+    platform: ref.ref.platform,
+    shard,
+    row: {
+      item_id: item.id,
+      account_id: item.client_id,
+      target,
+      platform: ref.ref.platform,
+      shard,
+      ref: JSON.stringify(ref.ref),
+      item: JSON.stringify({ website: item.website, event: item.event, region: item.region }),
+      config: JSON.stringify(monitorConfig(item)),
+      version,
+    },
+  };
+}
+
+function pollerStarter(client: Client, taskQueue: string) {
+  return async (platform: string, shard: number) => {
     const input: ShardPollerInput = { platform, shard, runs: 0, lastRun: null, due: null };
     // A start that finds the chain running is a no-op: no signal, no workflow task.
     await client.workflow.start<typeof shardPoller>('shardPoller', {
-      workflowId: shardPollerId(opts.taskQueue, platform, shard),
-      taskQueue: opts.taskQueue,
+      workflowId: shardPollerId(taskQueue, platform, shard),
+      taskQueue,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
       typedSearchAttributes: pollerSearchAttributes({ platform, shard }),
     });
   };
+}
+
+/** Removes members (and their cooldowns) in `trx`; notes the shards they leave. */
+async function removeMembers(trx: Knex.Transaction, itemIds: Knex.QueryBuilder | number[], touched: Map<string, Touched>): Promise<void> {
+  // A removed item's cooldowns go with it: a resumed item starts afresh, as its baseline does.
+  await trx('monitor_cooldowns').whereIn('item_id', itemIds).delete();
+  const removed: { platform: string; shard: number }[] = await trx('monitor_members').whereIn('item_id', itemIds).delete().returning(['platform', 'shard']);
+  for (const r of removed) {
+    const key = shardKey(r.platform, r.shard);
+    if (!touched.has(key)) touched.set(key, { platform: r.platform, shard: r.shard, joined: false });
+  }
+}
+
+/** Tells the touched shards' pollers, and starts those that gained members; inside `trx`, so a refusal replays the batch. */
+async function announce(trx: Knex.Transaction, touched: Map<string, Touched>, ensurePoller: (platform: string, shard: number) => Promise<void>): Promise<void> {
+  if (touched.size === 0) return;
+  await trx.raw('SELECT pg_notify(?, ?)', [MEMBERS_CHANNEL, shardKeysPayload(touched.keys())]);
+  await Promise.all([...touched.values()].filter((t) => t.joined).map((t) => ensurePoller(t.platform, t.shard)));
+}
+
+/**
+ * The service sweep's hooks for the monitors: an account no longer served leaves every shard;
+ * served again, its active items join without baselines (their first poll sets one).
+ */
+export function memberServiceHooks(opts: Pick<MembershipOptions, 'client' | 'taskQueue' | 'shardsPerPlatform'>): ServiceHooks {
+  const ensurePoller = pollerStarter(opts.client, opts.taskQueue);
+  return {
+    suspend: async (trx, accountIds) => {
+      const touched = new Map<string, Touched>();
+      await removeMembers(trx, trx('monitor_members').whereIn('account_id', accountIds).select('item_id'), touched);
+      await announce(trx, touched, ensurePoller);
+    },
+    resume: async (trx, accountIds) => {
+      const rows: Record<string, unknown>[] = await trx('watchlist_items as i')
+        .whereIn('i.client_id', accountIds)
+        .where({ 'i.deleted': false, 'i.task_active': true })
+        .select('i.*', trx.raw('(SELECT coalesce(max(c.id), 0) FROM watchlist_changes c WHERE c.item_id = i.id) AS change_id'));
+      const touched = new Map<string, Touched>();
+      const members: Record<string, unknown>[] = [];
+      for (const r of rows) {
+        // The version is the item's last change: the relay applies a later one over it, never an earlier one.
+        const m = memberRow(renderItem(r as Parameters<typeof renderItem>[0]), Number(r.change_id), opts.shardsPerPlatform);
+        if (!m) continue;
+        members.push(m.row);
+        touched.set(shardKey(m.platform, m.shard), { platform: m.platform, shard: m.shard, joined: true });
+      }
+      for (let i = 0; i < members.length; i += 1_000) {
+        await trx('monitor_members').insert(members.slice(i, i + 1_000)).onConflict('item_id').ignore();
+      }
+      await announce(trx, touched, ensurePoller);
+    },
+  };
+}
+
+export function startMembershipRelay(opts: MembershipOptions): MembershipRelay {
+  const { db, client } = opts;
+  const log = opts.log.child({ component: 'membership-relay' });
+  const ensurePoller = pollerStarter(client, opts.taskQueue);
 
   const apply = async (changes: ChangeRow[], trx: Knex.Transaction) => {
     const gone: number[] = [];
     const rows: Record<string, unknown>[] = [];
-    const touched = new Map<string, { platform: string; shard: number; joined: boolean }>();
+    const touched = new Map<string, Touched>();
+    // Share-locked until the batch commits: a sweep suspending one of these accounts waits for it.
+    const served = await servedStates(
+      trx,
+      changes.map((c) => c.item.client_id),
+    );
     for (const change of changes) {
       const item = change.item;
-      const ref = parseEventRef(item.website, item.event, item.region);
-      if (change.op === 'delete' || item.deleted || !item.task_active || !ref.ok) {
+      const member = change.op === 'delete' || item.deleted || !item.task_active || !served.get(item.client_id) ? null : memberRow(item, change.id, opts.shardsPerPlatform);
+      if (!member) {
         // The API validates targets on create, so only rows from before that check lack one.
-        if (!ref.ok && change.op !== 'delete') log.warn({ item_id: item.id, reason: ref.message }, 'item has no scrapeable target; not monitored');
+        if (change.op !== 'delete' && !item.deleted && item.task_active && served.get(item.client_id)) {
+          log.warn({ item_id: item.id }, 'item has no scrapeable target; not monitored');
+        }
         gone.push(item.id);
         continue;
       }
-      const target = targetKey(ref.ref);
-      const shard = shardOf(target, opts.shardsPerPlatform);
-      touched.set(shardKey(ref.ref.platform, shard), { platform: ref.ref.platform, shard, joined: true });
-      rows.push({
-        item_id: item.id,
-        account_id: item.client_id,
-        target,
-        platform: ref.ref.platform,
-        shard,
-        ref: JSON.stringify(ref.ref),
-        item: JSON.stringify({ website: item.website, event: item.event, region: item.region }),
-        config: JSON.stringify(monitorConfig(item)),
-        version: change.id,
-      });
+      touched.set(shardKey(member.platform, member.shard), { platform: member.platform, shard: member.shard, joined: true });
+      rows.push(member.row);
     }
-    if (gone.length) {
-      // A paused or deleted item's cooldowns go with it: a resumed item starts afresh, as its baseline does.
-      await trx('monitor_cooldowns').whereIn('item_id', gone).delete();
-      const removed: { platform: string; shard: number }[] = await trx('monitor_members').whereIn('item_id', gone).delete().returning(['platform', 'shard']);
-      for (const r of removed) {
-        const key = shardKey(r.platform, r.shard);
-        if (!touched.has(key)) touched.set(key, { platform: r.platform, shard: r.shard, joined: false });
-      }
-    }
+    if (gone.length) await removeMembers(trx, gone, touched);
     if (rows.length) {
       // A replayed batch (its commit failed) writes the same versions again: only newer configs win.
       await trx.raw(
@@ -98,16 +179,17 @@ export function startMembershipRelay(opts: MembershipOptions): MembershipRelay {
         .whereNotExists((q) => q.select(1).from('monitor_members').whereRaw('monitor_members.item_id = monitor_cooldowns.item_id AND monitor_members.target = monitor_cooldowns.target'))
         .delete();
     }
-    if (touched.size === 0) return;
-    await trx.raw('SELECT pg_notify(?, ?)', [MEMBERS_CHANNEL, shardKeysPayload(touched.keys())]);
-    // Inside the transaction: if Temporal refuses, the batch (and its cursor) is applied again.
-    await Promise.all([...touched.values()].filter((t) => t.joined).map((t) => ensurePoller(t.platform, t.shard)));
+    await announce(trx, touched, ensurePoller);
   };
 
   const feed = startChangeFeed({ db, connectionString: opts.connectionString, cursor: CURSOR, log, apply });
 
   const reconcile = async () => {
-    const shards: { platform: string; shard: number }[] = await db('monitor_members').distinct('platform', 'shard');
+    // Shards with a target to poll: one whose targets are all retired (src/monitors/target-status.ts) has none.
+    const shards: { platform: string; shard: number }[] = await db('monitor_members as m')
+      .leftJoin('monitor_target_status as s', 's.target', 'm.target')
+      .where((q) => q.whereNull('s.retired_at').orWhereRaw('m.updated_at > s.retired_at'))
+      .distinct('m.platform', 'm.shard');
     await Promise.all(shards.map((s) => ensurePoller(s.platform, s.shard)));
   };
   const timer = setInterval(() => {

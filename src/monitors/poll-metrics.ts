@@ -1,5 +1,6 @@
 // The shard pollers' Prometheus metrics: polls by outcome, how late polls start against their
-// schedule, how long they take, notifications written, and targets polled and blocked. Served
+// schedule, how long they take, notifications written, targets polled and blocked, and targets
+// retired (their event answered not-found too long). Served
 // on METRICS_PORT by `npm start` and by `npm run worker`.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 
@@ -12,6 +13,7 @@ export class PollMetrics {
   readonly notifications: Counter;
   readonly targets: Gauge<'platform'>;
   readonly blocked: Gauge<'platform'>;
+  readonly retired: Counter<'platform'>;
 
   constructor(registry: Registry) {
     const registers = [registry];
@@ -33,5 +35,11 @@ export class PollMetrics {
     this.notifications = new Counter({ name: 'monitor_notifications_total', help: 'Notifications written by the shard pollers', registers });
     this.targets = new Gauge({ name: 'monitor_targets', help: 'Targets polled by this process', labelNames: ['platform'], registers });
     this.blocked = new Gauge({ name: 'monitor_blocked_targets', help: 'Targets whose platform refused (429/403) and is being backed off', labelNames: ['platform'], registers });
+    this.retired = new Counter({
+      name: 'monitor_targets_retired_total',
+      help: 'Targets retired because their event answered not-found for MONITOR_RETIRE_AFTER_MS',
+      labelNames: ['platform'],
+      registers,
+    });
   }
 }

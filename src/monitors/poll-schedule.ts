@@ -73,6 +73,18 @@ export class ShardSchedule {
     return next;
   }
 
+  /** The earliest due time after `now` of a target not being polled (null: none). */
+  nextDueAfter(now: number): number | null {
+    let next: number | null = null;
+    for (const t of this.targets.values()) if (!t.inFlight && t.dueAt > now && (next === null || t.dueAt < next)) next = t.dueAt;
+    return next;
+  }
+
+  /** Stops scheduling a target (retired); a later sync() that lists it again adds it afresh. */
+  remove(key: string): void {
+    this.targets.delete(key);
+  }
+
   succeeded(t: ScheduledTarget, now: number): void {
     t.failures = 0;
     t.blockedUntil = null;

@@ -54,9 +54,6 @@ export interface TargetSnapshot {
   unknown?: TicketType[];
 }
 
-/** Every ticket kind, in code-unit order. */
-export const TICKET_TYPES: readonly TicketType[] = ['general_admission', 'platinum', 'resale', 'standard'];
-
 /**
  * What a failed pf_01 arm leaves unknown. Without v1 the resale lots and standing counts are not
  * read. Without v2 no seat is read: what v1 still says of the seated kinds (a count per kind at

@@ -1,5 +1,5 @@
-// The notifications log: every message the stream delivers (item notifications and watchlist
-// changes), stored before anything is sent, with a monotonic id clients resume from.
+// The notifications log: every message the stream delivers (item notifications, watchlist
+// changes and retired targets), stored before anything is sent, with a monotonic id clients resume from.
 //
 // Ids are handed out at insert, not at commit. Writers therefore take one transaction-scoped
 // advisory lock before inserting: the next writer's id is drawn only after the previous one
@@ -13,7 +13,12 @@ export const NOTIFICATIONS_CHANNEL = 'notifications';
 /** Arbitrary constant naming the log writers' advisory lock. */
 const LOG_WRITER_LOCK = 7_204_312;
 
-export type LogKind = 'notification' | 'watchlist';
+/**
+ * `notification`: a watched item changed; `watchlist`: an item was created, updated or deleted;
+ * `target_retired`: an item's event answered not-found for MONITOR_RETIRE_AFTER_MS and is no
+ * longer polled (src/monitors/target-status.ts).
+ */
+export type LogKind = 'notification' | 'watchlist' | 'target_retired';
 
 export interface LogEntry {
   accountId: number;
@@ -102,12 +107,6 @@ export async function logBounds(pool: Pool): Promise<{ head: number; oldest: num
     'SELECT max(id) AS head, min(id) AS oldest FROM notifications',
   );
   return { head: Number(rows[0]?.head ?? 0), oldest: Number(rows[0]?.oldest ?? 0) };
-}
-
-/** Deletes rows older than the retention window; returns how many. */
-export async function pruneLog(pool: Pool, retentionMs: number): Promise<number> {
-  const res = await pool.query('DELETE FROM notifications WHERE created_at < now() - $1::interval', [`${Math.round(retentionMs / 1000)} seconds`]);
-  return res.rowCount ?? 0;
 }
 
 /** The message a client receives for a row: its kind as `type`, its id, then its payload. */

@@ -15,7 +15,7 @@ const USAGE = `usage: npm run ops -- <command> [options]
   scrapes:failed [--since 1h]                       failed or timed-out scrape runs (newest run per id)
   scrapes:retry <workflow id>                       run a failed scrape again and wait for it
   scrapes:retry --all-failed [--since 1h]           the same for every failed scrape run
-  monitors:blocked [--platform pf_03]               watched targets a platform refuses (429/403) or that keep failing
+  monitors:blocked [--platform pf_03]               watched targets a platform refuses (429/403), that keep failing, or retired (not found)
   monitors:show <item id>                           an item's monitor: config version, state, baseline, last notification
   monitors:pollers [--platform pf_03]               the running shard pollers and their last run
   scrapers:sessions [--platform pf_01]              each worker's browser page loads and browser-made sessions

@@ -1,6 +1,7 @@
 // The monitors as an operator sees them: the logic behind `npm run ops -- monitors:*`. Targets
-// the platforms are refusing (429/403, backed off until their Retry-After) or failing come from
-// monitor_target_status, written by the shard pollers when a target starts or stops failing;
+// the platforms are refusing (429/403, backed off until their Retry-After), failing, or retired
+// (their event answered not-found too long) come from monitor_target_status, written by the shard
+// pollers when a target starts or stops failing;
 // one item's monitor is inspected through its workflow (an `inspect` signal, then its `status`
 // query); the shard pollers are found through the Platform search attribute.
 import type { Client } from '@temporalio/client';
@@ -12,16 +13,20 @@ export interface TroubledTarget {
   target: string;
   platform: string;
   shard: number;
-  kind: 'blocked' | 'failing';
+  kind: 'blocked' | 'failing' | 'retired';
   failures: number;
   blocked_until: string | null;
   last_error: string | null;
   since: string;
+  /** Since when its event has answered not-found (the retirement clock); null when it has not. */
+  not_found_since: string | null;
+  /** When it was retired (no longer polled); null when it is not. */
+  retired_at: string | null;
   /** Items watching it now. */
   items: number;
 }
 
-/** Targets being backed off (blocked by their platform, or failing), blocked first, oldest first. */
+/** Targets being backed off (blocked by their platform, or failing) or retired: blocked first, retired last, oldest first. */
 export async function troubledTargets(db: Db, opts: { platform?: string } = {}): Promise<TroubledTarget[]> {
   const rows: Record<string, string | number | Date | null>[] = await db('monitor_target_status as s')
     .join('monitor_members as m', 'm.target', 's.target')
@@ -29,7 +34,7 @@ export async function troubledTargets(db: Db, opts: { platform?: string } = {}):
       if (opts.platform) q.where('s.platform', opts.platform);
     })
     .groupBy('s.target')
-    .orderByRaw("min(s.kind) = 'blocked' DESC, min(s.since)")
+    .orderByRaw("min(s.kind) = 'blocked' DESC, min(s.kind) = 'retired', min(s.since)")
     .select(
       's.target',
       db.raw('min(s.platform) AS platform'),
@@ -39,6 +44,8 @@ export async function troubledTargets(db: Db, opts: { platform?: string } = {}):
       db.raw('max(s.blocked_until) AS blocked_until'),
       db.raw('min(s.last_error) AS last_error'),
       db.raw('min(s.since) AS since'),
+      db.raw('min(s.not_found_since) AS not_found_since'),
+      db.raw('min(s.retired_at) AS retired_at'),
       db.raw('count(*) AS items'),
     );
   return rows.map((r) => ({
@@ -50,6 +57,8 @@ export async function troubledTargets(db: Db, opts: { platform?: string } = {}):
     blocked_until: r.blocked_until ? new Date(r.blocked_until).toISOString() : null,
     last_error: r.last_error === null ? null : String(r.last_error),
     since: new Date(r.since as Date).toISOString(),
+    not_found_since: r.not_found_since ? new Date(r.not_found_since).toISOString() : null,
+    retired_at: r.retired_at ? new Date(r.retired_at).toISOString() : null,
     items: Number(r.items),
   }));
 }

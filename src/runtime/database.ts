@@ -1,9 +1,12 @@
 // Opens the service's database: DATABASE_URL when given, else the embedded PostgreSQL under
-// DATA_DIR; applies pending migrations. Shared by `npm start`, the admin CLI and `npm run migrate`.
+// DATA_DIR (as the role that owns the database, db/embedded.ts); applies pending migrations and,
+// with SCRAPER_DB_ROLE, the scrape worker's rights. Shared by `npm start`, the admin CLI and
+// `npm run migrate`.
 import type { Config } from '../config.ts';
 import { createDb, type Db, type DbOptions } from '../../db/connection.ts';
 import { startEmbeddedPostgres } from '../../db/embedded.ts';
 import { migrateLatest } from '../../db/migrations/index.ts';
+import { applyScraperGrants } from '../../db/scraper-grants.ts';
 
 export interface OpenDatabase {
   db: Db;
@@ -39,6 +42,10 @@ export async function openDatabase(
   try {
     const applied = await migrateLatest(db);
     if (applied.length) progress(`applied migrations: ${applied.join(', ')}`);
+    if (config.SCRAPER_DB_ROLE) {
+      await applyScraperGrants(db, config.SCRAPER_DB_ROLE);
+      progress(`granted the scrape worker's rights to ${config.SCRAPER_DB_ROLE}`);
+    }
   } catch (err) {
     await db.destroy();
     await stopEmbedded();

@@ -16,7 +16,6 @@ import { SearchVocabulary } from '../market-data/search-vocabulary.ts';
 import type { Services } from '../gateway/request-state.ts';
 import { SecretBox } from '../webhooks/secret-box.ts';
 import { systemLookup } from '../webhooks/url-rules.ts';
-import { pruneDeliveries } from '../webhooks/retention.ts';
 
 /** The per-request pool for a database (db/pool.ts), sized by the configuration. */
 export function createRequestPool(config: Config, connectionString: string): Pool {
@@ -57,27 +56,4 @@ function billingFor(config: Config, db: Db, pool: Pool, admissions: AdmissionGro
 export async function closeServices(services: Services): Promise<void> {
   await services.billing.flush().catch(() => {});
   await services.pool.end();
-}
-
-/**
- * Periodic upkeep: releases credit reservations orphaned by a crash, drops finished rate-limit
- * windows and prunes webhook deliveries past their retention. Returns a stop function.
- */
-export function startHousekeeping(services: Services, everyMs = 60_000): () => void {
-  const { billing, limiter, config, log } = services;
-  const tick = async () => {
-    try {
-      const released = await billing.releaseOrphans(config.RESERVATION_TIMEOUT_MS);
-      if (released) log.warn({ released }, 'released orphaned credit reservations');
-      await limiter.prune();
-      const pruned = await pruneDeliveries(services.db, config.WEBHOOK_RETENTION_DAYS * 86_400_000);
-      if (pruned) log.info({ pruned }, 'pruned finished webhook deliveries past their retention');
-    } catch (err) {
-      log.warn({ err }, 'housekeeping failed; will retry');
-    }
-  };
-  const timer = setInterval(tick, everyMs);
-  timer.unref();
-  void tick();
-  return () => clearInterval(timer);
 }

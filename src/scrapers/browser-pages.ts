@@ -4,6 +4,7 @@
 // more than the visit itself on these machines; every failure comes out as a ScrapeFailure.
 import { BrowserPool, PlaywrightPlugin } from '@crawlee/browser-pool';
 import { chromium, errors, type Browser, type Page } from 'playwright-core';
+import { browserEnvironment } from './browser-env.ts';
 import { chromiumFix, chromiumFound } from './chromium.ts';
 import { parseRetryAfter } from './retry-after.ts';
 import { blockedFailure, isBlockedStatus, ScrapeFailure, type BrowserSession } from './types.ts';
@@ -161,6 +162,8 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
         launchOptions: {
           executablePath: options.chromiumPath,
           args: CHROMIUM_ARGS,
+          // Only what a browser needs, none of the worker's settings or secrets (browser-env.ts).
+          env: browserEnvironment(),
           headless: true,
           timeout: LAUNCH_TIMEOUT_MS,
           // crawlee points chromium at an in-process proxy (for per-page proxies, unused here);

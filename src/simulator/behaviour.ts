@@ -59,12 +59,19 @@ export interface Answers {
   failure(status: FailureStatus): void;
 }
 
-/** Resolves when the client goes away (or never, while it waits). */
-function clientGone(ctx: Context): Promise<void> {
-  return new Promise((resolve) => {
-    if (ctx.req.socket.destroyed) return resolve();
-    ctx.req.socket.once('close', () => resolve());
+/**
+ * Resolves when the client goes away (or never, while it waits). `stop` removes the listener: a
+ * kept-alive socket serves many requests, and each would leave one behind.
+ */
+function clientGone(ctx: Context): { gone: Promise<void>; stop(): void } {
+  const socket = ctx.req.socket;
+  let onClose = () => {};
+  const gone = new Promise<void>((resolve) => {
+    if (socket.destroyed) return resolve();
+    onClose = () => resolve();
+    socket.once('close', onClose);
   });
+  return { gone, stop: () => socket.off('close', onClose) };
 }
 
 /**
@@ -86,16 +93,18 @@ export async function serveBehaviour(ctx: Context, event: Behaving, answers: Ans
       return answers.failure(event.blocked_status);
     case 'hang':
       // Never answers; the socket is released when the client gives up or the server closes.
-      await clientGone(ctx);
+      await clientGone(ctx).gone;
       ctx.respond = false;
       return;
     case 'slow': {
       let timer: NodeJS.Timeout | undefined;
+      const client = clientGone(ctx);
       const waited = await Promise.race([
         new Promise<'done'>((resolve) => (timer = setTimeout(() => resolve('done'), event.delay_ms))),
-        clientGone(ctx).then(() => 'gone' as const),
+        client.gone.then(() => 'gone' as const),
       ]);
       clearTimeout(timer);
+      client.stop();
       if (waited === 'gone') {
         ctx.respond = false;
         return;

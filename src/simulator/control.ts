@@ -3,6 +3,7 @@
 //   GET    /_sim/{platform}/events/{event_id}  read it back, with the requests served so far
 //   DELETE /_sim/{platform}/events/{event_id}  forget it (its pages then answer 404)
 //   GET    /_sim/events                        every event
+//   GET    /_sim/requests?since=&platform=     the event requests that arrived since an epoch ms (request-log.ts)
 //   POST   /_sim/reset                         back to the seeded demo events (and pf_01's protection to its start)
 //   GET    /_sim/pf_01/protection              pf_01's protection: settings and counts
 //   PUT    /_sim/pf_01/protection              change its settings (body: protectionInputSchema)
@@ -14,6 +15,7 @@ import { z } from 'zod';
 import { readJsonBody } from '../gateway/json-body.ts';
 import { isPlatformKey, type PlatformKey } from '../platform/registry.ts';
 import { CHALLENGE_MODES, type Pf01Protection } from './platforms/pf_01-protection.ts';
+import type { RequestLog } from './request-log.ts';
 import { eventKeyFromPath, simEventInputSchema, type SimStore } from './state.ts';
 
 const MAX_BODY_BYTES = 1_048_576;
@@ -29,7 +31,7 @@ function fail(ctx: Context, status: number, error: string): void {
   ctx.body = { error };
 }
 
-export function controlRouter(store: SimStore, protection: Pf01Protection): Router {
+export function controlRouter(store: SimStore, protection: Pf01Protection, requests: RequestLog): Router {
   const router = new Router({ prefix: '/_sim' });
 
   const target = (ctx: Context): { platform: PlatformKey; key: string } | null => {
@@ -51,6 +53,12 @@ export function controlRouter(store: SimStore, protection: Pf01Protection): Rout
   });
   router.get('/events', (ctx) => {
     ctx.body = { events: store.all() };
+  });
+  router.get('/requests', (ctx) => {
+    const since = Number(ctx.query.since ?? 0);
+    if (!Number.isFinite(since)) return fail(ctx, 400, 'since must be epoch milliseconds');
+    const platform = typeof ctx.query.platform === 'string' ? ctx.query.platform : undefined;
+    ctx.body = { total: requests.total, requests: requests.since(since, platform) };
   });
   router.post('/reset', (ctx) => {
     store.reset();

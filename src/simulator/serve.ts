@@ -4,6 +4,7 @@
 import type { Context } from 'koa';
 import type { PlatformKey } from '../platform/registry.ts';
 import { answerPage, failurePage, serveBehaviour, type PageContent } from './behaviour.ts';
+import type { RequestLog } from './request-log.ts';
 import type { SimEvent, SimStore } from './state.ts';
 
 export interface ServeTarget {
@@ -20,8 +21,10 @@ export interface ServeTarget {
 export type Render = (event: SimEvent, variant: { malformed: boolean }) => PageContent;
 export type ServeEvent = (ctx: Context, target: ServeTarget, render: Render) => Promise<void>;
 
-export function createServe(store: SimStore): ServeEvent {
+export function createServe(store: SimStore, requests?: RequestLog): ServeEvent {
   return async (ctx, target, render) => {
+    // Every request for an event, found or not, as it arrives (request-log.ts).
+    requests?.record(target.platform, target.key);
     const event = store.get(target.platform, target.key);
     if (!event || (target.region !== null && target.region.toLowerCase() !== event.region)) {
       return answerPage(ctx, failurePage(target.type, 404));

@@ -11,6 +11,7 @@ import { mountMarketplaces, type MarketplaceStore } from './marketplaces/index.t
 import { SIM_PLATFORMS } from './platforms/index.ts';
 import { mountPf01 } from './platforms/pf_01.ts';
 import { DEFAULT_SESSION_TTL_MS, Pf01Protection } from './platforms/pf_01-protection.ts';
+import { RequestLog } from './request-log.ts';
 import { createServe } from './serve.ts';
 import { SimStore } from './state.ts';
 
@@ -26,6 +27,8 @@ export interface Simulator {
   marketplaceUrls: Record<'marketplace_a' | 'marketplace_b' | 'marketplace_c', string>;
   /** pf_01's anti-bot protection: its settings, counts and sessions (docs/simulator.md). */
   protection: Pf01Protection;
+  /** Every platform event request as it arrived (the last 100,000; also GET /_sim/requests). */
+  requests: RequestLog;
   close(): Promise<void>;
 }
 
@@ -45,7 +48,8 @@ export interface SimulatorOptions {
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
   const store = new SimStore(undefined, !options.empty);
   const app = new Koa();
-  const serve = createServe(store);
+  const requests = new RequestLog();
+  const serve = createServe(store, requests);
   const protection = new Pf01Protection({
     sessionTtlMs: options.pf01SessionTtlMs ?? DEFAULT_SESSION_TTL_MS,
     maxPendingChallenges: options.pf01Limits?.pendingChallenges,
@@ -53,7 +57,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   });
   // Before the platforms' control router, which would take /_sim/marketplace_a/... for a platform.
   const marketplaces = mountMarketplaces(app, { seed: !options.empty });
-  app.use(controlRouter(store, protection).routes());
+  app.use(controlRouter(store, protection, requests).routes());
   for (const platform of SIM_PLATFORMS) {
     const router = new Router({ prefix: `/${platform.platform}` });
     // pf_01 shares its protection with the control API and the Simulator object.
@@ -86,6 +90,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     marketplaces,
     marketplaceUrls: { marketplace_a: `${url}/marketplace_a`, marketplace_b: `${url}/marketplace_b`, marketplace_c: `${url}/marketplace_c` },
     protection,
+    requests,
     close: async () => {
       clearInterval(drift);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

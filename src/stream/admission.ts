@@ -9,7 +9,7 @@
 import type { Pool } from '../../db/pool.ts';
 import type { Config } from '../config.ts';
 import type { Principal } from '../gateway/key-verifier.ts';
-import { rateLimitHeaders, type RateDecision } from '../gateway/rate-limit.ts';
+import { rateLimitHeaders, type RateDecision, type RateLimiter } from '../gateway/rate-limit.ts';
 import type { Logger } from '../logger.ts';
 import type { ConnectionSlots } from './connection-slots.ts';
 import { StreamRefusal } from './reasons.ts';
@@ -20,7 +20,7 @@ export interface AdmissionDeps {
     'RATE_LIMIT_PER_MINUTE' | 'UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE' | 'TRUST_PROXY' | 'STREAM_MAX_CONNECTIONS_PER_KEY' | 'STREAM_MAX_CONNECTIONS_PER_ACCOUNT'
   >;
   keys: { verify(key: string, beforeLookup?: () => Promise<void>): Promise<Principal | null> };
-  limiter: { hit(subject: string, limit: number, lane?: number | string): Promise<RateDecision>; peek(subject: string, limit: number): Promise<RateDecision> };
+  limiter: Pick<RateLimiter, 'hit' | 'peek' | 'hitAddress' | 'addressSpent'>;
   pool: Pool;
   log: Logger;
   /** The open-connection count shared by every node. */
@@ -129,6 +129,8 @@ export class UpgradeAdmission {
       const d = await this.deps.limiter.peek(subject, limit).catch(() => null);
       return StreamRefusal.of('forbidden', undefined, d ? rateLimitHeaders('default', d) : {});
     }
+    // An account that is not served holds no connection (the stream is included with a plan, not free).
+    if (!principal.served) return StreamRefusal.of(principal.hasBillingAccount ? 'no_subscription' : 'no_billing_account');
     let decision: RateDecision;
     try {
       decision = await this.deps.limiter.hit(subject, limit, principal.accountId);
@@ -172,22 +174,22 @@ export class UpgradeAdmission {
    */
   private async addressSpent(address: string): Promise<StreamRefusal | null> {
     const { limiter, config, log } = this.deps;
-    let d: RateDecision;
+    let d: RateDecision | null;
     try {
-      d = await limiter.peek(`ip:${address}`, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE);
+      d = await limiter.addressSpent(address, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE);
     } catch (err) {
       log.warn({ err }, 'stream: unauthenticated rate limiter unavailable');
       return null;
     }
-    if (d.remaining > 0) return null;
-    return StreamRefusal.of('rate_limited', `more than ${d.limit} rejected keys from this address in the current minute`, rateLimitHeaders('unauthenticated', { ...d, allowed: false }));
+    if (!d) return null;
+    return StreamRefusal.of('rate_limited', `more than ${d.limit} rejected keys from this address in the current minute`, rateLimitHeaders('unauthenticated', d));
   }
 
   private async refuseRejectedKey(address: string): Promise<StreamRefusal> {
     const { limiter, config, log } = this.deps;
     let d: RateDecision | null = null;
     try {
-      d = await limiter.hit(`ip:${address}`, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE);
+      d = await limiter.hitAddress(address, config.UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE);
     } catch (err) {
       // The limiter's store is down: the answer is a 401 either way, so say that.
       log.warn({ err }, 'stream: unauthenticated rate limiter unavailable');

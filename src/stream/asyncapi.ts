@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { STREAM_CONNECTION_DEFAULTS } from '../config.ts';
 import { CLOSE_REASONS } from './reasons.ts';
-import { STREAM_PATH, heartbeatSchema, helloSchema, liveSchema, notificationSchema, watchlistChangeSchema } from './protocol.ts';
+import { STREAM_PATH, heartbeatSchema, helloSchema, liveSchema, notificationSchema, targetRetiredSchema, watchlistChangeSchema } from './protocol.ts';
 
 /** One example per message kind (the tests check each against its schema). */
 export const EXAMPLES = {
@@ -34,6 +34,19 @@ export const EXAMPLES = {
     currency: 'EUR',
     detected_at: '2026-11-22T10:15:03.512Z',
   },
+  target_retired: {
+    type: 'target_retired',
+    id: 1302,
+    item_id: 17,
+    platform: 'pf_03',
+    event: 'https://pf03.example/e/summer-open-air-4411',
+    region: 'us',
+    reason: 'not_found',
+    not_found_since: '2026-11-22T09:14:50.120Z',
+    retired_at: '2026-11-22T10:15:41.907Z',
+    message:
+      'The platform has answered "not found" for this event since 2026-11-22T09:14:50.120Z, so it is no longer checked. Delete the item, or update it (PATCH) to check the event again.',
+  },
   watchlist: {
     type: 'watchlist',
     id: 1290,
@@ -57,6 +70,7 @@ const MESSAGES = {
   live: { schema: liveSchema, title: 'Live', summary: 'The replay is over; messages now arrive as they are written' },
   heartbeat: { schema: heartbeatSchema, title: 'Heartbeat', summary: 'Every heartbeat_interval_ms while live; carries the log id the client may resume from' },
   notification: { schema: notificationSchema, title: 'Notification', summary: 'A watched item changed (spec 6)' },
+  target_retired: { schema: targetRetiredSchema, title: 'Target retired', summary: "The item's event answered not-found for too long and is no longer checked (sent once)" },
   watchlist: { schema: watchlistChangeSchema, title: 'Watchlist change', summary: 'An item of the account was created, updated or deleted' },
 } as const;
 
@@ -76,14 +90,16 @@ function hoist(schema: z.ZodType, into: Record<string, object>): object {
   return rewrite(root);
 }
 
-const DESCRIPTION = `Change notifications for the account's watchlist items, and changes to the items themselves,
+const DESCRIPTION = `Change notifications for the account's watchlist items, changes to the items themselves, and
+\`target_retired\` when an item's event has answered not-found too long (an hour by default) and is no longer checked,
 pushed over one WebSocket. JSON text frames, server to client only (the server ignores what
 clients send). Costs 0 credits.
 
 **Connect** with the \`apikey\` header, or \`?apikey=\` for browsers, which cannot set headers on a
 WebSocket. Refusals are HTTP answers before the upgrade, in the gateway envelope
 \`{"error": {"code", "message"}}\`: 401 \`unauthenticated\` / \`invalid_credentials\`, 403 \`forbidden\`
-(key without the \`stream\` API), 429 \`rate_limited\` (an upgrade counts as one request; RateLimit
+(key without the \`stream\` API), 402 \`no_subscription\` / \`no_billing_account\` (the account is not served: no
+active or trialing subscription; open connections close with 1008 \`not_served\`), 429 \`rate_limited\` (an upgrade counts as one request; RateLimit
 headers and Retry-After as for HTTP), 429 \`too_many_connections\` (the key already holds its cap of open
 connections, by default ${STREAM_CONNECTION_DEFAULTS.perKey}, or its account, over all its keys, ${STREAM_CONNECTION_DEFAULTS.perAccount}; counted over every node),
 400 \`invalid_parameter\` (bad last_id), 502
@@ -129,7 +145,7 @@ export function buildAsyncApi(): object {
       notifications: {
         address: STREAM_PATH,
         title: 'Account stream',
-        description: 'Everything of one account: hello, replayed messages, live, then notifications, watchlist changes and heartbeats as they happen.',
+        description: 'Everything of one account: hello, replayed messages, live, then notifications, retired targets, watchlist changes and heartbeats as they happen.',
         messages: channelMessages,
         bindings: {
           ws: {

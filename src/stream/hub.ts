@@ -76,8 +76,7 @@ export class StreamHub {
     const budget = this.opts.maxBufferedBytes / 2;
     const checked = new Set<number>();
     let bytes = 0;
-    let notifications = 0;
-    let watchlist = 0;
+    const sent: Partial<Record<LogRow['kind'], number>> = {};
     let i = start;
     while (i < rows.length && (i === start || bytes < budget)) {
       const row = rows[i++]!;
@@ -90,11 +89,9 @@ export class StreamHub {
       const message = JSON.stringify(streamMessage(row));
       this.app.publish(accountTopic(row.accountId), message, false, false);
       bytes += message.length;
-      if (row.kind === 'notification') notifications += reach;
-      else watchlist += reach;
+      sent[row.kind] = (sent[row.kind] ?? 0) + reach;
     }
-    if (notifications) this.metrics.messages.inc({ type: 'notification' }, notifications);
-    if (watchlist) this.metrics.messages.inc({ type: 'watchlist' }, watchlist);
+    for (const [type, n] of Object.entries(sent)) this.metrics.messages.inc({ type }, n);
     this.metrics.cursor.set(rows[i - 1]?.id ?? 0);
     return i;
   }

@@ -1,6 +1,7 @@
 // Checks the keys of open connections again, every interval: a key revoked, expired or no longer
 // granted the stream while connected loses its connections (1008 key_rejected), as an HTTP
-// request with it stops working within KEY_CACHE_TTL_MS. Each distinct key is verified once per
+// request with it stops working within KEY_CACHE_TTL_MS; a key whose account is no longer served
+// loses them too (1008 not_served). Each distinct key is verified once per
 // round, through the same cached verifier as upgrades. When the key store cannot be reached,
 // connections stay: they were authenticated, and new ones are refused (fail closed) meanwhile.
 import type { WebSocket } from 'uWebSockets.js';
@@ -23,19 +24,19 @@ export function startKeyRecheck(hub: StreamHub, keys: AdmissionDeps['keys'], log
         else byKey.set(c.key, [ws]);
       }
       for (const [key, sockets] of byKey) {
-        let ok: boolean;
+        let reason: 'key_rejected' | 'not_served' | null;
         try {
           const principal = await keys.verify(key);
-          ok = principal !== null && principal.apis.includes('stream');
+          reason = principal === null || !principal.apis.includes('stream') ? 'key_rejected' : principal.served ? null : 'not_served';
         } catch {
           continue;
         }
-        if (ok) continue;
+        if (reason === null) continue;
         for (const ws of sockets) {
           const c = ws.getUserData();
           if (c.closed) continue;
-          log.info({ connection_id: c.id, account_id: c.accountId, key_id: c.keyId }, 'stream: key no longer valid; closing (1008)');
-          hub.close(ws, 'key_rejected');
+          log.info({ connection_id: c.id, account_id: c.accountId, key_id: c.keyId, reason }, 'stream: closing a connection its key may no longer hold (1008)');
+          hub.close(ws, reason);
         }
       }
     } catch (err) {

@@ -85,6 +85,28 @@ export const notificationSchema = z
   .loose()
   .meta({ id: 'Notification', description: 'A watched item changed the way its change_type and filters ask for. New fields may appear.' });
 
+export const targetRetiredSchema = z
+  .object({
+    type: z.literal('target_retired'),
+    id: logId,
+    item_id: z.number().int().meta({ description: 'Watchlist item whose event is no longer checked' }),
+    platform: z.string().meta({ description: 'Platform key, pf_01..pf_11' }),
+    event: z.string().meta({ description: 'Event id on that platform, as in the item' }),
+    region: z.string(),
+    reason: z.literal('not_found').meta({ description: 'Why: the platform answered not-found (404 or 410) for the event' }),
+    not_found_since: timestamp.meta({ description: 'Since when every answer about the event was not-found' }),
+    retired_at: timestamp.meta({ description: 'When the service stopped checking it' }),
+    message: z.string().meta({ description: 'The same, in a sentence, with what to do' }),
+  })
+  .loose()
+  .meta({
+    id: 'TargetRetired',
+    description:
+      "The item's event has answered not-found for MONITOR_RETIRE_AFTER_MS (an hour by default) and is no longer checked: " +
+      'the item stays in the watchlist but gets no notifications. Sent once per retirement to every item on the event. Delete the item, or ' +
+      'update it (PATCH, or pause and resume it) to check the event again; a new item on the same event checks it again too.',
+  });
+
 export const watchlistChangeSchema = z
   .object({
     type: z.literal('watchlist'),
@@ -102,6 +124,7 @@ export const serverMessageSchema = z.discriminatedUnion('type', [
   liveSchema,
   heartbeatSchema,
   notificationSchema,
+  targetRetiredSchema,
   watchlistChangeSchema,
 ]);
 

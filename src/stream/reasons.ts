@@ -29,6 +29,7 @@ export class StreamRefusal {
 export const STATUS_TEXT: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
+  402: 'Payment Required',
   403: 'Forbidden',
   404: 'Not Found',
   426: 'Upgrade Required',
@@ -37,7 +38,7 @@ export const STATUS_TEXT: Record<number, string> = {
 };
 
 /** Every status a request to the stream port can get (the property test holds the server to it). */
-export const DOCUMENTED_STATUSES = [101, 400, 401, 403, 404, 426, 429, 502] as const;
+export const DOCUMENTED_STATUSES = [101, 400, 401, 402, 403, 404, 426, 429, 502] as const;
 
 export interface CloseReason {
   code: number;
@@ -66,6 +67,12 @@ export const CLOSE_REASONS = {
     code: 1008,
     reason: 'key_rejected',
     description: 'policy violation: the key was revoked, expired or lost the stream API while connected; do not reconnect with it',
+  },
+  not_served: {
+    code: 1008,
+    reason: 'not_served',
+    description:
+      'policy violation: the account has no active or trialing subscription; reconnecting is refused (402 no_subscription) until it has one, then resume with last_id (nothing notified while it was not served is sent)',
   },
   log_unavailable: {
     code: 1011,

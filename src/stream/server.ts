@@ -3,7 +3,6 @@
 // the protocol). Nodes keep no state of their own beyond open sockets: any number can run.
 import type { TemplatedApp, WebSocket, us_listen_socket } from 'uWebSockets.js';
 import type { Config } from '../config.ts';
-import { pruneLog } from '../notifications/log.ts';
 import { UpgradeAdmission, type AdmissionDeps } from './admission.ts';
 import { buildAsyncApi } from './asyncapi.ts';
 import { StreamProtocol, writeRefusal, type Connection } from './connection.ts';
@@ -51,8 +50,6 @@ const MAX_CLIENT_MESSAGE_BYTES = 4_096;
 /** Seconds without traffic from the client (pongs count) before uWS drops it; it pings before. */
 const IDLE_TIMEOUT_S = 120;
 const KEY_RECHECK_MS = 30_000;
-/** How often a node deletes rows past the retention (every node may; deletes are idempotent). */
-const PRUNE_EVERY_MS = 60 * 60_000;
 
 export function streamLimits(config: StreamConfig): Limits {
   return {
@@ -145,17 +142,7 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
   }
   hub.startHeartbeats();
   const stopKeyRecheck = startKeyRecheck(hub, deps.keys, log, deps.keyRecheckMs ?? KEY_RECHECK_MS);
-  const retentionMs = config.STREAM_RETENTION_HOURS * 3_600_000;
-  const prune = async () => {
-    try {
-      const deleted = await pruneLog(pool, retentionMs);
-      if (deleted) log.info({ deleted }, 'stream: pruned notifications past the retention');
-    } catch (err) {
-      log.warn({ err }, 'stream: pruning the notifications log failed; will retry');
-    }
-  };
-  const pruneTimer = setInterval(() => void prune(), PRUNE_EVERY_MS);
-  pruneTimer.unref();
+  // Rows past STREAM_RETENTION_HOURS are pruned by the gateway's housekeeping (src/retention/notifications.ts).
 
   let closing: Promise<void> | null = null;
   return {
@@ -164,7 +151,6 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
     hub,
     close: () =>
       (closing ??= (async () => {
-        clearInterval(pruneTimer);
         stopKeyRecheck();
         hub.stopHeartbeats();
         uws.us_listen_socket_close(listenSocket);

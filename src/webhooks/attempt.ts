@@ -13,6 +13,7 @@ import { signedHeaders } from './signing.ts';
 import { discordMessage, discordRetryAfterMs } from './discord-message.ts';
 import type { ItemRoles } from './role-ids.ts';
 import type { DeliveryBody } from './outbox.ts';
+import { parkDelivery } from './parking.ts';
 
 /**
  * `putOff`: nothing was sent, the endpoint already had its share of this process's attempts in
@@ -100,8 +101,11 @@ export function createDeliveryAttempts(deps: DeliveryAttemptDeps): DeliveryAttem
     perEndpointConcurrency: deps.perEndpointConcurrency,
     slotFreeInMs,
     async attempt(deliveryId) {
-      const delivery = await db('webhook_deliveries').where({ id: deliveryId }).first();
+      // With its account's served state (null: not swept yet, and so not suspended either).
+      const delivery = await db('webhook_deliveries as d').leftJoin('account_service as s', 's.account_id', 'd.account_id').where('d.id', deliveryId).first('d.*', 's.served');
       if (!delivery || delivery.state !== 'pending') return { done: true };
+      // An account that is not served is sent nothing: the delivery waits, parked, until it is.
+      if (delivery.served === false && (await parkDelivery(db, deliveryId, Number(delivery.account_id)))) return { done: true };
       // A slow or dead endpoint may hold only its share of the worker's slots: past it, this
       // attempt is put off (not counted, nothing read or sent) and the slot goes to other
       // endpoints. Taken before the webhook is read, with no wait in between, so the bound holds.

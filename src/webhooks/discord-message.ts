@@ -1,8 +1,10 @@
 // The Discord execute-webhook message for a delivery: `content` mentions the item's roles
 // (role_id and the ids found in roles_json, read by role-ids.ts), `allowed_mentions` permits
 // exactly those roles and nothing else (no @everyone, no users), and one embed gives the event,
-// platform, section, before and after (price, stock) and the change type. Discord's length limits are enforced by
-// truncation, so a long section or event name never turns a delivery into a 400.
+// platform, section, before and after (price, stock) and the change type; a retired event
+// (`target_retired`) one embed with the event, since when it was not found and what to do.
+// Discord's length limits are enforced by truncation, so a long section or event name never
+// turns a delivery into a 400.
 import type { DeliveryBody } from './outbox.ts';
 import { MAX_MENTIONED_ROLES, roleIds, type ItemRoles } from './role-ids.ts';
 
@@ -34,6 +36,7 @@ export function discordMessage(body: DeliveryBody, item: ItemRoles | null): Reco
     return { content: 'Webhook test: this channel receives the ticket alerts of its watchlist items.', allowed_mentions: { parse: [] } };
   }
   const d = body.data;
+  if (body.type === 'target_retired') return retiredMessage(body, mentions, roles);
   const fields: [string, unknown][] = [
     ['Event', d.event],
     ['Platform', d.platform],
@@ -59,6 +62,28 @@ export function discordMessage(body: DeliveryBody, item: ItemRoles | null): Reco
   embed.description = cut(embed.description, Math.max(1, Math.min(DISCORD_LIMITS.description, DISCORD_LIMITS.embedTotal - used - 1)));
   const content = cut(mentions ? `${mentions} ${String(d.change_type ?? '')} on ${String(d.section ?? '')}` : `${String(d.change_type ?? '')} on ${String(d.section ?? '')}`, DISCORD_LIMITS.content);
   return { content, embeds: [embed], allowed_mentions: { parse: [], roles } };
+}
+
+/** A retired event (src/monitors/target-status.ts): no before and after, the reason and what to do. */
+function retiredMessage(body: DeliveryBody, mentions: string, roles: string[]): Record<string, unknown> {
+  const d = body.data;
+  const fields: [string, unknown][] = [
+    ['Event', d.event],
+    ['Platform', d.platform],
+    ['Region', d.region],
+    ['Not found since', d.not_found_since],
+  ];
+  const embed = {
+    title: 'Event no longer checked: not found',
+    description: cut(String(d.message ?? ''), 1000),
+    timestamp: body.timestamp,
+    fields: fields
+      .filter(([, v]) => v !== undefined && v !== null && v !== '')
+      .map(([name, value]) => ({ name, value: cut(String(value), 200), inline: name !== 'Event' })),
+    footer: { text: `notification ${String(d.id)}` },
+  };
+  const text = `event not found on ${String(d.platform ?? '')}: no longer checked`;
+  return { content: cut(mentions ? `${mentions} ${text}` : text, DISCORD_LIMITS.content), embeds: [embed], allowed_mentions: { parse: [], roles } };
 }
 
 /** Discord's 429 body carries `retry_after` in seconds (fractional). */

@@ -1,7 +1,7 @@
-// The webhook outbox: a delivery row for every new notification of an item that names an
-// active webhook, written inside the transaction that appends the notification (so the
-// notification and its deliveries commit together or not at all), then a NOTIFY that wakes the
-// dispatcher (src/webhooks/dispatcher.ts). Also the ping that POST /webhooks/{id}/test sends.
+// The webhook outbox: a delivery row for every new notification (a change, or its event's
+// retirement: `target_retired`) of an item that names an active webhook, written inside the
+// transaction that appends the notification (so the notification and its deliveries commit
+// together or not at all), then a NOTIFY that wakes the dispatcher (src/webhooks/dispatcher.ts). Also the ping that POST /webhooks/{id}/test sends.
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { appendToLog, streamMessage, type LogEntry, type LogKind } from '../notifications/log.ts';
@@ -13,9 +13,12 @@ export function newMessageId(): string {
   return `msg_${randomBytes(16).toString('base64url')}`;
 }
 
+/** Log kinds delivered to the item's webhook: a change, and the retirement of its event. */
+export const DELIVERED_KINDS = ['notification', 'target_retired'] as const satisfies readonly LogKind[];
+
 /** The body every webhook kind is built from (Standard Webhooks' `{type, timestamp, data}`). */
 export interface DeliveryBody {
-  type: 'notification' | 'ping';
+  type: (typeof DELIVERED_KINDS)[number] | 'ping';
   timestamp: string;
   data: Record<string, unknown>;
 }
@@ -34,14 +37,15 @@ export async function enqueueDeliveries(trx: Knex.Transaction, ids: readonly num
       this.on('w.id', '=', 'i.webhook_setting_id').andOn('w.account_id', '=', 'n.account_id');
     })
     .whereIn('n.id', ids)
-    .where({ 'n.kind': 'notification', 'w.active': true, 'w.deleted': false, 'i.deleted': false })
+    .whereIn('n.kind', DELIVERED_KINDS)
+    .where({ 'w.active': true, 'w.deleted': false, 'i.deleted': false })
     .orderBy('n.id')
     .select('n.id', 'n.account_id', 'n.kind', 'n.payload', 'n.created_at', 'w.id as webhook_id');
   if (rows.length === 0) return 0;
   await trx('webhook_deliveries').insert(
     rows.map((r) => {
       const body: DeliveryBody = {
-        type: 'notification',
+        type: r.kind as DeliveryBody['type'],
         timestamp: r.created_at.toISOString(),
         // Exactly the message the stream sends for this row.
         data: streamMessage({ id: Number(r.id), kind: r.kind, payload: r.payload }),

@@ -14,6 +14,11 @@ export const DISABLE_AFTER_FAILING_MS = 5 * 24 * 3600e3;
 /** A Retry-After longer than this is capped: the endpoint still gets its full schedule. */
 export const MAX_RETRY_AFTER_MS = 3_600e3;
 
+/** The longest a delivery can stay in its schedule: every wait at its jittered longest. */
+export function retryScheduleSpanMs(schedule: readonly number[]): number {
+  return schedule.reduce((sum, ms) => sum + ms * (1 + JITTER), 0);
+}
+
 /**
  * The wait before the next attempt after `attempts` failed ones, or null when the schedule is
  * spent. `random` is in [0, 1).

@@ -11,6 +11,7 @@ import { serverUser, SHARED_ROOT } from '../../db/postgres-user.ts';
 import { freePort } from '../../src/runtime/ports.ts';
 
 const ROUND_TRIP = 'test/fixtures/embedded-round-trip.ts';
+const ROLES = 'test/fixtures/embedded-roles.ts';
 
 describe('embedded PostgreSQL', () => {
   let dir: string;
@@ -31,6 +32,26 @@ describe('embedded PostgreSQL', () => {
     expect(r.stderr).not.toMatch(/TypeError|is not a function/);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual({ answer: 42 });
+    expect(await canConnect(port)).toBe(false);
+  }, 60_000);
+
+  // Issue 25: the app connects as a role that owns its tables and nothing else.
+  it('the service connects as ticket_market_app, not a superuser: it owns its database (an older cluster’s objects handed over) and can read nothing else', async () => {
+    const port = await freePort();
+    const dataDir = path.join(dir, 'roles');
+    const r = await runTs(ROLES, [dataDir, String(port)], { ...process.env });
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout);
+    expect(out.url).toEqual({ user: 'ticket_market_app', database: '/ticket_market' });
+    expect(out.role).toEqual({ name: 'ticket_market_app', rolsuper: false, rolcreaterole: false, rolcreatedb: false });
+    // A cluster whose database and tables the superuser made (before issue 25) is handed over at the next start.
+    expect(out.owners).toEqual({ database: 'ticket_market_app', legacy: 'ticket_market_app' });
+    expect(out.legacy).toEqual({ answer: 42 });
+    expect(out.created).toBeNull(); // migrations need nothing more
+    // 42501: insufficient_privilege.
+    expect({ otherDatabase: out.otherDatabase, newRole: out.newRole, newDatabase: out.newDatabase }).toEqual({ otherDatabase: '42501', newRole: '42501', newDatabase: '42501' });
+    // Its password is kept beside the data, readable by its owner only.
+    expect((await fs.stat(path.join(dataDir, 'postgres-app-password'))).mode & 0o777).toBe(0o600);
     expect(await canConnect(port)).toBe(false);
   }, 60_000);
 });

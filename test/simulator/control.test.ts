@@ -100,3 +100,35 @@ describe('refusals', () => {
     expect((await control('PUT', '/pf_99/events/show-1', body)).status).toBe(404);
   });
 });
+
+describe('request log (GET /_sim/requests)', () => {
+  it('records every event request as it arrives, found or not, and filters by time and platform', async () => {
+    const since = Date.now();
+    await control('PUT', '/pf_03/events/logged-1', { region: 'us', sections: [section] });
+    await fetch(`${sim.url}/pf_03/e/logged-1`);
+    await fetch(`${sim.url}/pf_03/e/no-such-event`);
+    await fetch(`${sim.url}/pf_06/v1/events/logged-6/listings?region=us&page=1`);
+    const all = (await (await control('GET', `/requests?since=${since}`)).json()) as { requests: { at: number; platform: string; key: string }[] };
+    expect(all.requests.map((r) => [r.platform, r.key])).toEqual([
+      ['pf_03', 'logged-1'],
+      ['pf_03', 'no-such-event'],
+      ['pf_06', 'logged-6'],
+    ]);
+    for (const r of all.requests) expect(r.at).toBeGreaterThanOrEqual(since);
+    const pf06 = (await (await control('GET', `/requests?since=${since}&platform=pf_06`)).json()) as { requests: unknown[] };
+    expect(pf06.requests).toHaveLength(1);
+    expect((await control('GET', '/requests?since=soon')).status).toBe(400);
+  });
+
+  it('keeps the last N requests (a ring), and reads per-key figures over a window', async () => {
+    const { RequestLog, keyFigures } = await import('../../src/simulator/request-log.ts');
+    const log = new RequestLog(3);
+    for (const [i, key] of ['a', 'b', 'a', 'c'].entries()) log.record('pf_03', key, 1_000 + i * 100);
+    expect(log.since(0).map((r) => r.key)).toEqual(['b', 'a', 'c']);
+    expect(log.total).toBe(4);
+    const figures = keyFigures(log.since(0), ['a', 'b', 'z'], 1_000, 2_000);
+    expect(figures.get('a')).toEqual({ requests: 1, maxGapMs: 800 });
+    expect(figures.get('b')).toEqual({ requests: 1, maxGapMs: 900 });
+    expect(figures.get('z')).toEqual({ requests: 0, maxGapMs: 1_000 });
+  });
+});

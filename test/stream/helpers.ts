@@ -149,9 +149,9 @@ export class Client {
     });
   }
 
-  /** Messages from the log (notification and watchlist), in arrival order. */
+  /** Messages from the log (notification, target_retired and watchlist), in arrival order. */
   rows(): Message[] {
-    return this.messages.filter((m) => m.type === 'notification' || m.type === 'watchlist');
+    return this.messages.filter((m) => m.type === 'notification' || m.type === 'target_retired' || m.type === 'watchlist');
   }
 
   ids(): number[] {

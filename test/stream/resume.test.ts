@@ -4,9 +4,9 @@
 // report once rows were pruned.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '../../db/connection.ts';
-import { createPool } from '../../db/pool.ts';
 import { createScratchDatabase } from '../../db/scratch.ts';
-import { pruneLog } from '../../src/notifications/log.ts';
+import { notificationsRule } from '../../src/retention/notifications.ts';
+import { pruneTable } from '../../src/retention/rule.ts';
 import { freePort } from '../../src/runtime/ports.ts';
 import { databaseUrl, newAccount, type TestAccount } from '../support/harness.ts';
 import { append, Client, checkSchemas, connect, sleep, startNode, type TestNode } from './helpers.ts';
@@ -218,9 +218,7 @@ describe('stream resume after pruning', () => {
       const acct = await newAccount(db);
       const old = await append(db, acct.accountId, 3);
       await db('notifications').whereIn('id', old.slice(0, 2)).update({ created_at: db.raw("now() - interval '30 days'") });
-      const pool = createPool({ connectionString: scratch.url, max: 1 });
-      expect(await pruneLog(pool, 7 * 24 * 3_600_000)).toBe(2);
-      await pool.end();
+      expect((await pruneTable(db, notificationsRule({ retentionHours: 7 * 24 }))).deleted).toBe(2);
       const kept = [old[2]!, ...(await append(db, acct.accountId, 2))];
       const gap = await connect(t.url, { key: acct.key, lastId: old[0]! });
       expect(gap.messages[0]).toMatchObject({ type: 'hello', resume_gap: true, last_id: old[0] });

@@ -21,7 +21,15 @@ export interface MonitorStack extends WorkerStack {
 }
 
 export function useMonitorStack(
-  opts: { intervalMs?: number; worker?: 'in-process' | 'child-process'; pollRunMs?: number; shutdownGraceMs?: number; env?: Record<string, string> } = {},
+  opts: {
+    intervalMs?: number;
+    worker?: 'in-process' | 'child-process';
+    pollRunMs?: number;
+    shutdownGraceMs?: number;
+    env?: Record<string, string>;
+    /** Settings of the gateway on top of the test config's (e.g. WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
+    gatewayEnv?: Record<string, string>;
+  } = {},
 ): MonitorStack {
   return useWorkerStack<MonitorStack>({
     database: 'tm_monitors',
@@ -36,6 +44,7 @@ export function useMonitorStack(
     },
     worker: opts.worker,
     shutdownGraceMs: opts.shutdownGraceMs,
+    gatewayEnv: opts.gatewayEnv,
     queues: (config) => [config.SCRAPE_TASK_QUEUE, config.MONITOR_TASK_QUEUE],
     childEnv: ({ config }) => ({
       MONITOR_INTERVAL_MS: String(config.MONITOR_INTERVAL_MS),

@@ -59,8 +59,11 @@ export interface WorkerStackSpec<S> {
   queues(config: Config): string[];
   /** The activities' test settings for an in-process worker. */
   activities?(base: StackBase): Pick<ActivityDeps, 'marketplaceBaseUrls'>;
-  /** What a child-process worker needs besides its database, Temporal, queues and platform URLs. */
-  childEnv(base: StackBase): Record<string, string>;
+  /**
+   * What a child-process worker needs besides its database, Temporal, queues and platform URLs
+   * (and may replace: a DATABASE_URL of another role, test/temporal/scrape-worker-role.test.ts).
+   */
+  childEnv(base: StackBase): Record<string, string> | Promise<Record<string, string>>;
   /** Settings the gateway gets on top of testConfig's (the scratch DATABASE_URL is added). */
   gatewayEnv?: Record<string, string>;
   /** Services the gateway is given in place of its own. */
@@ -143,7 +146,7 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
         // The gateway's key, so the worker opens what it sealed; without it the worker would make
         // one of its own in DATA_DIR, the checkout's ./data.
         ...(config.WEBHOOK_SECRET_KEY ? { WEBHOOK_SECRET_KEY: config.WEBHOOK_SECRET_KEY } : {}),
-        ...spec.childEnv(base),
+        ...(await spec.childEnv(base)),
         BROWSER_PAGES: '1',
         LOG_LEVEL: 'info',
         // Its own metrics port, on loopback: the default 9464 is taken by any other file's worker

@@ -34,7 +34,9 @@ export type TrackedRow = Record<string, any>;
 
 const marketplaceUrls = (sim: Simulator) => ({ marketplace_a: sim.marketplaceUrls.marketplace_a, marketplace_b: sim.marketplaceUrls.marketplace_b });
 
-export function useTrackingStack(opts: { intervalMs?: number; worker?: 'in-process' | 'child-process'; ticksPerRun?: number } = {}): TrackingStack {
+export function useTrackingStack(
+  opts: { intervalMs?: number; worker?: 'in-process' | 'child-process'; ticksPerRun?: number; /** Worker settings on top (TRACKING_*). */ env?: Record<string, string> } = {},
+): TrackingStack {
   return useWorkerStack<TrackingStack>({
     database: 'tm_tracking',
     env: {
@@ -42,12 +44,14 @@ export function useTrackingStack(opts: { intervalMs?: number; worker?: 'in-proce
       SCRAPE_TASK_QUEUE: uniqueTaskQueue('scrapes'),
       MONITOR_TASK_QUEUE: uniqueTaskQueue('tracking'),
       BROWSER_PAGES: '1',
+      ...opts.env,
     },
     worker: opts.worker,
     // As in production: trackings on the monitors queue, their ticks on the scrapes queue.
     queues: (config) => [config.MONITOR_TASK_QUEUE, config.SCRAPE_TASK_QUEUE],
     activities: ({ sim }) => ({ marketplaceBaseUrls: marketplaceUrls(sim) }),
     childEnv: ({ config, sim }) => ({
+      ...opts.env,
       TRACK_INTERVAL_MS: String(config.TRACK_INTERVAL_MS),
       MARKETPLACE_A_BASE_URL: marketplaceUrls(sim).marketplace_a,
       MARKETPLACE_B_BASE_URL: marketplaceUrls(sim).marketplace_b,

@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { trackedEventSchema } from '../../src/apis/market-data/events-add.ts';
 import { trackingWorkflowId } from '../../src/market-data/tracking-ref.ts';
+import { trackingLimits } from '../../src/market-data/tracking-lifecycle.ts';
 import { readTickState } from '../../src/market-data/tracking-store.ts';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createTrackingActivities } from '../../activities/tracking.ts';
@@ -330,6 +331,7 @@ describe('failures', { timeout: 120_000 }, () => {
         log: createLogger('silent'),
         baseUrls: { marketplace_a: stack.sim.marketplaceUrls.marketplace_a, marketplace_b: stack.sim.marketplaceUrls.marketplace_b },
         intervalMs: 300,
+        limits: trackingLimits(stack.config),
         http,
       });
       const fetched = await hits(stack.sim, 'marketplace_a', id);

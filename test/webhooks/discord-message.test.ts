@@ -2,6 +2,7 @@
 // characters with only whole mentions, which allowed_mentions lists exactly; at most 25 fields,
 // each name 256 and value 1024; title 256; the embed 6000 in all. Role ids (issue 24) are
 // mentioned digit for digit, 20-digit snowflakes included, and never from an inexact number.
+// A retired event's message (issue 25) keeps within the same limits.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { DISCORD_LIMITS, discordMessage } from '../../src/webhooks/discord-message.ts';
@@ -38,6 +39,26 @@ describe('discordMessage', () => {
         },
       ),
       { numRuns: 200 },
+    );
+  });
+
+  it('a retired event (issue 25) keeps within the limits too, and says what happened', () => {
+    fc.assert(
+      fc.property(fc.record({ event: long, platform: long, region: long, message: long, not_found_since: long }), fc.array(fc.bigInt({ min: 1n, max: 10n ** 19n }).map(String), { maxLength: 150 }), (data, roles) => {
+        const m = discordMessage({ type: 'target_retired', timestamp: new Date().toISOString(), data: { type: 'target_retired', id: 1, ...data } }, { role_id: null, roles_json: roles }) as {
+          content: string;
+          embeds: { title: string; description: string; fields: { name: string; value: string }[]; footer: { text: string } }[];
+          allowed_mentions: { parse: string[]; roles: string[] };
+        };
+        expect([...m.content].length).toBeLessThanOrEqual(DISCORD_LIMITS.content);
+        const e = m.embeds[0]!;
+        expect(e.title).toMatch(/not found/);
+        const total = [e.title, e.description, e.footer.text, ...e.fields.flatMap((f) => [f.name, f.value])].reduce((n, t) => n + [...t].length, 0);
+        expect(total).toBeLessThanOrEqual(DISCORD_LIMITS.embedTotal);
+        for (const f of e.fields) expect([...f.value].length).toBeLessThanOrEqual(DISCORD_LIMITS.fieldValue);
+        expect([...m.content.matchAll(/<@&(\d+)>/g)].map((x) => x[1])).toEqual(m.allowed_mentions.roles);
+      }),
+      { numRuns: 100 },
     );
   });
 

@@ -2,7 +2,7 @@
 // the SDK's deterministic one inside a workflow and the real one here.
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { backoffWait, MAX_BACKOFF_FACTOR } from '../../workflows/loop-pacing.ts';
+import { backoffWait, MAX_BACKOFF_FACTOR, PAUSED_CHECK_MS, pausedWait } from '../../workflows/loop-pacing.ts';
 
 afterEach(() => vi.restoreAllMocks());
 
@@ -23,6 +23,20 @@ describe('backoffWait', () => {
         const wait = backoffWait(interval, failures, jitter);
         expect(wait).toBeGreaterThanOrEqual(Math.floor(interval * factor * (1 - jitter)));
         expect(wait).toBeLessThanOrEqual(Math.ceil(interval * factor * (1 + jitter)));
+      }),
+    );
+  });
+});
+
+describe('pausedWait', () => {
+  it('checks a paused tracking again within min(interval, PAUSED_CHECK_MS) × (1 + jitter): within 33 s at the default 60 s interval', () => {
+    expect(PAUSED_CHECK_MS).toBe(30_000);
+    fc.assert(
+      fc.property(fc.integer({ min: 200, max: 3_600_000 }), (interval) => {
+        const wait = pausedWait(interval, 0.1);
+        expect(wait).toBeGreaterThanOrEqual(Math.floor(Math.min(interval, PAUSED_CHECK_MS) * 0.9));
+        expect(wait).toBeLessThanOrEqual(Math.ceil(Math.min(interval, PAUSED_CHECK_MS) * 1.1));
+        expect(wait).toBeLessThanOrEqual(33_000);
       }),
     );
   });

@@ -25,6 +25,7 @@ export {
   type StreamOptions,
   type StreamRow,
   type StreamSchemas,
+  type TargetRetired,
   type WatchlistChange,
   type WebSocketConstructor,
   type WebSocketLike,

@@ -12,8 +12,9 @@ export type Live = StreamSchemas['Live'];
 export type Heartbeat = StreamSchemas['Heartbeat'];
 export type Notification = StreamSchemas['Notification'];
 export type WatchlistChange = StreamSchemas['WatchlistChange'];
+export type TargetRetired = StreamSchemas['TargetRetired'];
 /** A message from the log: it has an `id`, and is delivered exactly once. */
-export type StreamRow = Notification | WatchlistChange;
+export type StreamRow = Notification | TargetRetired | WatchlistChange;
 
 /** The stream's path (the AsyncAPI channel address; the drift test holds the two together). */
 export const STREAM_PATH = '/svc/notifications/subscribe';
@@ -79,9 +80,11 @@ export class StreamClosedError extends Error {
 }
 
 export interface StreamEvents {
-  /** Every row (notification or watchlist change), once, in log order. */
+  /** Every row (notification, retired target or watchlist change), once, in log order. */
   message: StreamRow;
   notification: Notification;
+  /** An item's event answered not-found for too long and is no longer checked (once per retirement). */
+  target_retired: TargetRetired;
   watchlist: WatchlistChange;
   hello: Hello;
   live: Live;
@@ -304,6 +307,7 @@ export class NotificationStream implements AsyncIterable<StreamRow> {
         this.emit('heartbeat', m);
         break;
       case 'notification':
+      case 'target_retired':
       case 'watchlist':
         // Exactly once: anything at or before what was delivered is a repeat.
         if (this.position !== null && m.id <= this.position) break;
@@ -311,6 +315,7 @@ export class NotificationStream implements AsyncIterable<StreamRow> {
         for (const q of this.queues) q.push(m);
         this.emit('message', m);
         if (m.type === 'notification') this.emit('notification', m);
+        else if (m.type === 'target_retired') this.emit('target_retired', m);
         else this.emit('watchlist', m);
         break;
       default:

@@ -4,13 +4,17 @@
 // 200 with the record when it was already tracked (idempotent, also under concurrent identical
 // requests). It answers at once with status `pending`; the first scrape follows within seconds
 // and the record's last_scraped_at shows it. Errors are spec 7.2's envelope: INVALID_REQUEST
-// for a bad body, marketplace, id or URL; EDGE_UNAVAILABLE when Temporal cannot be reached.
+// for a bad body, marketplace, id or URL, and for an account that tracks
+// TRACKING_MAX_EVENTS_PER_ACCOUNT events already (spec 7.2 has no code of its own for a limit;
+// 400 INVALID_REQUEST, not retried, as the watchlist's cap); EDGE_UNAVAILABLE when Temporal
+// cannot be reached.
 import { z } from 'zod';
 import { readJsonObject } from '../../gateway/json-body.ts';
 import type { RouteContext, RouteSpec } from '../../gateway/route.ts';
 import { marketplaceBaseUrls } from '../../config.ts';
 import { parseTrackTarget, publicEventUrl, TRACKABLE_MARKETPLACES, type TrackableMarketplace } from '../../market-data/tracking-ref.ts';
-import { TrackingUnavailableError, type TrackedEventRow } from '../../market-data/tracking-service.ts';
+import { END_REASONS } from '../../market-data/tracking-lifecycle.ts';
+import { TrackingCapError, TrackingUnavailableError, type TrackedEventRow } from '../../market-data/tracking-service.ts';
 import { MarketDataError } from './errors.ts';
 import { errorResponse, isoTimestamp, timestamp } from './response-schemas.ts';
 
@@ -47,9 +51,9 @@ export const trackedEventSchema = z
       .int()
       .nullable()
       .meta({ description: 'The event in the catalog (search hits’ event_id) once the first scrape wrote it; null before.' }),
-    status: z.enum(['pending', 'active', 'failing', 'failed']).meta({
+    status: z.enum(['pending', 'active', 'failing', 'failed', 'ended']).meta({
       description:
-        '`pending`: started, not scraped yet; `active`: the last scrape succeeded; `failing`: the last scrape failed and is being retried with back-off; `failed`: tracking ended because the marketplace has no such event (adding it again restarts it).',
+        '`pending`: started, not scraped yet; `active`: the last scrape succeeded; `failing`: the last scrape failed and is being retried with back-off; `failed`: tracking ended because the marketplace has no such event; `ended`: tracking ended (see end_reason). Adding a failed or ended event again restarts it.',
     }),
     created_at: timestamp,
     updated_at: timestamp,
@@ -57,6 +61,14 @@ export const trackedEventSchema = z
     scrape_count: z.number().int().meta({ description: 'Scrapes written so far.' }),
     last_error: z.string().nullable(),
     last_error_at: timestamp.nullable(),
+    ended_at: timestamp.nullable().meta({ description: 'When the tracking ended (`failed` or `ended`); null while it runs.' }),
+    end_reason: z
+      .enum(END_REASONS)
+      .nullable()
+      .meta({
+        description:
+          "Why it ended: `event_passed` (a set time after the event's date), `undated` (no date known for the longest time an undated event is tracked), `untracked` (no account tracks it), `not_found` (the marketplace has no such event); null while it runs.",
+      }),
   })
   .meta({ id: 'TrackedEvent' });
 
@@ -74,6 +86,8 @@ export function trackedEventBody(row: TrackedEventRow): z.infer<typeof trackedEv
     scrape_count: Number(row.scrape_count),
     last_error: row.last_error,
     last_error_at: isoTimestamp(row.last_error_at),
+    ended_at: isoTimestamp(row.ended_at),
+    end_reason: row.end_reason,
   };
 }
 
@@ -110,7 +124,9 @@ export const addEventRoute: RouteSpec = {
   responses: {
     201: { description: 'Tracking started by this request (status `pending` until the first scrape)', schema: trackedEventSchema },
     200: { description: 'The event was already tracked: its tracking record', schema: trackedEventSchema },
-    400: errorResponse('INVALID_REQUEST: a body that is not a JSON object, an unknown marketplace, a bad event id, or a URL of another host'),
+    400: errorResponse(
+      'INVALID_REQUEST: a body that is not a JSON object, an unknown marketplace, a bad event id, or a URL of another host; or the account tracks as many events as it may (TRACKING_MAX_EVENTS_PER_ACCOUNT, default 100) and this one is not among them',
+    ),
     500: errorResponse('INTERNAL_ERROR: an unhandled error (not billed)'),
     503: errorResponse('EDGE_UNAVAILABLE: the tracking backend (Temporal) or the database cannot be reached; nothing was stored, retry (not billed)'),
     504: errorResponse('EDGE_TIMEOUT: the database exceeded its timeout (not billed)'),
@@ -120,11 +136,13 @@ export const addEventRoute: RouteSpec = {
     const tracker = ctx.state.services.tracking;
     if (!tracker) throw new MarketDataError('EDGE_UNAVAILABLE', 'event tracking is not available');
     try {
-      const { created, record } = await tracker.add(what);
+      const accountId = ctx.state.principal!.accountId;
+      const { created, record } = await tracker.add({ ...what, accountId }, { maxPerAccount: ctx.state.services.config.TRACKING_MAX_EVENTS_PER_ACCOUNT });
       ctx.status = created ? 201 : 200;
       ctx.body = trackedEventBody(record);
       ctx.state.log.info({ marketplace: what.marketplace, event_id: what.id, created, tracking_id: record.id }, created ? 'tracking started' : 'tracking already under way');
     } catch (err) {
+      if (err instanceof TrackingCapError) throw invalid(err.message);
       if (!(err instanceof TrackingUnavailableError)) throw err;
       ctx.state.log.error({ err: err.cause }, 'tracking backend unavailable');
       throw new MarketDataError('EDGE_UNAVAILABLE', 'the tracking backend is unreachable; retry later');

@@ -23,7 +23,7 @@ export const deliverySchema = z
     id: z.number().int(),
     webhook_id: z.number().int(),
     notification_id: z.number().int().nullable().meta({ description: 'The stream message delivered; null for a ping' }),
-    type: z.enum(['notification', 'ping']),
+    type: z.enum(['notification', 'target_retired', 'ping']).meta({ description: "The message's kind: a notification, its event's retirement, or a test ping" }),
     message_id: z.string().meta({ description: 'The `webhook-id` header: the same on every attempt and on a retry' }),
     state: z.enum(['pending', 'delivered', 'failed']),
     failure_reason: z.string().nullable(),

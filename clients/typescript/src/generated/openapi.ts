@@ -763,10 +763,10 @@ export interface components {
             /** @description The event in the catalog (search hits’ event_id) once the first scrape wrote it; null before. */
             catalog_event_id: number | null;
             /**
-             * @description `pending`: started, not scraped yet; `active`: the last scrape succeeded; `failing`: the last scrape failed and is being retried with back-off; `failed`: tracking ended because the marketplace has no such event (adding it again restarts it).
+             * @description `pending`: started, not scraped yet; `active`: the last scrape succeeded; `failing`: the last scrape failed and is being retried with back-off; `failed`: tracking ended because the marketplace has no such event; `ended`: tracking ended (see end_reason). Adding a failed or ended event again restarts it.
              * @enum {string}
              */
-            status: "pending" | "active" | "failing" | "failed";
+            status: "pending" | "active" | "failing" | "failed" | "ended";
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -776,6 +776,10 @@ export interface components {
             scrape_count: number;
             last_error: string | null;
             last_error_at: string | null;
+            /** @description When the tracking ended (`failed` or `ended`); null while it runs. */
+            ended_at: string | null;
+            /** @description Why it ended: `event_passed` (a set time after the event's date), `undated` (no date known for the longest time an undated event is tracked), `untracked` (no account tracks it), `not_found` (the marketplace has no such event); null while it runs. */
+            end_reason: ("event_passed" | "undated" | "untracked" | "not_found") | null;
         };
         /** @description Exactly one of event_id and url. */
         AddEventRequest: {
@@ -1272,8 +1276,11 @@ export interface components {
             webhook_id: number;
             /** @description The stream message delivered; null for a ping */
             notification_id: number | null;
-            /** @enum {string} */
-            type: "notification" | "ping";
+            /**
+             * @description The message's kind: a notification, its event's retirement, or a test ping
+             * @enum {string}
+             */
+            type: "notification" | "target_retired" | "ping";
             /** @description The `webhook-id` header: the same on every attempt and on a retry */
             message_id: string;
             /** @enum {string} */
@@ -2053,7 +2060,7 @@ export interface operations {
                     "application/json": components["schemas"]["TrackedEvent"];
                 };
             };
-            /** @description INVALID_REQUEST: a body that is not a JSON object, an unknown marketplace, a bad event id, or a URL of another host */
+            /** @description INVALID_REQUEST: a body that is not a JSON object, an unknown marketplace, a bad event id, or a URL of another host; or the account tracks as many events as it may (TRACKING_MAX_EVENTS_PER_ACCOUNT, default 100) and this one is not among them */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -89,6 +89,33 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description The item's event has answered not-found for MONITOR_RETIRE_AFTER_MS (an hour by default) and is no longer checked: the item stays in the watchlist but gets no notifications. Sent once per retirement to every item on the event. Delete the item, or update it (PATCH, or pause and resume it) to check the event again; a new item on the same event checks it again too. */
+        TargetRetired: {
+            /** @constant */
+            type: "target_retired";
+            /** @description Position in the notifications log (monotonic; resume with it as last_id) */
+            id: number;
+            /** @description Watchlist item whose event is no longer checked */
+            item_id: number;
+            /** @description Platform key, pf_01..pf_11 */
+            platform: string;
+            /** @description Event id on that platform, as in the item */
+            event: string;
+            region: string;
+            /**
+             * @description Why: the platform answered not-found (404 or 410) for the event
+             * @constant
+             */
+            reason: "not_found";
+            /** @description Since when every answer about the event was not-found */
+            not_found_since: string;
+            /** @description When the service stopped checking it */
+            retired_at: string;
+            /** @description The same, in a sentence, with what to do */
+            message: string;
+        } & {
+            [key: string]: unknown;
+        };
         /** @description A watchlist item of the account was created, updated or deleted (spec 3.1) */
         WatchlistChange: {
             /** @constant */
@@ -176,7 +203,7 @@ export interface components {
             deleted: boolean;
         };
         /** @description Every message the stream sends, by `type` */
-        ServerMessage: components["schemas"]["Hello"] | components["schemas"]["Live"] | components["schemas"]["Heartbeat"] | components["schemas"]["Notification"] | components["schemas"]["WatchlistChange"];
+        ServerMessage: components["schemas"]["Hello"] | components["schemas"]["Live"] | components["schemas"]["Heartbeat"] | components["schemas"]["Notification"] | components["schemas"]["TargetRetired"] | components["schemas"]["WatchlistChange"];
     };
     responses: never;
     parameters: never;

@@ -1,0 +1,146 @@
+// The scrape worker's database rights (issue 25: the browser's process holds no secrets and only
+// the rights it needs). Every table of the schema is listed in one of the two maps below, and
+// test/db/scraper-grants.test.ts fails on a table in neither: a new table is a decision, not an
+// accident. Applied with the migrations when SCRAPER_DB_ROLE names the role
+// (src/runtime/database.ts): all of its rights are revoked and these granted again, so the role
+// has exactly what this file says.
+import type { Knex } from 'knex';
+
+type Privilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE';
+
+export interface Rights {
+  /** Privileges on the whole table. */
+  table?: readonly Privilege[];
+  /** Privileges on these columns only. */
+  columns?: Partial<Record<'SELECT' | 'UPDATE', readonly string[]>>;
+  /** Which part of the scrape worker needs them. */
+  why: string;
+}
+
+const READ_WRITE: readonly Privilege[] = ['SELECT', 'INSERT', 'UPDATE', 'DELETE'];
+const UPSERT: readonly Privilege[] = ['SELECT', 'INSERT', 'UPDATE'];
+
+/** What the scrape worker (WORKER_ROLE=scrape: scrapes, monitors, tracking, relays) may touch. */
+export const SCRAPER_RIGHTS: Readonly<Record<string, Rights>> = {
+  // Watchlist monitoring (activities/poll-shard.ts, src/monitors/).
+  target_snapshots: { table: ['SELECT', 'INSERT', 'DELETE'], why: 'the pollers keep each target’s newest snapshots' },
+  monitor_members: { table: READ_WRITE, why: 'the membership relay writes the pollers’ members; polls record their baselines' },
+  monitor_cooldowns: { table: READ_WRITE, why: 'polls hold and release per-section cooldowns' },
+  monitor_target_status: { table: READ_WRITE, why: 'polls record blocked and failing targets' },
+  notifications: { table: ['SELECT', 'INSERT'], why: 'polls append notifications to the log' },
+  watchlist_items: { table: ['SELECT'], why: 'the membership relay reads the items it turns into members' },
+  watchlist_changes: { table: ['SELECT'], why: 'the relays follow the watchlist’s change feed' },
+  relay_cursors: { table: UPSERT, why: 'the relays keep their place in the change feed' },
+  // The webhook outbox: a notification's deliveries are written in its transaction
+  // (src/webhooks/outbox.ts). Which webhooks are active, never their URLs or secrets.
+  webhooks: { columns: { SELECT: ['id', 'account_id', 'active', 'deleted'] }, why: 'the outbox finds the active webhooks of a notification’s item' },
+  webhook_deliveries: {
+    table: ['INSERT'],
+    columns: {
+      SELECT: ['id', 'account_id', 'state', 'parked_at', 'created_at'],
+      UPDATE: ['state', 'failure_reason', 'parked_at', 'dispatched', 'claimed_until', 'updated_at'],
+    },
+    why: 'the outbox enqueues deliveries (sent by the delivery worker); the service sweep hands an account’s parked ones back (src/webhooks/parking.ts)',
+  },
+  // Which accounts are served (src/accounts/service-state.ts; account_served() reads as its caller).
+  account_service: { table: UPSERT, why: 'the service sweep and the membership relay record and share-lock served states' },
+  accounts: { columns: { SELECT: ['id', 'customer_id'] }, why: 'account_served(): whether the account has a billing account' },
+  subscriptions: {
+    columns: { SELECT: ['account_id', 'status', 'cancel_at_period_end', 'current_period_end'] },
+    why: 'account_served(): whether the subscription is served',
+  },
+  // The browser reports the gateways read (src/scrapers/browser-reports.ts).
+  scrape_worker_browsers: { table: READ_WRITE, why: 'each worker reports its browser and prunes stale reports' },
+  // Event tracking (activities/tracking.ts, src/market-data/tracking-*): the catalog and statistics it writes.
+  tracked_events: { table: UPSERT, why: 'tracking ticks record their progress' },
+  tracked_event_accounts: { table: ['SELECT', 'UPDATE'], why: 'each tick checks whether an account tracking the event is served; an ended tracking ends its accounts’ links' },
+  events: { table: READ_WRITE, why: 'tracking adds and merges catalog events' },
+  artists: { table: UPSERT, why: 'tracking adds artists' },
+  venues: { table: UPSERT, why: 'tracking adds venues' },
+  categories: { table: UPSERT, why: 'tracking adds categories' },
+  event_search: { table: UPSERT, why: 'tracking refreshes the search rows of the events it scrapes' },
+  search_dictionary: { table: ['SELECT', 'INSERT'], why: 'event_search’s trigger adds new words' },
+  event_search_count: { table: ['SELECT', 'UPDATE'], why: 'event_search’s trigger keeps the row count' },
+  ma_sales: { table: UPSERT, why: 'marketplace A sales' },
+  ma_stats_snapshots: { table: UPSERT, why: 'marketplace A statistics' },
+  ma_daily_stats: { table: UPSERT, why: 'marketplace A daily statistics' },
+  ma_price_histograms: { table: UPSERT, why: 'marketplace A price histograms' },
+  mb_scrape_runs: { table: UPSERT, why: 'marketplace B scrape runs' },
+  mb_section_stats: { table: UPSERT, why: 'marketplace B section statistics' },
+  mb_offer_stats: { table: UPSERT, why: 'marketplace B offer statistics' },
+  mb_statistics_history: { table: UPSERT, why: 'marketplace B statistics history' },
+};
+
+/** Tables the scrape worker gets no right on, and why. */
+export const NOT_FOR_THE_SCRAPER: Readonly<Record<string, string>> = {
+  api_keys: 'key hashes: the gateway’s',
+  credit_ledger: 'metering: the gateway’s',
+  usage_counters: 'metering: the gateway’s',
+  rate_limit_windows: 'rate limiting: the gateway’s',
+  plans: 'billing: the gateway’s and the delivery worker’s',
+  meter_batches: 'Stripe meter sync: the delivery worker’s',
+  stripe_events: 'Stripe webhooks: the gateway’s',
+  stripe_subscriptions: 'the Stripe mirror: the gateway’s and the delivery worker’s',
+  webhook_attempts: 'delivery attempts: the delivery worker’s',
+  stream_connections: 'the stream nodes’',
+  stream_nodes: 'the stream nodes’',
+  artist_social_metrics: 'artist profiles: read by the gateway, written by the seed',
+  artist_social_snapshots: 'artist profiles: read by the gateway, written by the seed',
+  knex_migrations: 'the migrations’ own (run as the owning role)',
+  knex_migrations_lock: 'the migrations’ own (run as the owning role)',
+};
+
+/** Sequences the scrape worker calls nextval() on by name (column sequences come with INSERT below). */
+const NAMED_SEQUENCES = ['events_local_id_seq'];
+
+/** Serialises concurrent appliers: concurrent GRANTs on one object can fail ("tuple concurrently updated"). */
+const GRANTS_LOCK = 7_317_026;
+
+const quote = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/**
+ * Gives `role` exactly SCRAPER_RIGHTS on the schema `public` (revoking anything else it held
+ * there), in one transaction. Run by the tables' owner (or a superuser). Tables listed here that
+ * do not exist are skipped; tables listed nowhere get nothing.
+ */
+export async function applyScraperGrants(db: Knex, role: string): Promise<void> {
+  const exists = await db.raw('SELECT 1 FROM pg_roles WHERE rolname = ?', [role]);
+  if (exists.rows.length === 0) {
+    throw new Error(`SCRAPER_DB_ROLE=${role}: no such role; create it first with npm run db:roles (docs/operations.md#database-roles)`);
+  }
+  const r = quote(role);
+  await db.transaction(async (trx) => {
+    await trx.raw('SELECT pg_advisory_xact_lock(?)', [GRANTS_LOCK]);
+    const present = new Set(
+      ((await trx.raw(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')`)) as { rows: { relname: string }[] }).rows.map(
+        (x) => x.relname,
+      ),
+    );
+    await trx.raw(`REVOKE ALL ON ALL TABLES IN SCHEMA public FROM ${r}`);
+    await trx.raw(`REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM ${r}`);
+    await trx.raw(`GRANT USAGE ON SCHEMA public TO ${r}`);
+    const inserting: string[] = [];
+    for (const [table, rights] of Object.entries(SCRAPER_RIGHTS)) {
+      if (!present.has(table)) continue;
+      const t = `public.${quote(table)}`;
+      if (rights.table?.length) await trx.raw(`GRANT ${rights.table.join(', ')} ON ${t} TO ${r}`);
+      for (const [privilege, columns] of Object.entries(rights.columns ?? {})) {
+        await trx.raw(`GRANT ${privilege} (${columns.map(quote).join(', ')}) ON ${t} TO ${r}`);
+      }
+      if (rights.table?.includes('INSERT')) inserting.push(t);
+    }
+    // The sequences behind the serial columns of the tables it inserts into, and the named ones.
+    const sequences = (
+      (await trx.raw(
+        `SELECT s.oid::regclass::text AS name FROM pg_class s
+           JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = s.oid AND d.refclassid = 'pg_class'::regclass AND d.deptype IN ('a', 'i')
+          WHERE s.relkind = 'S' AND d.refobjid = ANY(?::regclass[])
+         UNION
+         SELECT c.oid::regclass::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+          WHERE n.nspname = 'public' AND c.relkind = 'S' AND c.relname = ANY(?::text[])`,
+        [inserting, NAMED_SEQUENCES],
+      )) as { rows: { name: string }[] }
+    ).rows.map((x) => x.name);
+    for (const s of sequences) await trx.raw(`GRANT USAGE ON SEQUENCE ${s} TO ${r}`);
+  });
+}

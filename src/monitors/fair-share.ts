@@ -1,0 +1,151 @@
+// Which due target of a shard gets the next request slot (issue 25). A platform's request budget
+// is shared between the accounts that watch its targets, not first come, first served: one
+// account's 400 targets cannot push another account's 3 to the back of the queue.
+//
+// Start-time fair queueing over accounts. Each account has a service counter; a poll of a target
+// watched by k accounts charges each of them 1/k (a shared target counts once, for all its
+// watchers). The next slot goes to the due target whose least-served watcher has been served
+// least; among equals, to the one due first. An account that starts waiting (it had nothing due
+// at the previous choice) starts at the service level of the moment, so time spent with nothing
+// due is not saved up as credit against the others.
+//
+// Polls in flight are shared too. A shard runs at most `maxInFlight` polls at once, and the last
+// quarter of those places is kept for accounts that have no poll in flight: an account whose
+// target falls due never waits behind another account's slow polls. The other places go by the
+// same order as the slots, so accounts with slow polls share them as their polls end.
+//
+// Pure: the poll loop (activities/poll-shard.ts) calls pick() when the pacer's next slot is due,
+// then started() and finished() around the poll. Tested in test/monitors/fair-share.test.ts
+// against a fair share the test computes itself.
+
+/** `fair`: as above. `due`: the earliest due first, as before issue 25 (kept to compare against). */
+export const POLL_ORDERS = ['fair', 'due'] as const;
+export type PollOrder = (typeof POLL_ORDERS)[number];
+
+export interface FairShareSettings {
+  /** Polls of the shard in flight at once. */
+  maxInFlight: number;
+  order?: PollOrder;
+}
+
+interface Account {
+  /** Service received: the sum of 1/k over the polls started of targets it watches with k-1 others. */
+  served: number;
+  /** Polls in flight of targets it watches. */
+  inFlight: number;
+  /** The last pick() that found one of its targets due. */
+  seen: number;
+}
+
+const NOBODY: readonly number[] = [];
+
+export class FairShare {
+  readonly maxInFlight: number;
+  /** Places only an account with no poll in flight may take. */
+  readonly reserved: number;
+  readonly order: PollOrder;
+  private readonly accounts = new Map<number, Account>();
+  private watchers: ReadonlyMap<string, readonly number[]> = new Map();
+  /** The accounts each poll in flight was charged to (its watchers when it started). */
+  private readonly running = new Map<string, readonly number[]>();
+  /** The service level of the last choice: where an account that starts waiting begins. */
+  private level = 0;
+  private round = 0;
+  /** Polls in flight. */
+  inFlight = 0;
+
+  constructor(settings: FairShareSettings) {
+    if (!(settings.maxInFlight >= 1)) throw new RangeError(`maxInFlight must be at least 1, not ${settings.maxInFlight}`);
+    this.maxInFlight = settings.maxInFlight;
+    this.reserved = Math.floor(settings.maxInFlight / 4);
+    this.order = settings.order ?? 'fair';
+  }
+
+  /** The accounts watching each target of the shard (replaces the previous map). */
+  sync(watchers: ReadonlyMap<string, readonly number[]>): void {
+    this.watchers = watchers;
+    const live = new Set<number>();
+    for (const ids of watchers.values()) for (const id of ids) live.add(id);
+    for (const [id, a] of this.accounts) if (!live.has(id) && a.inFlight === 0) this.accounts.delete(id);
+  }
+
+  /**
+   * The index in `due` (targets due and not in flight, earliest due first) of the one to poll
+   * next, or -1 when none may start now (the shard's or every waiting account's polls in flight
+   * are at their bound; a finished poll makes room).
+   */
+  pick(due: readonly { key: string }[]): number {
+    if (due.length === 0 || this.inFlight >= this.maxInFlight) return -1;
+    if (this.order === 'due') return 0;
+    const round = ++this.round;
+    for (const t of due) {
+      for (const id of this.watchersOf(t.key)) {
+        const a = this.account(id);
+        if (a.seen === round) continue;
+        // Not waiting at the previous choice: no credit for the time it had nothing due.
+        if (a.seen !== round - 1 && a.served < this.level) a.served = this.level;
+        a.seen = round;
+      }
+    }
+    // An account with polls in flight may start another only below the reserved places.
+    const unreserved = this.inFlight < this.maxInFlight - this.reserved;
+    let best = -1;
+    let bestServed = Infinity;
+    for (let i = 0; i < due.length; i++) {
+      const ids = this.watchersOf(due[i]!.key);
+      let served = ids.length === 0 ? this.level : Infinity;
+      for (const id of ids) {
+        const a = this.accounts.get(id)!;
+        if ((unreserved || a.inFlight === 0) && a.served < served) served = a.served;
+      }
+      if (served < bestServed) {
+        best = i;
+        bestServed = served;
+      }
+    }
+    if (best >= 0 && bestServed > this.level) this.level = bestServed;
+    return best;
+  }
+
+  /** A poll of `key` starts: its watchers are charged 1/k each. */
+  started(key: string): void {
+    const ids = this.watchersOf(key);
+    this.running.set(key, ids);
+    this.inFlight++;
+    for (const id of ids) {
+      const a = this.account(id);
+      a.served += 1 / ids.length;
+      a.inFlight++;
+    }
+  }
+
+  /** The poll of `key` ended (however it ended). */
+  finished(key: string): void {
+    const ids = this.running.get(key);
+    if (ids === undefined) return;
+    this.running.delete(key);
+    this.inFlight--;
+    for (const id of ids) {
+      const a = this.accounts.get(id);
+      if (a) a.inFlight--;
+    }
+  }
+
+  /** An account's service so far (tests and diagnostics). */
+  served(accountId: number): number {
+    return this.accounts.get(accountId)?.served ?? 0;
+  }
+
+  private watchersOf(key: string): readonly number[] {
+    return this.watchers.get(key) ?? NOBODY;
+  }
+
+  private account(id: number): Account {
+    let a = this.accounts.get(id);
+    if (!a) {
+      a = { served: this.level, inFlight: 0, seen: 0 };
+      this.accounts.set(id, a);
+    }
+    return a;
+  }
+}

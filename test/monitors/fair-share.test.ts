@@ -1,0 +1,285 @@
+// The shard's choice of the next target to poll (src/monitors/fair-share.ts), on a clock of
+// request slots the test moves: one account's backlog cannot delay another's targets, a shared
+// target counts once for all its watchers, polls in flight are shared, and over any mix of
+// accounts, targets and demands every account gets at least min(its demand, its fair share),
+// with the fair share computed here by water-filling (max-min fairness), not by the module.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { FairShare } from '../../src/monitors/fair-share.ts';
+
+interface SimTarget {
+  key: string;
+  watchers: number[];
+  /** Slots between two polls when served on time. */
+  period: number;
+  /** First due slot. */
+  first: number;
+  /** Slots a poll stays in flight (0: ends in its own slot). */
+  duration?: number;
+}
+
+interface Run {
+  /** Slots at which each target was polled. */
+  polls: Map<string, number[]>;
+}
+
+/**
+ * Plays `slots` request slots. At each slot the targets due (and not in flight) are offered,
+ * earliest due first, and the one picked is polled. A polled target is due again one period
+ * after its due time, or at once when that has passed (as ShardSchedule keeps the rhythm
+ * without bunching a backlog).
+ */
+function play(fair: FairShare, targets: readonly SimTarget[], slots: number, onSlot?: (slot: number, due: string[]) => void): Run {
+  fair.sync(new Map(targets.map((t) => [t.key, t.watchers])));
+  const state = targets.map((t) => ({ t, dueAt: t.first, endsAt: -1 }));
+  const polls = new Map<string, number[]>(targets.map((t) => [t.key, []]));
+  for (let slot = 0; slot < slots; slot++) {
+    for (const s of state) {
+      if (s.endsAt === slot) {
+        s.endsAt = -1;
+        fair.finished(s.t.key);
+      }
+    }
+    const due = state.filter((s) => s.endsAt < 0 && s.dueAt <= slot).sort((a, b) => a.dueAt - b.dueAt);
+    onSlot?.(
+      slot,
+      due.map((s) => s.t.key),
+    );
+    const i = fair.pick(due.map((s) => ({ key: s.t.key })));
+    if (i < 0) continue;
+    const s = due[i]!;
+    fair.started(s.t.key);
+    polls.get(s.t.key)!.push(slot);
+    s.dueAt = Math.max(s.dueAt + s.t.period, slot + 1);
+    if ((s.t.duration ?? 0) === 0) fair.finished(s.t.key);
+    else s.endsAt = slot + s.t.duration!;
+  }
+  return { polls };
+}
+
+/** As play(), also noting, per account, the slots at which one of its targets was due. */
+function playWatching(fair: FairShare, targets: readonly SimTarget[], slots: number, accounts: number): Run & { waiting: boolean[][] } {
+  const waiting = Array.from({ length: accounts }, () => new Array<boolean>(slots).fill(false));
+  const watchers = new Map(targets.map((t) => [t.key, t.watchers]));
+  const run = play(fair, targets, slots, (slot, due) => {
+    for (const key of due) for (const id of watchers.get(key)!) waiting[id]![slot] = true;
+  });
+  return { ...run, waiting };
+}
+
+/** Maximal runs [from, to) of true. */
+function runs(flags: readonly boolean[]): [number, number][] {
+  const out: [number, number][] = [];
+  let from = -1;
+  flags.forEach((f, i) => {
+    if (f && from < 0) from = i;
+    if (!f && from >= 0) {
+      out.push([from, i]);
+      from = -1;
+    }
+  });
+  if (from >= 0) out.push([from, flags.length]);
+  return out;
+}
+
+/** Polls a target would get in the slots [from, to) if always served on time. */
+function demandOf(t: SimTarget, from: number, to: number): number {
+  let n = 0;
+  for (let at = t.first; at < to; at += t.period) if (at >= from) n++;
+  return n;
+}
+
+/** Polls of a target in the slots [from, to). */
+function polledIn(run: Run, key: string, from: number, to: number): number {
+  return run.polls.get(key)!.filter((s) => s >= from && s < to).length;
+}
+
+/** Max-min fair shares of `capacity` between demands (water-filling): the ground truth. */
+function waterFill(demands: readonly number[], capacity: number): number[] {
+  const order = demands.map((d, i) => ({ d, i })).sort((a, b) => a.d - b.d);
+  const shares = new Array<number>(demands.length).fill(0);
+  let left = capacity;
+  order.forEach(({ d, i }, n) => {
+    const level = left / (order.length - n);
+    shares[i] = Math.min(d, level);
+    left -= shares[i]!;
+  });
+  return shares;
+}
+
+/** Largest gap between consecutive polls (and from 0 to the first). */
+function maxGap(slots: readonly number[]): number {
+  let gap = slots[0] ?? Infinity;
+  for (let i = 1; i < slots.length; i++) gap = Math.max(gap, slots[i]! - slots[i - 1]!);
+  return gap;
+}
+
+const big = (n: number, period: number): SimTarget[] => Array.from({ length: n }, (_, i) => ({ key: `a${i}`, watchers: [1], period, first: i % period }));
+
+describe('FairShare', () => {
+  it("a small account's targets keep their rhythm behind a large account's backlog", () => {
+    // A shard with 20 slots an interval: A's 400 targets want 400 polls an interval, B's 3 want 3.
+    const targets = [...big(400, 20), ...[0, 1, 2].map((i) => ({ key: `b${i}`, watchers: [2], period: 20, first: i }))];
+    const fair = play(new FairShare({ maxInFlight: 64 }), targets, 2_000);
+    const fcfs = play(new FairShare({ maxInFlight: 64, order: 'due' }), targets, 2_000);
+    for (const b of ['b0', 'b1', 'b2']) {
+      expect(maxGap(fair.polls.get(b)!)).toBeLessThanOrEqual(20 + 2);
+      // First come, first served: behind every A target due earlier, about once per 400 slots.
+      expect(maxGap(fcfs.polls.get(b)!)).toBeGreaterThan(300);
+    }
+    const bPolls = [0, 1, 2].reduce((n, i) => n + fair.polls.get(`b${i}`)!.length, 0);
+    const aPolls = [...fair.polls].filter(([k]) => k.startsWith('a')).reduce((n, [, p]) => n + p.length, 0);
+    expect(bPolls).toBeGreaterThanOrEqual(3 * 99);
+    // A gets the rest: every slot is used.
+    expect(aPolls + bPolls).toBe(2_000);
+  });
+
+  it('an account that had nothing due does not save up credit', () => {
+    // B is idle for 1,000 slots, then wants every slot: it shares them with A from then on
+    // instead of taking the next 1,000 to catch up.
+    const fair = new FairShare({ maxInFlight: 4 });
+    const targets = [...big(10, 1), { key: 'b', watchers: [2], period: 1, first: 1_000 }];
+    const run = play(fair, targets, 1_200);
+    const bPolls = run.polls.get('b')!;
+    expect(bPolls.length).toBeGreaterThanOrEqual(99);
+    expect(bPolls.length).toBeLessThanOrEqual(101);
+  });
+
+  it('a shared target counts once, charged 1/k to each of its k watchers', () => {
+    const fair = new FairShare({ maxInFlight: 4 });
+    fair.sync(
+      new Map([
+        ['shared', [1, 2]],
+        ['own', [1]],
+      ]),
+    );
+    fair.started('shared');
+    fair.finished('shared');
+    expect(fair.served(1)).toBeCloseTo(0.5);
+    expect(fair.served(2)).toBeCloseTo(0.5);
+    // Account 2 watches only the shared target: it is polled for both, once per period.
+    const run = play(new FairShare({ maxInFlight: 4 }), [...big(50, 1), { key: 'shared', watchers: [1, 2], period: 4, first: 0 }], 400);
+    expect(maxGap(run.polls.get('shared')!)).toBeLessThanOrEqual(4 + 2);
+  });
+
+  it("polls in flight are shared: one account's slow polls leave room for another's", () => {
+    // A's polls take 40 slots; the shard runs 8 at once, 2 of them kept for accounts with none in
+    // flight. Alone, A uses the other 6.
+    const slow = big(100, 1).map((t) => ({ ...t, duration: 40 }));
+    const fair = new FairShare({ maxInFlight: 8 });
+    const run = play(fair, [...slow, { key: 'b', watchers: [2], period: 10, first: 100, duration: 1 }], 400);
+    const aBefore = [...run.polls].filter(([k]) => k.startsWith('a')).flatMap(([, p]) => p.filter((s) => s < 100));
+    expect(aBefore.length).toBe(6 * 3);
+    // B finds a reserved place at once and keeps its period (within a slot or two): A's slow
+    // polls never hold the last places.
+    const b = run.polls.get('b')!;
+    expect(b[0]! - 100).toBeLessThanOrEqual(2);
+    for (let i = 1; i < b.length; i++) expect(b[i]! - b[i - 1]!).toBeLessThanOrEqual(10 + 2);
+    expect(b.length).toBeGreaterThanOrEqual(29);
+    // First come, first served, A takes every place and B waits for A's whole backlog.
+    const fcfs = play(new FairShare({ maxInFlight: 8, order: 'due' }), [...slow, { key: 'b', watchers: [2], period: 10, first: 100, duration: 1 }], 400);
+    expect(fcfs.polls.get('b')!.length).toBeLessThan(3);
+  });
+
+  it('never more than maxInFlight polls at once; -1 when full', () => {
+    const fair = new FairShare({ maxInFlight: 2 });
+    fair.sync(new Map([['x', [1]], ['y', [1]], ['z', [2]]]));
+    const due = [{ key: 'x' }, { key: 'y' }, { key: 'z' }];
+    const first = fair.pick(due);
+    fair.started(due[first]!.key);
+    const rest = due.filter((_, i) => i !== first);
+    const second = fair.pick(rest);
+    fair.started(rest[second]!.key);
+    expect(fair.inFlight).toBe(2);
+    expect(fair.pick(rest.filter((_, i) => i !== second))).toBe(-1);
+    expect(fair.pick([])).toBe(-1);
+  });
+
+  // Heavy accounts always have targets due (period 1); light ones want less than they could get
+  // and each of their targets is due again only after every account could have had a slot
+  // (period at least twice the accounts), so a fair scheduler serves them on time. There the
+  // max-min fair share (water-filling, computed here) is exactly achievable: light accounts get
+  // their demand, heavy ones split the rest. Within rounding: the window's edges (one poll per
+  // target) and SFQ's lag (about one poll per account).
+  const SLOTS = 3_000;
+  const FROM = 200;
+  const mix = fc.integer({ min: 1, max: 6 }).chain((n) =>
+    fc.array(
+      fc.oneof(
+        fc.record({ heavy: fc.constant(true), targets: fc.integer({ min: 1, max: 8 }), periods: fc.constant([] as number[]) }),
+        fc.record({ heavy: fc.constant(false), targets: fc.constant(0), periods: fc.array(fc.integer({ min: 2 * n, max: 20 * n }), { minLength: 1, maxLength: 4 }) }),
+      ),
+      { minLength: n, maxLength: n },
+    ),
+  );
+
+  it('property: each account gets min(demand, max-min fair share), computed by water-filling', () => {
+    fc.assert(
+      fc.property(mix, fc.integer({ min: 0, max: 1_000 }), (accounts, seed) => {
+        const targets: SimTarget[] = accounts.flatMap((a, id) =>
+          a.heavy
+            ? Array.from({ length: a.targets }, (_, j) => ({ key: `${id}:${j}`, watchers: [id], period: 1, first: 0 }))
+            : a.periods.map((period, j) => ({ key: `${id}:${j}`, watchers: [id], period, first: (seed + 7 * j + 13 * id) % period })),
+        );
+        const run = play(new FairShare({ maxInFlight: 64 }), targets, SLOTS);
+        const own = (id: number) => targets.filter((t) => t.watchers[0] === id);
+        const demands = accounts.map((a, id) => (a.heavy ? Infinity : own(id).reduce((n, t) => n + demandOf(t, FROM, SLOTS), 0)));
+        const used = [...run.polls.values()].reduce((n, p) => n + p.filter((s) => s >= FROM).length, 0);
+        const shares = waterFill(demands, used);
+        accounts.forEach((_, id) => {
+          const got = own(id).reduce((n, t) => n + polledIn(run, t.key, FROM, SLOTS), 0);
+          expect(got).toBeGreaterThanOrEqual(Math.min(demands[id]!, shares[id]!) - (accounts.length + own(id).length + 1));
+        });
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('property: over any run of slots in which an account has something due, it gets its equal share, shared targets included', () => {
+    // Any mix: periods, starts, several watchers per target. Each slot charges 1 in all (1/k to
+    // each of k watchers), so an account with something due throughout gets at least 1/n of the
+    // slots (n: the accounts) less a lag of about two slots per other account; the polls of the
+    // targets it watches are at least what it is charged.
+    const target = fc.record({ period: fc.integer({ min: 1, max: 40 }), first: fc.integer({ min: 0, max: 40 }) });
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(target, { minLength: 1, maxLength: 8 }), { minLength: 1, maxLength: 6 }),
+        fc.array(fc.record({ t: target, watchers: fc.uniqueArray(fc.integer({ min: 0, max: 5 }), { minLength: 2, maxLength: 4 }) }), { maxLength: 6 }),
+        (accounts, shared) => {
+          const n = accounts.length;
+          const targets: SimTarget[] = [
+            ...accounts.flatMap((ts, id) => ts.map((t, j) => ({ key: `${id}:${j}`, watchers: [id], ...t }))),
+            ...shared.map((s, j) => ({ key: `s${j}`, ...s.t, watchers: s.watchers.filter((w) => w < n) })).filter((t) => t.watchers.length > 0),
+          ];
+          const { polls, waiting } = playWatching(new FairShare({ maxInFlight: 64 }), targets, 2_000, n);
+          for (let id = 0; id < n; id++) {
+            const watched = new Set(targets.filter((t) => t.watchers.includes(id)).map((t) => t.key));
+            for (const [from, to] of runs(waiting[id]!)) {
+              const got = [...polls].filter(([key]) => watched.has(key)).reduce((g, [, p]) => g + p.filter((s) => s >= from && s < to).length, 0);
+              expect(got).toBeGreaterThanOrEqual((to - from) / n - 2 * (n - 1) - 1);
+            }
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it('property: due order picks the earliest due whenever there is room', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 0, max: 30 }), (max, n) => {
+        const fair = new FairShare({ maxInFlight: max, order: 'due' });
+        const due = Array.from({ length: n }, (_, i) => ({ key: `t${i}` }));
+        fair.sync(new Map(due.map((t, i) => [t.key, [i % 3]])));
+        for (let k = 0; k < n; k++) {
+          const i = fair.pick(due.slice(k));
+          if (k >= max) expect(i).toBe(-1);
+          else {
+            expect(i).toBe(0);
+            fair.started(due[k]!.key);
+          }
+        }
+      }),
+    );
+  });
+});
