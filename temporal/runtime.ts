@@ -18,6 +18,7 @@ import { clientOnWorkers, startWorkers } from './worker.ts';
 import { roleSides, warnOnBroadRights, type WorkerRole } from './worker-roles.ts';
 import { createDb } from '../db/connection.ts';
 import { startServiceSweep } from '../src/accounts/service-state.ts';
+import { trackingServiceHooks } from '../src/market-data/tracking-lifecycle.ts';
 import { memberServiceHooks, startMembershipRelay } from '../src/monitors/membership.ts';
 import { deliveryServiceHooks } from '../src/webhooks/parking.ts';
 import { DEFAULT_SCHEDULE_MS, retryScheduleSpanMs } from '../src/webhooks/retry-schedule.ts';
@@ -159,7 +160,11 @@ export async function startLocalWorkers(
       // Beside the membership relay: its hooks take a lapsed account's members out and put them back.
       const serviceSweep = startServiceSweep({
         db,
-        hooks: [memberServiceHooks(relays), deliveryServiceHooks({ expireAfterMs: retryScheduleSpanMs(config.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_SCHEDULE_MS) })],
+        hooks: [
+          memberServiceHooks(relays),
+          deliveryServiceHooks({ expireAfterMs: retryScheduleSpanMs(config.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_SCHEDULE_MS) }),
+          trackingServiceHooks(temporal.client),
+        ],
         everyMs: config.SERVICE_SWEEP_MS,
         log: wlog,
       });

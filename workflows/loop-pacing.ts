@@ -28,13 +28,14 @@ export function backoffWait(intervalMs: number, failures: number, jitterRatio: n
 }
 
 /**
- * How often a paused tracking (no account tracking it is served) checks again, at most: with
- * the jitter ±10%, a tracking resumes within 33 s of its account being served again, inside
- * the 60 s issue 25 allows, whatever TRACK_INTERVAL_MS is.
+ * How often a paused tracking (no account tracking it is served) checks again by itself. It is
+ * woken sooner, by the resumeTracking signal, when one of its accounts is served again (the
+ * service sweep's hook, src/market-data/tracking-lifecycle.ts): this is only the backstop for a
+ * signal that was lost, so a paused tracking costs one activity every quarter of an hour.
  */
-export const PAUSED_CHECK_MS = 30_000;
+export const PAUSED_CHECK_MS = 15 * 60_000;
 
-/** The wait before a paused tracking's next check: min(interval, PAUSED_CHECK_MS) × (1 ± jitterRatio). */
+/** The backstop wait of a paused tracking: max(interval, PAUSED_CHECK_MS) × (1 ± jitterRatio). */
 export function pausedWait(intervalMs: number, jitterRatio: number): number {
-  return backoffWait(Math.min(intervalMs, PAUSED_CHECK_MS), 0, jitterRatio);
+  return backoffWait(Math.max(intervalMs, PAUSED_CHECK_MS), 0, jitterRatio);
 }

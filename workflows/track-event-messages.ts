@@ -1,6 +1,6 @@
-// The query of a trackEvent workflow, defined once so the workflow and its readers (ops, tests)
-// agree.
-import { defineQuery } from '@temporalio/workflow';
+// The query and signal of a trackEvent workflow, defined once so the workflow and its callers
+// (ops, tests, the service sweep) agree.
+import { defineQuery, defineSignal } from '@temporalio/workflow';
 
 export interface TrackStatus {
   /** Ticks applied in this tracking's whole chain (continue-as-new included). */
@@ -14,3 +14,6 @@ export interface TrackStatus {
 }
 
 export const trackStatusQuery = defineQuery<TrackStatus>('trackStatus');
+
+/** One of the tracking's accounts is served again: a paused tracking checks at once. */
+export const resumeTrackingSignal = defineSignal('resumeTracking');

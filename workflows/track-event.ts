@@ -11,16 +11,17 @@
 // (src/market-data/tracking-lifecycle.ts): when it has ended (a set time after its event's date,
 // too long without a date, no account tracking it) the activity records it and the workflow
 // completes at once, with no timer left; while no account tracking it is served the tick scrapes
-// nothing and the next check follows within PAUSED_CHECK_MS, so the tracking resumes within that
-// once an account is served again. No clock is read here: the database decides, by its own.
-// A killed worker loses nothing: the workflow resumes from its history on
-// the next worker, and a tick it had applied but not reported is recognised and not written
+// nothing and the workflow waits for the resumeTracking signal (the service sweep sends it when
+// one of its accounts is served again), with a check every PAUSED_CHECK_MS as a backstop. No
+// clock is read here: the database decides, by its own. A killed worker loses nothing: the
+// workflow resumes from its history on the next worker, and a tick it had applied but not
+// reported is recognised and not written
 // twice.
-import { ActivityFailure, ApplicationFailure, continueAsNew, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, condition, continueAsNew, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import type { TrackingActivities } from '../activities/tracking.ts';
 import type { TrackableMarketplace } from '../src/market-data/tracking-ref.ts';
 import { backoffWait, describeActivityFailure, failureText, pausedWait } from './loop-pacing.ts';
-import { trackStatusQuery } from './track-event-messages.ts';
+import { resumeTrackingSignal, trackStatusQuery } from './track-event-messages.ts';
 
 export interface TrackEventState {
   marketplace: TrackableMarketplace;
@@ -49,7 +50,11 @@ export async function trackEvent(state: TrackEventState): Promise<void> {
   let lastError: string | null = null;
   let ticksThisRun = 0;
   let paused = false;
+  let resumed = false;
   setHandler(trackStatusQuery, () => ({ ticks: state.ticks, failures: state.failures, lastError, intervalMs: state.intervalMs, paused }));
+  setHandler(resumeTrackingSignal, () => {
+    resumed = true;
+  });
 
   const { trackTick } = proxyActivities<TrackingActivities>({
     taskQueue: state.scrapeQueue ?? workflowInfo().taskQueue,
@@ -95,7 +100,13 @@ export async function trackEvent(state: TrackEventState): Promise<void> {
       await recordTrackingFailure({ ...target, message: lastError, final: false });
     }
     ticksThisRun++;
-    await sleep(paused ? pausedWait(state.intervalMs, JITTER_RATIO) : backoffWait(state.intervalMs, state.failures, JITTER_RATIO));
+    if (paused) {
+      // Until an account is served again (the sweep signals), or the backstop check.
+      resumed = false;
+      await condition(() => resumed, pausedWait(state.intervalMs, JITTER_RATIO));
+    } else {
+      await sleep(backoffWait(state.intervalMs, state.failures, JITTER_RATIO));
+    }
     if (ticksThisRun >= (state.ticksPerRun ?? TICKS_PER_RUN) || workflowInfo().continueAsNewSuggested) {
       await continueAsNew<typeof trackEvent>(state);
     }

@@ -9,13 +9,18 @@
 //   counts as held and served until an account adds it: only the date rules end it. The end is recorded in the same transaction
 //   (status `ended`, end_reason, every account's link ended) and the workflow completes.
 // - paused: none of the accounts that track it is served (account_served, migration 026). A
-//   shared tracking needs one served account; nothing is deleted, and the next check resumes it.
+//   shared tracking needs one served account; nothing is deleted. The paused workflow waits for
+//   the service sweep's signal (trackingServiceHooks) when an account of it is served again.
 // - scrape: otherwise.
 //
 // Every clock here is the database's now(), so the worker's clock and the workflow's play no
 // part, and a setting changed on the worker applies at its next tick.
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
+import { resumeTrackingSignal } from '../../workflows/track-event-messages.ts';
+import type { ServiceHooks } from '../accounts/service-state.ts';
+import { inParallel } from '../monitors/change-feed.ts';
 import type { Config } from '../config.ts';
 import { trackingWorkflowId, type TrackableMarketplace } from './tracking-ref.ts';
 
@@ -144,4 +149,35 @@ export async function trackingGate(db: Db, ref: { marketplace: TrackableMarketpl
     if (row && decision.action === 'end' && decision.record) await endTracking(trx, Number(row.id), decision.reason);
     return { decision, row: row ?? null };
   });
+}
+
+/** Signals sent at once while the sweep wakes an account's paused trackings. */
+const WAKE_PARALLEL = 16;
+
+/**
+ * The service sweep's hooks for event tracking (src/accounts/service-state.ts): pausing is the
+ * gate's, at each tick; an account served again wakes its paused trackings at once (the
+ * resumeTracking signal), so a paused tracking needs no frequent checks of its own.
+ */
+export function trackingServiceHooks(client: Client): ServiceHooks {
+  return {
+    suspend: async () => {},
+    resume: async (trx, accountIds) => {
+      const rows: { workflow_id: string }[] = await trx('tracked_events as t')
+        .join('tracked_event_accounts as l', 'l.tracked_event_id', 't.id')
+        .whereIn('l.account_id', accountIds)
+        .whereNull('l.ended_at')
+        .whereIn('t.status', ['pending', 'active', 'failing'])
+        .distinct('t.workflow_id');
+      await inParallel(rows, WAKE_PARALLEL, async (r) => {
+        // A tracking whose workflow has just ended has nothing to wake.
+        await client.workflow
+          .getHandle(r.workflow_id)
+          .signal(resumeTrackingSignal)
+          .catch((err: unknown) => {
+            if (!(err instanceof WorkflowNotFoundError)) throw err;
+          });
+      });
+    },
+  };
 }

@@ -6,6 +6,8 @@
 // account tracking an event is served its tracking scrapes nothing, keeps everything, and
 // resumes once one is served again; a tracking shared by two accounts runs while either is.
 import { describe, expect, it } from 'vitest';
+import { sweepServiceState } from '../../src/accounts/service-state.ts';
+import { trackingServiceHooks } from '../../src/market-data/tracking-lifecycle.ts';
 import { trackingWorkflowId } from '../../src/market-data/tracking-ref.ts';
 import type { TrackEventState } from '../../workflows/track-event.ts';
 import { trackStatusQuery } from '../../workflows/track-event-messages.ts';
@@ -160,6 +162,8 @@ describe('only served accounts consume', { timeout: 120_000 }, () => {
     else await stack.db('subscriptions').where({ account_id: account.accountId }).update({ status: how });
   };
 
+  const sweepHooks = () => [trackingServiceHooks(stack.client)];
+
   it('an unserved account’s trackings stop at their next tick and keep everything; a shared one runs while one of its accounts is served; served again, they resume', async () => {
     const x = await newAccount(stack.db);
     const y = await newAccount(stack.db);
@@ -187,9 +191,13 @@ describe('only served accounts consume', { timeout: 120_000 }, () => {
     await setServed(y, 'no billing account');
     const sharedStopped = await notFetched(shared);
 
-    // X is served again: both resume within a tick or two (the paused check: min(interval, 30 s)).
+    // The sweep has recorded both lapses (the gate paused them on its own, at their next tick).
+    expect((await sweepServiceState(stack.db, sweepHooks())).suspended).toEqual(expect.arrayContaining([x.accountId, y.accountId]));
+    // Paused trackings wait for the sweep's signal (the backstop check is 15 min away): X is
+    // served again, the sweep sees it and wakes both, which resume at once.
     await setServed(x, 'active');
     const resumed = Date.now();
+    expect((await sweepServiceState(stack.db, sweepHooks())).resumed).toEqual([x.accountId]);
     await fetchedAgain(own, ownStopped);
     await fetchedAgain(shared, sharedStopped);
     expect(Date.now() - resumed).toBeLessThan(5_000);
