@@ -3,6 +3,7 @@
 // (re)connect, and the caller re-reads its table each time rather than trusting payloads.
 import pg from 'pg';
 import type { Logger } from '../src/logger.ts';
+import { OutageLog } from '../src/runtime/outage-log.ts';
 
 export interface Listener {
   /** Resolves once the first LISTEN is in place (never rejects: failures are retried). */
@@ -27,6 +28,8 @@ export function listen(opts: {
   let attempt = 0;
   let markReady: () => void = () => {};
   const ready = new Promise<void>((resolve) => (markReady = resolve));
+  // A database restart drops every LISTEN at once and each retries: one line when lost, one when back.
+  const outage = new OutageLog(opts.log, 'listen for notifications', { channels: opts.channels });
 
   const connect = async () => {
     timer = null;
@@ -42,7 +45,7 @@ export function listen(opts: {
       void c.end().catch(() => {});
       if (closed) return;
       const wait = Math.min(maxRetry, 100 * 2 ** attempt++);
-      opts.log.warn({ err, channels: opts.channels, retry_ms: wait }, 'LISTEN connection lost; reconnecting');
+      outage.failed(err, { retry_ms: wait });
       timer = setTimeout(() => void connect(), wait);
       // A reconnect loop must not keep a process alive that is otherwise done.
       timer.unref();
@@ -65,6 +68,7 @@ export function listen(opts: {
     }
     client = c;
     attempt = 0;
+    outage.succeeded();
     markReady();
     opts.onWake(undefined);
   };

@@ -130,6 +130,14 @@ async function main(): Promise<void> {
     // workflows.
     const temporal = await startTemporal(config, log, { signal: aborted.signal });
     cleanups.push({ name: 'temporal', run: () => temporal.stop() });
+    // A TEMPORAL_ADDRESS server down at start is waited for while the API serves; one that answers
+    // but refuses the namespace is a configuration error, and stops the process.
+    temporal.reachable.catch((err: unknown) => {
+      if (!stopping) {
+        console.error('failed to start:', err instanceof Error ? err.message : err);
+        void stop('Temporal refused the namespace', 1);
+      }
+    });
     if (temporal.uiUrl) console.log(`  Temporal Web UI: ${temporal.uiUrl}\n`);
     if (stopping) return;
 
@@ -209,6 +217,8 @@ async function main(): Promise<void> {
           // Ctrl-C should be quick: a poll in flight is simply done again at the next start
           // (production's worker keeps 5 s).
           shutdownGraceMs: 1_500,
+          // A TEMPORAL_ADDRESS server still down is waited for; a stop cuts the wait short.
+          signal: aborted.signal,
         }),
         (w) => w.stop(),
       );

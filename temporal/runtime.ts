@@ -8,7 +8,7 @@ import type { Config } from '../src/config.ts';
 import type { ActivityDeps } from '../activities/index.ts';
 import type { Logger } from '../src/logger.ts';
 import { resolveTemporalCli } from './binary.ts';
-import { connectTemporal } from './client.ts';
+import { connectTemporal, openTemporal } from './client.ts';
 import { startDevServer } from './dev-server.ts';
 import { ensureSearchAttributes } from './search-attributes.ts';
 import { installSdkLogging } from './sdk-logging.ts';
@@ -35,6 +35,8 @@ export interface TemporalRuntime {
   /** The dev server's Web UI; null when TEMPORAL_ADDRESS points elsewhere. */
   uiUrl: string | null;
   client: Client;
+  /** Settles once the server has answered (at once for the dev server; TEMPORAL_ADDRESS's may be down at start). */
+  reachable: Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -42,40 +44,42 @@ export async function startTemporal(config: Config, log: Logger, opts: { signal?
   const tlog = log.child({ component: 'temporal' });
   // Before anything can create the SDK's runtime with its default (stderr) logging.
   installSdkLogging(tlog);
-  let address = config.TEMPORAL_ADDRESS;
-  let uiUrl: string | null = null;
-  let stopServer = async () => {};
-  if (!address) {
-    const binary = await resolveTemporalCli({
-      cliPath: config.TEMPORAL_CLI_PATH,
-      onProgress: (msg) => tlog.info(msg),
-      signal: opts.signal,
-    });
-    const server = await startDevServer({
-      binary,
-      dataDir: config.dataDir,
-      port: config.TEMPORAL_PORT,
-      uiPort: config.TEMPORAL_UI_PORT,
-      namespace: config.TEMPORAL_NAMESPACE,
-      log: tlog,
-    });
-    ({ address, uiUrl } = server);
-    stopServer = server.stop;
+  const address = config.TEMPORAL_ADDRESS;
+  if (address) {
+    // Someone else's server (docker-compose's) may be down as this process starts: the gateway
+    // starts anyway and serves what does not need Temporal; calls made meanwhile fail within
+    // their deadlines (a prompt 502/503), and the wait is logged once (temporal/client.ts).
+    const opened = openTemporal({ address, namespace: config.TEMPORAL_NAMESPACE, waitFor: { log: tlog, signal: opts.signal } });
+    return { address, uiUrl: null, client: opened.client, reachable: opened.reachable, stop: opened.close };
   }
+  const binary = await resolveTemporalCli({
+    cliPath: config.TEMPORAL_CLI_PATH,
+    onProgress: (msg) => tlog.info(msg),
+    signal: opts.signal,
+  });
+  const server = await startDevServer({
+    binary,
+    dataDir: config.dataDir,
+    port: config.TEMPORAL_PORT,
+    uiPort: config.TEMPORAL_UI_PORT,
+    namespace: config.TEMPORAL_NAMESPACE,
+    log: tlog,
+  });
   let connected;
   try {
-    connected = await connectTemporal({ address, namespace: config.TEMPORAL_NAMESPACE });
+    connected = await connectTemporal({ address: server.address, namespace: config.TEMPORAL_NAMESPACE });
   } catch (err) {
-    await stopServer();
+    await server.stop();
     throw err;
   }
   return {
-    address,
-    uiUrl,
+    address: server.address,
+    uiUrl: server.uiUrl,
     client: connected.client,
+    reachable: Promise.resolve(),
     stop: async () => {
       await connected.close();
-      await stopServer();
+      await server.stop();
     },
   };
 }
@@ -95,7 +99,7 @@ export async function startLocalWorkers(
   config: Config,
   log: Logger,
   address: string,
-  opts: { connectionString: string; registry: Registry; shutdownGraceMs?: number; role?: WorkerRole },
+  opts: { connectionString: string; registry: Registry; shutdownGraceMs?: number; role?: WorkerRole; signal?: AbortSignal },
 ): Promise<{ stop(): Promise<void>; client: Client }> {
   const role = opts.role ?? 'all';
   const sides = roleSides(role);
@@ -118,7 +122,8 @@ export async function startLocalWorkers(
     wlog.info({ steps }, 'worker stopped');
   };
   try {
-    const temporal = await connectTemporal({ address, namespace: config.TEMPORAL_NAMESPACE });
+    // A server that is down as the worker starts is waited for (logged once), as it would be later.
+    const temporal = await connectTemporal({ address, namespace: config.TEMPORAL_NAMESPACE, waitFor: { log: wlog, signal: opts.signal } });
     undo.push({ name: 'temporal client', run: () => temporal.close() });
     // A TEMPORAL_ADDRESS server (docker-compose's) gets the search attributes from the first worker.
     await ensureSearchAttributes(temporal.connection, config.TEMPORAL_NAMESPACE, wlog);

@@ -8,6 +8,8 @@ import type { Logger } from '../src/logger.ts';
 export type Log = Pick<Logger, 'debug' | 'info' | 'warn' | 'error'>;
 
 const ORDER: Record<LogLevel, number> = { TRACE: 0, DEBUG: 1, INFO: 2, WARN: 3, ERROR: 4 };
+/** How long a kind of internal warning must be quiet before it is logged at warn again. */
+const REPEAT_QUIET_MS = 30_000;
 
 /**
  * Adapts pino to the SDK's Logger. Messages from workflow and activity code (workflow.log,
@@ -15,6 +17,9 @@ const ORDER: Record<LogLevel, number> = { TRACE: 0, DEBUG: 1, INFO: 2, WARN: 3, 
  * are chatty at INFO, so only their warnings and errors get through.
  */
 export class PinoSdkLogger implements SdkLogger {
+  /** When each kind of internal warning was last seen (see `repeats`). */
+  private readonly lastSeen = new Map<string, number>();
+
   constructor(
     private readonly target: Log,
     private readonly internalsFrom: LogLevel = 'WARN',
@@ -25,11 +30,27 @@ export class PinoSdkLogger implements SdkLogger {
     const fromUserCode = component === 'workflow' || component === 'activity' || component === 'nexus';
     if (!fromUserCode && ORDER[level] < ORDER[this.internalsFrom]) return;
     const fields = { ...meta, source: 'temporal-sdk', sdkComponent: component };
-    if (level === 'ERROR') this.target.error(fields, message);
+    if (level === 'WARN' && !fromUserCode && this.repeats(meta, message)) this.target.debug(fields, message);
+    else if (level === 'ERROR') this.target.error(fields, message);
     else if (level === 'WARN') this.target.warn(fields, message);
     else if (level === 'INFO') this.target.info(fields, message);
     else this.target.debug(fields, message);
   }
+  /**
+   * True for an internal warning of a kind seen less than REPEAT_QUIET_MS ago. While the server is
+   * away, the core warns "gRPC call poll_workflow_task_queue retried 6 times" for every poller many
+   * times a second (60 lines in an 8 s outage); the first of a run of them says what is wrong, the
+   * rest go to debug until the kind has been quiet for a while (the outage is over).
+   */
+  private repeats(meta: LogMetadata, message: string): boolean {
+    const key = `${String(meta.target ?? '')} ${message.replace(/\d+/g, '#')}`;
+    const now = Date.now();
+    const last = this.lastSeen.get(key);
+    if (this.lastSeen.size > 1_000) this.lastSeen.clear();
+    this.lastSeen.set(key, now);
+    return last !== undefined && now - last < REPEAT_QUIET_MS;
+  }
+
   trace(message: string, meta?: LogMetadata): void {
     this.log('TRACE', message, meta);
   }

@@ -18,6 +18,7 @@
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
+import { callTemporal } from '../../temporal/client.ts';
 import { resumeTrackingSignal } from '../../workflows/track-event-messages.ts';
 import type { ServiceHooks } from '../accounts/service-state.ts';
 import { inParallel } from '../monitors/change-feed.ts';
@@ -171,12 +172,9 @@ export function trackingServiceHooks(client: Client): ServiceHooks {
         .distinct('t.workflow_id');
       await inParallel(rows, WAKE_PARALLEL, async (r) => {
         // A tracking whose workflow has just ended has nothing to wake.
-        await client.workflow
-          .getHandle(r.workflow_id)
-          .signal(resumeTrackingSignal)
-          .catch((err: unknown) => {
-            if (!(err instanceof WorkflowNotFoundError)) throw err;
-          });
+        await callTemporal(client, () => client.workflow.getHandle(r.workflow_id).signal(resumeTrackingSignal)).catch((err: unknown) => {
+          if (!(err instanceof WorkflowNotFoundError)) throw err;
+        });
       });
     },
   };

@@ -20,8 +20,10 @@ import { servedStates, type ServiceHooks } from '../accounts/service-state.ts';
 import { renderItem } from '../apis/watchlist/store.ts';
 import type { WatchlistItem } from '../apis/watchlist/schema.ts';
 import { parseEventRef, targetKey } from '../platform/event-ref.ts';
+import { callTemporal } from '../../temporal/client.ts';
 import { pollerSearchAttributes } from '../../temporal/search-attributes.ts';
 import type { ShardPollerInput, shardPoller } from '../../workflows/shard-poller.ts';
+import { OutageLog } from '../runtime/outage-log.ts';
 import { startChangeFeed, type ChangeFeed, type ChangeRow } from './change-feed.ts';
 import { monitorConfig } from './changes.ts';
 import { MEMBERS_CHANNEL, shardKey, shardKeysPayload } from './member-watch.ts';
@@ -72,13 +74,15 @@ function pollerStarter(client: Client, taskQueue: string) {
   return async (platform: string, shard: number) => {
     const input: ShardPollerInput = { platform, shard, runs: 0, lastRun: null, due: null };
     // A start that finds the chain running is a no-op: no signal, no workflow task.
-    await client.workflow.start<typeof shardPoller>('shardPoller', {
-      workflowId: shardPollerId(taskQueue, platform, shard),
-      taskQueue,
-      args: [input],
-      workflowIdConflictPolicy: 'USE_EXISTING',
-      typedSearchAttributes: pollerSearchAttributes({ platform, shard }),
-    });
+    await callTemporal(client, () =>
+      client.workflow.start<typeof shardPoller>('shardPoller', {
+        workflowId: shardPollerId(taskQueue, platform, shard),
+        taskQueue,
+        args: [input],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        typedSearchAttributes: pollerSearchAttributes({ platform, shard }),
+      }),
+    );
   };
 }
 
@@ -192,8 +196,12 @@ export function startMembershipRelay(opts: MembershipOptions): MembershipRelay {
       .distinct('m.platform', 'm.shard');
     await Promise.all(shards.map((s) => ensurePoller(s.platform, s.shard)));
   };
+  const reconciling = new OutageLog(log, 'reconcile the shard pollers');
   const timer = setInterval(() => {
-    reconcile().catch((err: unknown) => log.warn({ err }, 'could not reconcile the shard pollers; will retry'));
+    reconcile().then(
+      () => reconciling.succeeded(),
+      (err: unknown) => reconciling.failed(err),
+    );
   }, RECONCILE_MS);
   timer.unref();
 

@@ -9,6 +9,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
 import type { Logger } from '../logger.ts';
 import { parseEventRef, targetKey } from '../platform/event-ref.ts';
+import { callTemporal } from '../../temporal/client.ts';
 import { monitorSearchAttributes } from '../../temporal/search-attributes.ts';
 import { configureSignal, type ConfigureUpdate } from '../../workflows/monitor-messages.ts';
 import { monitorWorkflowId, type MonitorState, type watchlistMonitor } from '../../workflows/watchlist-monitor.ts';
@@ -43,7 +44,7 @@ export function startMonitorRelay(opts: RelayOptions): Relay {
     const workflowId = monitorWorkflowId(item.id);
     if (update.deleted) {
       try {
-        await client.workflow.getHandle(workflowId).signal(configureSignal, update);
+        await callTemporal(client, () => client.workflow.getHandle(workflowId).signal(configureSignal, update));
       } catch (err) {
         // Never started, or already ended: nothing to stop.
         if ((err as Error).name !== 'WorkflowNotFoundError') throw err;
@@ -65,14 +66,16 @@ export function startMonitorRelay(opts: RelayOptions): Relay {
       deleted: false,
       inspection: null,
     };
-    await client.workflow.signalWithStart<typeof watchlistMonitor, [ConfigureUpdate]>('watchlistMonitor', {
-      workflowId,
-      taskQueue: opts.taskQueue,
-      args: [initial],
-      signal: configureSignal,
-      signalArgs: [update],
-      typedSearchAttributes: monitorSearchAttributes({ accountId: item.client_id, itemId: item.id, platform: ref.ref.platform, eventKey: target }),
-    });
+    await callTemporal(client, () =>
+      client.workflow.signalWithStart<typeof watchlistMonitor, [ConfigureUpdate]>('watchlistMonitor', {
+        workflowId,
+        taskQueue: opts.taskQueue,
+        args: [initial],
+        signal: configureSignal,
+        signalArgs: [update],
+        typedSearchAttributes: monitorSearchAttributes({ accountId: item.client_id, itemId: item.id, platform: ref.ref.platform, eventKey: target }),
+      }),
+    );
   };
 
   return startChangeFeed({

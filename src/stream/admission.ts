@@ -1,6 +1,6 @@
 // Decides an upgrade request before the WebSocket exists, in the gateway's order (spec 5.6):
 // authentication (401 / 502), access to the `stream` API (403), the key's per-minute rate limit
-// (429; an upgrade counts as one request), the resume position (400), then a slot among the
+// (429; an upgrade counts as one request), the resume position (400 when malformed), then a slot among the
 // key's and the account's open connections (429 too_many_connections, connection-slots.ts: the
 // last check, so a refused upgrade holds no slot). Rejected keys are
 // limited per client address, like HTTP callers; an upgrade that sends no key guesses nothing,
@@ -158,7 +158,13 @@ export class UpgradeAdmission {
     // everything was pruned, the last id handed out).
     const known = bounds.head ?? bounds.lastAllocated;
     if (lastId > known) {
-      return StreamRefusal.of('invalid_parameter', `last_id ${lastId} is ahead of the log (its last id is ${known})`, headers);
+      // Only a log older than what the client saw does this: the database was restored from a
+      // backup (or failed over to a replica that was behind). A 400 would be a refusal the client
+      // must not retry, forever; instead the connection resumes from the log's last id, says so
+      // in hello.last_id, and flags the gap so the client reloads its state. The ids after it are
+      // handed out again, so the client must take hello.last_id as its position (docs/stream.md).
+      log.warn({ last_id: lastId, log_last_id: known }, 'stream: a client resumed from an id ahead of the log (database restored?); resuming from the log');
+      return { principal, key, clientAddress: address, lastId: known, resumeGap: true, mustReach: bounds.head ?? 0, headers };
     }
     // Rows are pruned oldest first: a gap exists when rows after lastId are gone. Skipped ids
     // (rolled-back or duplicate inserts) can make this say "maybe" when nothing was lost; the

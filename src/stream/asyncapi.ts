@@ -102,13 +102,15 @@ WebSocket. Refusals are HTTP answers before the upgrade, in the gateway envelope
 active or trialing subscription; open connections close with 1008 \`not_served\`), 429 \`rate_limited\` (an upgrade counts as one request; RateLimit
 headers and Retry-After as for HTTP), 429 \`too_many_connections\` (the key already holds its cap of open
 connections, by default ${STREAM_CONNECTION_DEFAULTS.perKey}, or its account, over all its keys, ${STREAM_CONNECTION_DEFAULTS.perAccount}; counted over every node),
-400 \`invalid_parameter\` (bad last_id), 502
+400 \`invalid_parameter\` (malformed last_id), 502
 \`service_unavailable\`, 404 \`not_found\` (other paths), 426 \`upgrade_required\` (not an upgrade).
 
 **Resume**: every message from the log has an \`id\`. Reconnect with \`?last_id=<id>\` (or the
 \`Last-Event-ID\` header) to receive every message of the account after it, in order, before live
 messages, with none missed and none repeated. \`hello.resume_gap\` is true when rows after last_id
-may have been pruned (older than \`limits.retention_seconds\`).
+may have been pruned (older than \`limits.retention_seconds\`), or when last_id is ahead of the log (a
+restored database): the replay then starts from the log's last id, given as \`hello.last_id\`; take it
+as your position and reload your state.
 
 **Close codes** (standard codes only): ${Object.values(CLOSE_REASONS)
   .map((r) => `${r.code} \`${r.reason}\`: ${r.description}`)

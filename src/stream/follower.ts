@@ -6,6 +6,7 @@
 import { listen, type Listener } from '../../db/listener.ts';
 import type { Pool } from '../../db/pool.ts';
 import type { Logger } from '../logger.ts';
+import { OutageLog } from '../runtime/outage-log.ts';
 import { NOTIFICATIONS_CHANNEL, logBounds, readLog, type LogRow } from '../notifications/log.ts';
 
 /** Rows read per query; a busier log is read in several pages. */
@@ -39,9 +40,13 @@ export class LogFollower {
   private listener: Listener | null = null;
   private pollTimer: NodeJS.Timeout | null = null;
   private readRetryTimer: NodeJS.Timeout | null = null;
+  /** Retried every second through a database outage: logged when it starts and when it ends. */
+  private readonly readFailures: OutageLog;
   private waiters: Waiter[] = [];
 
-  constructor(private readonly opts: FollowerOptions) {}
+  constructor(private readonly opts: FollowerOptions) {
+    this.readFailures = new OutageLog(opts.log, 'read the notifications log (stream follower)');
+  }
 
   /** Every committed row with an id up to this one has been handed to onRows. */
   get cursor(): number {
@@ -122,9 +127,10 @@ export class LogFollower {
           if (this.closed) return;
         } while (rows.length === FOLLOW_PAGE_ROWS);
       } while (this.again && !this.closed);
+      this.readFailures.succeeded();
     } catch (err) {
       // The next wake-up or poll tries again; clients keep their connections meanwhile.
-      this.opts.log.warn({ err }, 'stream: reading the notifications log failed; will retry');
+      this.readFailures.failed(err);
       if (!this.closed && !this.readRetryTimer) {
         this.readRetryTimer = setTimeout(() => {
           this.readRetryTimer = null;

@@ -29,9 +29,9 @@ export const helloSchema = z
     connection_id: z.string().meta({ description: 'Identifies this connection in support requests and server logs' }),
     account_id: z.number().int().meta({ description: "The key's account; every message on this connection is this account's" }),
     head: logId.meta({ description: "The node's log position now: without last_id, every row after it is delivered" }),
-    last_id: logId.nullable().meta({ description: 'The last_id the client resumed from, or null' }),
+    last_id: logId.nullable().meta({ description: "Where the replay starts: the last_id sent, or the log's last id when the one sent is ahead of the log (a restored database); null without last_id" }),
     resume_gap: z.boolean().meta({
-      description: 'true when rows after last_id may have been pruned (older than the retention): reload state, e.g. GET /watchlist',
+      description: 'true when rows after last_id may have been pruned (older than the retention), or last_id was ahead of the log (take hello.last_id as your position): reload state, e.g. GET /watchlist',
     }),
     limits: limitsSchema,
     server_time: timestamp,

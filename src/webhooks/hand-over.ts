@@ -19,6 +19,8 @@
 import type { Client } from '@temporalio/client';
 import type { Db } from '../../db/connection.ts';
 import type { Logger } from '../logger.ts';
+import { OutageLog } from '../runtime/outage-log.ts';
+import { callTemporal } from '../../temporal/client.ts';
 import { retryDueSignal, webhookRetries, webhookRetriesId } from '../../workflows/webhook-retries.ts';
 
 /** A delivery handed over, to go at `dueAt` (ms since the epoch). */
@@ -35,7 +37,8 @@ export interface HandOverRow {
 const LATE_OK_MS = 1_000;
 /** The sweep after a failed signal, then twice as long after each failure of its own, up to this. */
 const FIRST_SWEEP_WAIT_MS = 2_000;
-const MAX_SWEEP_WAIT_MS = 60_000;
+/** Short enough that retries refused during a Temporal outage are handed over within 15 s of its return (issue 26). */
+const MAX_SWEEP_WAIT_MS = 8_000;
 /**
  * The periodic sweep: how often, and how overdue a waiting delivery must be to count (well past a
  * round's 40 s; a dead endpoint's put-off backlog is overdue too, and costs a signal per sweep).
@@ -55,13 +58,15 @@ export function startHandOvers(opts: { db: Db; client: Client; taskQueue: string
   let stopped = false;
 
   const signal = async (webhookId: number, dueAt: number): Promise<void> => {
-    await client.workflow.signalWithStart(webhookRetries, {
-      workflowId: webhookRetriesId(webhookId),
-      taskQueue: opts.taskQueue,
-      args: [{ webhookId, dueAt }],
-      signal: retryDueSignal,
-      signalArgs: [dueAt],
-    });
+    await callTemporal(client, () =>
+      client.workflow.signalWithStart(webhookRetries, {
+        workflowId: webhookRetriesId(webhookId),
+        taskQueue: opts.taskQueue,
+        args: [{ webhookId, dueAt }],
+        signal: retryDueSignal,
+        signalArgs: [dueAt],
+      }),
+    );
   };
 
   /**
@@ -100,7 +105,8 @@ export function startHandOvers(opts: { db: Db; client: Client; taskQueue: string
         await signal(webhookId, dueAt);
       } catch (err) {
         if (stopped) return;
-        log.warn({ err, webhook_id: webhookId }, 'could not signal the webhook retry workflow; a sweep will');
+        // The sweep that takes over retries until it works, and ends this outage's log lines.
+        sweeps.failed(err, { webhook_id: webhookId });
         sweepSoon();
         return;
       }
@@ -126,6 +132,7 @@ export function startHandOvers(opts: { db: Db; client: Client; taskQueue: string
   };
 
   let sweeping: Promise<void> | null = null;
+  const sweeps = new OutageLog(log, 'hand webhook retries over to their workflows');
   /** Sweeps after `firstWaitMs`, and again later until a sweep succeeds, unless one is under way. */
   const startSweep = (firstWaitMs: number): Promise<void> => {
     return (sweeping ??= (async () => {
@@ -133,9 +140,11 @@ export function startHandOvers(opts: { db: Db; client: Client; taskQueue: string
         await new Promise((r) => setTimeout(r, wait).unref());
         if (stopped) return;
         try {
-          return await sweep();
+          await sweep();
+          sweeps.succeeded();
+          return;
         } catch (err) {
-          if (!stopped) log.warn({ err }, 'webhook retry sweep failed; will retry');
+          if (!stopped) sweeps.failed(err);
         }
       }
     })().finally(() => (sweeping = null)));

@@ -294,6 +294,9 @@ export class NotificationStream implements AsyncIterable<StreamRow> {
         this.heartbeatTimeoutMs = this.options.heartbeatTimeoutMs ?? 2 * interval + 1_000;
         this.failures = 0;
         if (this.position === null) this.position = m.head;
+        // After a database restore the log can be behind what this client saw: the server resumes
+        // from its own last id and hands those ids out again, so they must not be taken as repeats.
+        else if (m.resume_gap && m.last_id !== null && m.last_id < this.position) this.position = m.last_id;
         this.emit('hello', m);
         if (m.resume_gap) this.emit('gap', m);
         break;

@@ -102,6 +102,20 @@ describe('against a real stream node', () => {
     expect(seen.errors[0]).toMatchObject({ status: 401 });
     expect(stream.connections).toBe(1);
   });
+
+  it('resuming from an id ahead of the log (a restored database): a gap, then every row written after, none taken for a repeat', async () => {
+    const [id] = await append(db, acct.accountId, 1);
+    const stream = new NotificationStream(opts({ lastId: id! + 1_000_000 }));
+    const seen = collect(stream);
+    const gaps: number[] = [];
+    stream.on('gap', (h) => gaps.push(h.last_id!));
+    await until(() => gaps.length === 1, 10_000, 'the gap');
+    const later = await append(db, acct.accountId, 5);
+    await until(() => seen.rows.length === later.length, 10_000, `${later.length} rows (have ${seen.rows.length})`);
+    expect(seen.rows.map((r) => r.id)).toEqual(later);
+    expect(stream.lastId).toBe(later.at(-1));
+    stream.close();
+  });
 });
 
 describe('against a loopback server speaking the protocol', () => {

@@ -15,9 +15,9 @@ export interface components {
             account_id: number;
             /** @description The node's log position now: without last_id, every row after it is delivered */
             head: number;
-            /** @description The last_id the client resumed from, or null */
+            /** @description Where the replay starts: the last_id sent, or the log's last id when the one sent is ahead of the log (a restored database); null without last_id */
             last_id: number | null;
-            /** @description true when rows after last_id may have been pruned (older than the retention): reload state, e.g. GET /watchlist */
+            /** @description true when rows after last_id may have been pruned (older than the retention), or last_id was ahead of the log (take hello.last_id as your position): reload state, e.g. GET /watchlist */
             resume_gap: boolean;
             limits: components["schemas"]["StreamLimits"];
             /** @description RFC 3339 timestamp, UTC */
