@@ -156,6 +156,8 @@ class ShardLoop {
   /** The activity's cancellation or the hand-back, whichever comes first. */
   private readonly stopSignal: AbortSignal;
   private reloadWanted = true;
+  /** Targets with a failure on record that this poller did not see (reload). */
+  private readonly statusToClear = new Set<string>();
   private lastReload = 0;
   private reported = { targets: 0, blocked: 0 };
   readonly summary: ShardRunSummary = { targets: 0, polls: 0, changes: 0, notifications: 0, blocked: 0, endedAt: '' };
@@ -305,6 +307,10 @@ class ShardLoop {
       const r = byTarget.get(key)!;
       if (r.retired_at === null && r.failures !== null) this.schedule.targets.get(key)!.failures = Number(r.failures);
     }
+    // Failures on record for targets this poller has been polling without one: written by another
+    // poller of the shard (frozen past its heartbeat timeout, then woken); the next success clears them.
+    this.statusToClear.clear();
+    for (const r of live) if (r.retired_at === null && r.failures !== null && this.schedule.targets.get(r.target)?.failures === 0) this.statusToClear.add(r.target);
     for (const key of this.memory.keys()) if (!refs.has(key)) this.memory.delete(key);
     await this.reloadCooldowns(refs);
     if (added.length) {
@@ -372,7 +378,13 @@ class ShardLoop {
       const scrapedAt = new Date();
       const released = (this.cooldownDue.get(t.key) ?? Infinity) <= scrapedAt.getTime();
       if (hash !== memory?.hash || this.needsBaseline.has(t.key) || released) {
-        const recorded = await recordPoll(this.opts.db, { target: t.key, snapshot, hash, scrapedAt }, memory?.known ?? null);
+        const recorded = await recordPoll(this.opts.db, { target: t.key, snapshot, hash, scrapedAt, startedAt: new Date(started) }, memory?.known ?? null);
+        // Older news than what another poller of the target recorded (record-poll.ts): nothing
+        // kept, so the next poll compares afresh.
+        if (recorded.stale) {
+          this.schedule.succeeded(t, Date.now());
+          return;
+        }
         this.memory.set(t.key, { hash, known: { id: recorded.snapshotId, data: snapshot } });
         this.needsBaseline.delete(t.key);
         if (recorded.cooldownDueAt === null) this.cooldownDue.delete(t.key);
@@ -384,7 +396,9 @@ class ShardLoop {
         this.summary.notifications += recorded.notifications;
         this.opts.metrics.notifications.inc(recorded.notifications);
       }
-      if (t.failures > 0) await clearStatus(this.opts.db, t.key);
+      // A status row another poller left (a frozen one whose scrapes timed out as it woke) is
+      // cleared by the first success too, not only this poller's own failures.
+      if (t.failures > 0 || this.statusToClear.delete(t.key)) await clearStatus(this.opts.db, t.key);
       this.schedule.succeeded(t, Date.now());
     } catch (err) {
       if (signal.aborted) return;

@@ -51,6 +51,17 @@ export function devServerFiles(dataDir: string) {
 /** Dev data: losing the last writes on a power cut is fine, waiting on fsync is not. */
 const SQLITE_PRAGMAS = ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma', 'synchronous=OFF'];
 
+/**
+ * Server settings the service relies on, given to every dev server (docker-compose's Temporal gets
+ * the same from deploy/temporal-dynamic-config.yaml; test/deploy checks they agree).
+ * matching.longPollExpirationInterval: a worker that freezes (SIGSTOP, a paused VM, a stalled
+ * host) keeps its open task polls, and the server hands tasks to them until they expire, 1 min by
+ * default: a shard poll retried after its 15 s heartbeat timeout went to the frozen worker up to
+ * 4 times in a row, 31 to 74 s before the live worker got it (test/faults/paused-worker.test.ts).
+ * At 10 s, the live worker gets it at the first retry.
+ */
+export const SERVICE_DYNAMIC_CONFIG: Readonly<Record<string, string>> = { 'matching.longPollExpirationInterval': '"10s"' };
+
 /** The CLI's arguments. The search attributes are registered at every start (a no-op once there). */
 export function devServerArgs(opts: Pick<DevServerOptions, 'port' | 'uiPort' | 'namespace' | 'dynamicConfig'>, dbFilename: string): string[] {
   return [
@@ -78,7 +89,7 @@ function storageAndConfigArgs(opts: Pick<DevServerOptions, 'dynamicConfig'>): st
   return [
     ...SQLITE_PRAGMAS,
     ...searchAttributeArgs(),
-    ...Object.entries(opts.dynamicConfig ?? {}).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${value}`]),
+    ...Object.entries({ ...SERVICE_DYNAMIC_CONFIG, ...opts.dynamicConfig }).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${value}`]),
   ];
 }
 

@@ -5,7 +5,8 @@
 // never notifies about what is already on sale.
 //
 // Exactly once, whoever runs it and however often: the target's advisory lock serialises two
-// pollers of one target (a worker taken for dead while still running), the member rows are
+// pollers of one target (a worker taken for dead while still running), a poll whose request went
+// out before the newest snapshot of other content was scraped is dropped (it is older news), the member rows are
 // locked while their baselines move, and every notification carries a dedupe key (item, from
 // snapshot, to snapshot, section, kind) that turns a second write into a no-op. The webhook
 // deliveries of new notifications are enqueued in the same transaction (src/webhooks/outbox.ts).
@@ -29,7 +30,10 @@ export interface PollResult {
   target: string;
   snapshot: TargetSnapshot;
   hash: string;
+  /** When the scrape's answer was in. */
   scrapedAt: Date;
+  /** When its request was sent: a snapshot recorded after that may be newer than this one. */
+  startedAt: Date;
 }
 
 export interface KnownSnapshot {
@@ -46,6 +50,13 @@ export interface Recorded {
   notifications: number;
   /** Members that got their first baseline. */
   baselined: number;
+  /**
+   * Nothing was recorded: the target's newest snapshot, of other content, was scraped after this
+   * poll's request was sent (a poller frozen past its heartbeat timeout, whose shard another
+   * worker took over, finishing a scrape it began before). Recording it would diff backwards and
+   * then repeat the forward change.
+   */
+  stale: boolean;
 }
 
 interface MemberRow {
@@ -102,9 +113,10 @@ function entryOf(m: MemberRow, c: Change, from: KnownSnapshot | null, to: KnownS
   };
 }
 
-async function storeSnapshot(trx: Knex.Transaction, poll: PollResult): Promise<{ id: number; changed: boolean }> {
-  const latest = await trx('target_snapshots').where({ target: poll.target }).orderBy('id', 'desc').first('id', 'hash');
-  if (latest && latest.hash === poll.hash) return { id: Number(latest.id), changed: false };
+async function storeSnapshot(trx: Knex.Transaction, poll: PollResult): Promise<{ id: number; changed: boolean; stale: boolean }> {
+  const latest: { id: string; hash: string; scraped_at: Date } | undefined = await trx('target_snapshots').where({ target: poll.target }).orderBy('id', 'desc').first('id', 'hash', 'scraped_at');
+  if (latest && latest.hash === poll.hash) return { id: Number(latest.id), changed: false, stale: false };
+  if (latest && latest.scraped_at > poll.startedAt) return { id: Number(latest.id), changed: false, stale: true };
   const [row] = await trx('target_snapshots')
     .insert({ target: poll.target, hash: poll.hash, data: JSON.stringify(poll.snapshot), scraped_at: poll.scrapedAt })
     .returning('id');
@@ -112,7 +124,7 @@ async function storeSnapshot(trx: Knex.Transaction, poll: PollResult): Promise<{
     .where({ target: poll.target })
     .andWhere('id', '<', trx('target_snapshots').where({ target: poll.target }).orderBy('id', 'desc').offset(KEEP_SNAPSHOTS - 1).limit(1).select('id'))
     .delete();
-  return { id: Number(row.id), changed: true };
+  return { id: Number(row.id), changed: true, stale: false };
 }
 
 /**
@@ -123,6 +135,7 @@ export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapsh
   return db.transaction(async (trx) => {
     await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [poll.target]);
     const stored = await storeSnapshot(trx, poll);
+    if (stored.stale) return { snapshotId: stored.id, cooldownDueAt: null, changed: false, notifications: 0, baselined: 0, stale: true };
     const current: KnownSnapshot = { id: stored.id, data: poll.snapshot };
     // Members to move to this snapshot, and those in a cooldown (a hold may end at this poll).
     const members: MemberRow[] = await trx('monitor_members')
@@ -136,7 +149,7 @@ export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapsh
       .orderBy('item_id')
       .forUpdate()
       .select('item_id', 'account_id', 'item', 'config', 'baseline_snapshot_id');
-    if (members.length === 0) return { snapshotId: stored.id, cooldownDueAt: null, changed: stored.changed, notifications: 0, baselined: 0 };
+    if (members.length === 0) return { snapshotId: stored.id, cooldownDueAt: null, changed: stored.changed, notifications: 0, baselined: 0, stale: false };
     const cooldownRows: CooldownRow[] = await trx('monitor_cooldowns')
       .where({ target: poll.target })
       .whereIn(
@@ -199,6 +212,6 @@ export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapsh
         members.map((m) => m.item_id),
       )
       .update({ baseline_snapshot_id: stored.id });
-    return { snapshotId: stored.id, cooldownDueAt, changed: stored.changed, notifications: ids.length, baselined };
+    return { snapshotId: stored.id, cooldownDueAt, changed: stored.changed, notifications: ids.length, baselined, stale: false };
   });
 }

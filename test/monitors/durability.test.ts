@@ -89,7 +89,7 @@ describe('recordPoll', () => {
       { ...member(itemId + 2), baseline_snapshot_id: null },
     ]);
     const next = snap(4);
-    const poll = { target, snapshot: next, hash: snapshotHash(next), scrapedAt: new Date() };
+    const poll = { target, snapshot: next, hash: snapshotHash(next), scrapedAt: new Date(), startedAt: new Date() };
     const results = await Promise.all(Array.from({ length: 5 }, () => recordPoll(stack.db, poll, { id: baseline, data: first })));
     expect(results.map((r) => r.notifications).sort()).toEqual([0, 0, 0, 0, 1]);
     expect(new Set(results.map((r) => r.snapshotId)).size).toBe(1);
@@ -101,6 +101,43 @@ describe('recordPoll', () => {
     expect(rows[0]!.payload).toMatchObject({ change_type: 'stock_increase', before: { stock: 1 }, after: { stock: 4 }, snapshot_id: results[0]!.snapshotId });
     const baselines = await stack.db('monitor_members').where({ target }).orderBy('item_id').pluck('baseline_snapshot_id');
     expect(baselines.map(Number)).toEqual([results[0]!.snapshotId, results[0]!.snapshotId, results[0]!.snapshotId]);
+    await stack.db('monitor_members').where({ target }).delete();
+  });
+  it('a poll whose request went out before the newest snapshot was scraped is dropped: no backwards change, no repeat of the forward one', async () => {
+    const acct = await stack.account();
+    const target = `pf_03:fr:stale-${randomUUID().slice(0, 8)}`;
+    const snap = (stock: number) =>
+      toSnapshot({ event_info: null, sections: { Stalls: { name: 'Stalls', currency: 'EUR', min_price: 50, max_price: 50, stock, offers: [{ id: 'a', price: 50, quantity: stock, ticket_type: 'standard', restricted_view: false, accessible: false, presale: false }] } } });
+    const itemId = 989_000_000 + Math.floor(Math.random() * 1e6);
+    const t0 = Date.now();
+    // What a poller frozen past its heartbeat timeout holds: a scrape sent at t0, answered stock 1.
+    const frozen = snap(1);
+    const [row] = await stack.db('target_snapshots').insert({ target, hash: snapshotHash(frozen), data: JSON.stringify(frozen), scraped_at: new Date(t0 - 5_000) }).returning('id');
+    await stack.db('monitor_members').insert({
+      item_id: itemId,
+      account_id: acct.accountId,
+      target,
+      platform: 'pf_03',
+      shard: 0,
+      ref: JSON.stringify({ platform: 'pf_03', eventId: 'x', key: 'x', region: 'fr', host: null }),
+      item: JSON.stringify({ website: 'pf_03', event: 'https://pf03.example/e/x', region: 'fr' }),
+      config: JSON.stringify(monitorConfig({ ...ITEM_DEFAULTS })),
+      version: 1,
+      baseline_snapshot_id: Number(row.id),
+    });
+    // The worker that took the shard over sees the stock go to 4, and records it (1 -> 4).
+    const taken = snap(4);
+    const later = await recordPoll(stack.db, { target, snapshot: taken, hash: snapshotHash(taken), scrapedAt: new Date(t0 + 1_000), startedAt: new Date(t0 + 900) }, null);
+    expect(later).toMatchObject({ notifications: 1, stale: false });
+    // The frozen one wakes and finishes a scrape it sent at t0 (it read stock 2 then): older news.
+    const old = snap(2);
+    const stale = await recordPoll(stack.db, { target, snapshot: old, hash: snapshotHash(old), scrapedAt: new Date(t0 + 2_000), startedAt: new Date(t0) }, { id: Number(row.id), data: frozen });
+    expect(stale).toMatchObject({ stale: true, notifications: 0, changed: false });
+    // The next poll of the new owner sees 4 again: nothing to say.
+    expect((await recordPoll(stack.db, { target, snapshot: taken, hash: snapshotHash(taken), scrapedAt: new Date(t0 + 3_000), startedAt: new Date(t0 + 2_900) }, null)).notifications).toBe(0);
+    const rows = await notificationsOf(stack, acct.accountId);
+    expect(rows.map((r) => [(r.payload.before as { stock: number }).stock, (r.payload.after as { stock: number }).stock])).toEqual([[1, 4]]);
+    expect(Number((await stack.db('target_snapshots').where({ target }).count('* as n').first())?.n)).toBe(2);
     await stack.db('monitor_members').where({ target }).delete();
   });
   it('a baseline stored in an older snapshot format is moved on without a diff (no alert for what the new format reads differently)', async () => {
@@ -140,12 +177,12 @@ describe('recordPoll', () => {
       baseline_snapshot_id: Number(row.id),
     });
     const next = seated(4);
-    const recorded = await recordPoll(stack.db, { target, snapshot: next, hash: snapshotHash(next), scrapedAt: new Date() }, { id: Number(row.id), data: old });
+    const recorded = await recordPoll(stack.db, { target, snapshot: next, hash: snapshotHash(next), scrapedAt: new Date(), startedAt: new Date() }, { id: Number(row.id), data: old });
     expect(recorded).toMatchObject({ changed: true, notifications: 0 });
     expect(Number((await stack.db('monitor_members').where({ item_id: itemId }).first('baseline_snapshot_id')).baseline_snapshot_id)).toBe(recorded.snapshotId);
     // From there on the new format is compared as usual.
     const more = seated(6);
-    expect((await recordPoll(stack.db, { target, snapshot: more, hash: snapshotHash(more), scrapedAt: new Date() }, { id: recorded.snapshotId, data: next })).notifications).toBe(1);
+    expect((await recordPoll(stack.db, { target, snapshot: more, hash: snapshotHash(more), scrapedAt: new Date(), startedAt: new Date() }, { id: recorded.snapshotId, data: next })).notifications).toBe(1);
     await stack.db('monitor_members').where({ target }).delete();
   });
 });

@@ -29,6 +29,8 @@ export function useMonitorStack(
     env?: Record<string, string>;
     /** Settings of the gateway on top of the test config's (e.g. WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
     gatewayEnv?: Record<string, string>;
+    /** The server the scratch database is made on; default the run's (worker-stack.ts). */
+    serverUrl?: () => string;
   } = {},
 ): MonitorStack {
   return useWorkerStack<MonitorStack>({
@@ -45,6 +47,7 @@ export function useMonitorStack(
     worker: opts.worker,
     shutdownGraceMs: opts.shutdownGraceMs,
     gatewayEnv: opts.gatewayEnv,
+    serverUrl: opts.serverUrl,
     queues: (config) => [config.SCRAPE_TASK_QUEUE, config.MONITOR_TASK_QUEUE],
     childEnv: ({ config }) => ({
       MONITOR_INTERVAL_MS: String(config.MONITOR_INTERVAL_MS),

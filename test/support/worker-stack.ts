@@ -4,8 +4,10 @@
 // platform simulator (empty), a Temporal client, a worker with the real activities on the file's
 // unique queues, and a real gateway over the scratch database. The worker runs in the test
 // process, or as the production entry point `temporal/worker-main.ts` in a child process that
-// fault tests can SIGKILL. Each stack adds only what its own path needs on top.
+// fault tests can SIGKILL (restartWorker) or pause (worker().signal), beside more such workers
+// (addWorker). Each stack adds only what its own path needs on top.
 import { spawn, type ChildProcess } from 'node:child_process';
+import os from 'node:os';
 import type { Client } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { Registry } from 'prom-client';
@@ -34,6 +36,19 @@ export interface StackBase {
   client: Client;
 }
 
+/** A child-process worker (`temporal/worker-main.ts`) of the stack. */
+export interface ChildWorker {
+  pid: number;
+  /** Its Temporal worker identity (the SDK's default, `pid@host`): pending activities name it. */
+  identity: string;
+  /** Its /metrics (the shard pollers' counters are per process). */
+  metricsUrl: string;
+  /** What it has printed so far, stdout and stderr. */
+  output(): string;
+  /** Sends it a signal (SIGSTOP and SIGCONT for a paused process). */
+  signal(sig: NodeJS.Signals): void;
+}
+
 export interface WorkerStack extends StackBase {
   gateway: TestGateway;
   /**
@@ -45,6 +60,13 @@ export interface WorkerStack extends StackBase {
   workerOutput(): string;
   /** The child-process worker's /metrics (null in-process). */
   metricsUrl: string | null;
+  /** The child-process worker now running (null in-process). */
+  worker(): ChildWorker | null;
+  /**
+   * Starts one more child-process worker on the same queues, settings and database (stopped with
+   * the stack): two workers sharing the shard polls. Child-process stacks only.
+   */
+  addWorker(): Promise<ChildWorker>;
 }
 
 export interface WorkerStackSpec<S> {
@@ -66,6 +88,11 @@ export interface WorkerStackSpec<S> {
   childEnv(base: StackBase): Record<string, string> | Promise<Record<string, string>>;
   /** Settings the gateway gets on top of testConfig's (the scratch DATABASE_URL is added). */
   gatewayEnv?: Record<string, string>;
+  /**
+   * The server the scratch database is made on (a superuser's URL); default the run's. A fault
+   * test that stops its database passes a server of its own (private-postgres.ts).
+   */
+  serverUrl?: () => string;
   /** Services the gateway is given in place of its own. */
   services?(base: StackBase): Partial<Services>;
   /** The file's stack from the common one; `onClose` adds a stop to run after the file's tests. */
@@ -73,7 +100,7 @@ export interface WorkerStackSpec<S> {
 }
 
 /** The production worker entry (`npm run worker`) as a child process; resolves once it serves its queues. */
-async function spawnWorker(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; output: () => string }> {
+async function spawnWorker(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; output: () => string; handle: ChildWorker }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'temporal/worker-main.ts'], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   await new Promise<void>((resolve, reject) => {
@@ -95,13 +122,24 @@ async function spawnWorker(env: NodeJS.ProcessEnv): Promise<{ child: ChildProces
     });
   });
   // onData keeps reading its output (a full pipe would block it) for tests that look at it.
-  return { child, output: () => output };
+  const handle: ChildWorker = {
+    pid: child.pid!,
+    identity: `${child.pid}@${os.hostname()}`,
+    metricsUrl: `http://127.0.0.1:${env.METRICS_PORT}/metrics`,
+    output: () => output,
+    signal: (sig) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill(sig);
+    },
+  };
+  return { child, output: () => output, handle };
 }
 
 async function kill(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGKILL');
+  // A stopped process (SIGSTOP) dies of SIGKILL too; SIGCONT only spares its exit a wait.
+  child.kill('SIGCONT');
   await exited;
 }
 
@@ -114,7 +152,7 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
   };
   beforeAll(async () => {
     const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
-    const scratch = await createScratchDatabase(spec.database, databaseUrl());
+    const scratch = await createScratchDatabase(spec.database, spec.serverUrl?.() ?? databaseUrl());
     onClose(() => scratch.drop());
     const sim = await startSimulator({ empty: true });
     onClose(() => sim.close());
@@ -131,6 +169,8 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
     let restartWorker: WorkerStack['restartWorker'];
     let workerOutput: WorkerStack['workerOutput'] = () => '';
     let metricsUrl: string | null = null;
+    let currentWorker: () => ChildWorker | null = () => null;
+    let addWorker: WorkerStack['addWorker'] = () => Promise.reject(new Error('addWorker: only a child-process stack runs more workers'));
     if (spec.worker === 'child-process') {
       const metricsPort = await freePort();
       metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
@@ -164,6 +204,12 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
         worker = await spawnWorker(env);
       };
       workerOutput = () => worker.output();
+      currentWorker = () => worker.handle;
+      addWorker = async () => {
+        const extra = await spawnWorker({ ...env, METRICS_PORT: String(await freePort()) });
+        onClose(() => kill(extra.child));
+        return extra.handle;
+      };
     } else {
       const { activities, handBack, close } = await createActivities({ config, log, db, connectionString: scratch.url, registry: new Registry(), baseUrls: sim.baseUrls, ...spec.activities?.(base) });
       onClose(close);
@@ -194,7 +240,10 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
       services: spec.services?.(base),
     });
     onClose(() => gateway.close());
-    Object.assign(stack, await spec.build({ ...base, gateway, restartWorker, workerOutput: () => workerOutput(), metricsUrl }, { log, onClose }));
+    Object.assign(
+      stack,
+      await spec.build({ ...base, gateway, restartWorker, workerOutput: () => workerOutput(), metricsUrl, worker: () => currentWorker(), addWorker: () => addWorker() }, { log, onClose }),
+    );
   }, 180_000);
   // A failed test in a child-process file shows what the worker said, which the test cannot:
   // a worker that took no task for a minute is otherwise a bare time-out.
