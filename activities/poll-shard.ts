@@ -45,6 +45,7 @@ import { clearStatus, recordFailure, retireTarget } from '../src/monitors/target
 import { carryUnknown, snapshotHash, toSnapshot, type TargetSnapshot } from '../src/monitors/snapshot.ts';
 import type { EventRef } from '../src/platform/event-ref.ts';
 import type { Scrapers } from '../src/scrapers/index.ts';
+import { OutageLog } from '../src/runtime/outage-log.ts';
 import { RequestPacer } from '../src/scrapers/request-pacer.ts';
 import { ScrapeFailure } from '../src/scrapers/types.ts';
 import type { ShardRunSummary } from '../workflows/monitor-messages.ts';
@@ -156,6 +157,8 @@ class ShardLoop {
   /** The activity's cancellation or the hand-back, whichever comes first. */
   private readonly stopSignal: AbortSignal;
   private reloadWanted = true;
+  /** Polls whose scrape worked but whose record failed: logged once per database outage. */
+  private readonly recording: OutageLog;
   /** Targets with a failure on record that this poller did not see (reload). */
   private readonly statusToClear = new Set<string>();
   private lastReload = 0;
@@ -171,6 +174,7 @@ class ShardLoop {
     this.pacer = new RequestPacer(opts.rpsFor(input.platform) / opts.shardsPerPlatform);
     this.fair = new FairShare({ maxInFlight: MAX_IN_FLIGHT, order: opts.order });
     this.log = opts.log.child({ platform: input.platform, shard: input.shard });
+    this.recording = new OutageLog(this.log, 'record polls');
     // Every poll in flight listens to the activity's cancellation (its fetches, its waits; a pf_01
     // poll fetches two arms and may wait for a session): more than Node's default listeners on a
     // full shard, which is expected, not a leak.
@@ -367,8 +371,11 @@ class ShardLoop {
     const started = Date.now();
     this.opts.metrics.lateness.observe({ platform }, Math.max(0, started - t.dueAt) / 1000);
     let outcome: PollOutcome = 'unchanged';
+    /** Past the scrape, what fails is ours (the database), not the platform's. */
+    let answered = false;
     try {
       const data = await this.opts.scrapers.scrape(t.ref, { signal });
+      answered = true;
       const memory = this.memory.get(t.key);
       const scraped = toSnapshot(data);
       // A partial read keeps what was last read of the parts it missed (snapshot.ts, carryUnknown);
@@ -382,7 +389,7 @@ class ShardLoop {
         // Older news than what another poller of the target recorded (record-poll.ts): nothing
         // kept, so the next poll compares afresh.
         if (recorded.stale) {
-          this.schedule.succeeded(t, Date.now());
+          this.schedule.succeeded(t, Date.now(), started);
           return;
         }
         this.memory.set(t.key, { hash, known: { id: recorded.snapshotId, data: snapshot } });
@@ -399,10 +406,21 @@ class ShardLoop {
       // A status row another poller left (a frozen one whose scrapes timed out as it woke) is
       // cleared by the first success too, not only this poller's own failures.
       if (t.failures > 0 || this.statusToClear.delete(t.key)) await clearStatus(this.opts.db, t.key);
-      this.schedule.succeeded(t, Date.now());
+      this.schedule.succeeded(t, Date.now(), started);
+      this.recording.succeeded();
     } catch (err) {
       if (signal.aborted) return;
       const now = Date.now();
+      if (answered) {
+        // The platform answered; the database did not (a restart, a worker cut off from it). Not
+        // the platform's failure: no back-off of the target (up to 16 intervals: every target of
+        // a worker cut off for 30 s took 26 to 36 s to be polled again), no status row (the
+        // database is what is away). Asked again in an interval; one log line per outage.
+        this.recording.failed(err, { target: t.key });
+        this.schedule.succeeded(t, now, started);
+        outcome = 'failed';
+        return;
+      }
       const blocked = err instanceof ScrapeFailure && err.kind === 'blocked';
       const blockedUntil = blocked ? now + (err.retryAfterMs ?? this.opts.intervalMs * 2 ** Math.min(4, t.failures + 1)) : null;
       if (blockedUntil !== null) this.pacer.pause(blockedUntil);

@@ -21,9 +21,20 @@ import { forwardStreamUpgrades } from './stream/forward.ts';
 import { STREAM_PATH } from './stream/protocol.ts';
 import { startStreamNode } from './stream/start.ts';
 
+/**
+ * Longer than any proxy's idle keep-alive to us (nginx keeps upstream connections 60 s): Node's
+ * default 5 s closed connections nginx was about to reuse, and a POST or PATCH sent on one in that
+ * instant came back 502 (the rehearsal: "upstream prematurely closed connection"); nginx retries
+ * only idempotent requests.
+ */
+const KEEP_ALIVE_MS = 65_000;
+
 function listen(app: ReturnType<typeof createGateway>, port: number, host: string): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = app.listen(port, host);
+    server.keepAliveTimeout = KEEP_ALIVE_MS;
+    // Must exceed the keep-alive, or a request on a kept connection can be cut off by it.
+    server.headersTimeout = KEEP_ALIVE_MS + 1_000;
     server.once('listening', () => resolve(server));
     server.once('error', reject);
   });

@@ -29,8 +29,11 @@ export async function shardPoller(input: ShardPollerInput): Promise<void> {
     startToCloseTimeout: '1 hour',
     // How soon a dead worker's loop is taken over by another worker.
     heartbeatTimeout: '15 seconds',
-    // Never give up: a shard that stopped polling would silently stop notifying.
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+    // Never give up: a shard that stopped polling would silently stop notifying. Each heartbeat
+    // timeout (a worker killed, frozen or cut off) is an attempt, and attempts count up for the
+    // run's whole 10 minutes: at a 30 s cap the rehearsal's seventh fault waited 30 s for its
+    // retry after Temporal was back. At 5 s a shard is polled again within seconds of any return.
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '5 seconds' },
   });
   const result = await pollShard({ platform: input.platform, shard: input.shard, due: input.due });
   if (result.idle) return;

@@ -7,7 +7,9 @@
 //
 // A config update keeps the member's baseline; a member that (re)joins starts without one, so
 // its first poll sets it. A periodic reconcile starts the pollers of shards that have members,
-// in case a poller ended (no members) in the instant a new member arrived.
+// in case a poller ended (no members) in the instant a new member arrived, or a start was
+// refused: the member rows commit anyway (a running poller takes new and deleted items at once,
+// during a Temporal outage too), and the reconcile retries every 3 s until the start works.
 //
 // Only served accounts have members (src/accounts/service-state.ts): an item of an account that
 // is not served is treated as paused, and the service sweep's hooks (memberServiceHooks) take an
@@ -32,6 +34,8 @@ import { shardOf, shardPollerId } from './shards.ts';
 
 const CURSOR = 'monitor-members';
 const RECONCILE_MS = 10_000;
+/** After a refused poller start: a Temporal back from an outage starts them within this. */
+const RECONCILE_RETRY_MS = 3_000;
 
 /** The same settings as the monitor relay's: the two consumers run side by side. */
 export type MembershipOptions = RelayOptions;
@@ -97,11 +101,23 @@ async function removeMembers(trx: Knex.Transaction, itemIds: Knex.QueryBuilder |
   }
 }
 
-/** Tells the touched shards' pollers, and starts those that gained members; inside `trx`, so a refusal replays the batch. */
-async function announce(trx: Knex.Transaction, touched: Map<string, Touched>, ensurePoller: (platform: string, shard: number) => Promise<void>): Promise<void> {
+/**
+ * Tells the touched shards' pollers, and starts those that gained members. A start Temporal
+ * refuses goes to `startLater` when given (the relay's reconcile retries it), so the members'
+ * rows still commit: a poller already running polls a new item, and stops polling a deleted one,
+ * during a Temporal outage too (the rehearsal saw deleted items notified for 30 s while the
+ * batch waited for Temporal). Without it, the refusal fails the caller's transaction.
+ */
+async function announce(
+  trx: Knex.Transaction,
+  touched: Map<string, Touched>,
+  ensurePoller: (platform: string, shard: number) => Promise<void>,
+  startLater?: (err: unknown) => void,
+): Promise<void> {
   if (touched.size === 0) return;
   await trx.raw('SELECT pg_notify(?, ?)', [MEMBERS_CHANNEL, shardKeysPayload(touched.keys())]);
-  await Promise.all([...touched.values()].filter((t) => t.joined).map((t) => ensurePoller(t.platform, t.shard)));
+  const joined = [...touched.values()].filter((t) => t.joined);
+  await Promise.all(joined.map((t) => (startLater ? ensurePoller(t.platform, t.shard).catch(startLater) : ensurePoller(t.platform, t.shard))));
 }
 
 /**
@@ -183,7 +199,7 @@ export function startMembershipRelay(opts: MembershipOptions): MembershipRelay {
         .whereNotExists((q) => q.select(1).from('monitor_members').whereRaw('monitor_members.item_id = monitor_cooldowns.item_id AND monitor_members.target = monitor_cooldowns.target'))
         .delete();
     }
-    await announce(trx, touched, ensurePoller);
+    await announce(trx, touched, ensurePoller, reconcileSoon);
   };
 
   const feed = startChangeFeed({ db, connectionString: opts.connectionString, cursor: CURSOR, log, apply });
@@ -196,20 +212,37 @@ export function startMembershipRelay(opts: MembershipOptions): MembershipRelay {
       .distinct('m.platform', 'm.shard');
     await Promise.all(shards.map((s) => ensurePoller(s.platform, s.shard)));
   };
-  const reconciling = new OutageLog(log, 'reconcile the shard pollers');
-  const timer = setInterval(() => {
+  const reconciling = new OutageLog(log, 'start the shard pollers');
+  let soon: NodeJS.Timeout | null = null;
+  let stopped = false;
+  const runReconcile = () =>
     reconcile().then(
       () => reconciling.succeeded(),
-      (err: unknown) => reconciling.failed(err),
+      (err: unknown) => {
+        reconciling.failed(err);
+        reconcileSoon();
+      },
     );
-  }, RECONCILE_MS);
+  /** A poller start was refused (Temporal away): try again in a few seconds until it works. */
+  function reconcileSoon(err?: unknown): void {
+    if (err !== undefined) reconciling.failed(err);
+    if (soon || stopped) return;
+    soon = setTimeout(() => {
+      soon = null;
+      void runReconcile();
+    }, RECONCILE_RETRY_MS);
+    soon.unref();
+  }
+  const timer = setInterval(() => void runReconcile(), RECONCILE_MS);
   timer.unref();
 
   return {
     drain: feed.drain,
     reconcile,
     stop: async () => {
+      stopped = true;
       clearInterval(timer);
+      if (soon) clearTimeout(soon);
       await feed.stop();
     },
   };

@@ -31,7 +31,7 @@ describe('ShardSchedule', () => {
     const s = new ShardSchedule({ intervalMs: I, jitterRatio: 0, random: () => 0.5 });
     s.sync(refs('a'), 0, { a: 10_000 });
     const t = s.targets.get('a')!;
-    s.succeeded(t, 10_800);
+    s.succeeded(t, 10_800, 10_000);
     expect(t.dueAt).toBe(15_000);
   });
 
@@ -40,8 +40,22 @@ describe('ShardSchedule', () => {
     s.sync(refs('a'), 0, { a: 10_000 });
     const t = s.targets.get('a')!;
     s.succeeded(t, 40_000);
-    expect(t.dueAt).toBeGreaterThanOrEqual(40_000);
-    expect(t.dueAt).toBeLessThanOrEqual(40_000 + I * 0.2);
+    expect(t.dueAt).toBeGreaterThanOrEqual(40_000 + I * 0.8);
+    expect(t.dueAt).toBeLessThanOrEqual(40_000 + I * 1.2);
+  });
+
+  it('property: a poll however late is never followed by another within an interval less its jitter', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 4 * I }), fc.integer({ min: 0, max: I }), fc.double({ min: 0, max: 0.9, noNaN: true }), (late, took, jitter) => {
+        const s = new ShardSchedule({ intervalMs: I, jitterRatio: jitter });
+        s.sync(refs('a'), 0, { a: 10_000 });
+        const t = s.targets.get('a')!;
+        const startedAt = 10_000 + late;
+        s.succeeded(t, startedAt + took, startedAt);
+        expect(t.dueAt - startedAt).toBeGreaterThanOrEqual(I * (1 - jitter) - 1e-6);
+        expect(t.dueAt).toBeLessThanOrEqual(startedAt + took + I * (1 + jitter) + 1e-6);
+      }),
+    );
   });
 
   it('failures back off exponentially; a Retry-After wins when it is later', () => {

@@ -1,0 +1,124 @@
+// The rehearsal's knobs, all from the environment (REHEARSAL_*), so a shorter iteration is one
+// line: `REHEARSAL_FAULTS=temporal-down,pg-restart REHEARSAL_SETTLE_MS=15000 npm run rehearsal`.
+// The defaults are the full schedule, sized so the whole run stays under 20 minutes on 2 cores.
+// Two more, read where they act: REHEARSAL_KEEP_DIR=1 keeps the run directory (every process's
+// log), REHEARSAL_DUMP=file writes what the load recorded (windows, changes, items, requests,
+// arrivals, the simulator's request log) as JSON.
+import { envNumber } from '../bench/monitors/support.ts';
+
+export const FAULT_NAMES = [
+  'gateway-kill',
+  'stream-kill',
+  'scrape-worker-kill',
+  'deliver-worker-kill',
+  'nginx-kill',
+  'worker-sigstop',
+  'pg-restart',
+  'pg-drop-connections',
+  'pg-slow',
+  'worker-cut-pg',
+  'worker-cut-temporal',
+  'temporal-down',
+  'nginx-reload',
+  'nginx-restart',
+] as const;
+export type FaultName = (typeof FAULT_NAMES)[number];
+
+export interface RehearsalConfig {
+  /** REHEARSAL_FAULTS: a comma-separated subset, run in the order given (default: all, in FAULT_NAMES order). */
+  faults: FaultName[];
+  /** REHEARSAL_SETTLE_MS: load after a part is back before the next fault (each fault's recovery wait). */
+  settleMs: number;
+  /** REHEARSAL_WARMUP_MS: load before the first fault (the "no fault" window). */
+  warmupMs: number;
+  /** REHEARSAL_FINAL_MS: after the load stops, at least this long before the ground truth is read. */
+  finalMs: number;
+  /** REHEARSAL_ACCOUNTS: accounts, each with its own stream client. */
+  accounts: number;
+  /** REHEARSAL_KEYS_PER_ACCOUNT: paid requests rotate over every key. */
+  keysPerAccount: number;
+  /** REHEARSAL_TARGETS: pf_03 events watched. */
+  targets: number;
+  /** REHEARSAL_ITEMS_PER_TARGET: the standing items on each target (from different accounts). */
+  itemsPerTarget: number;
+  /** REHEARSAL_WEBHOOK_ACCOUNTS: accounts whose items also deliver to a webhook endpoint on the receiver. */
+  webhookAccounts: number;
+  /** REHEARSAL_INTERVAL_MS: MONITOR_INTERVAL_MS of the workers. */
+  intervalMs: number;
+  /** REHEARSAL_CHANGES_PER_S: inventory changes on the simulator, round robin over the targets. */
+  changesPerSecond: number;
+  /** REHEARSAL_PAID_PER_S: paid requests (ping, platforms) per second. */
+  paidPerSecond: number;
+  /** REHEARSAL_SCRAPE_EVERY_MS: one POST /events/scrape this often. */
+  scrapeEveryMs: number;
+  /** REHEARSAL_CHURN_EVERY_MS: one watchlist create, edit or delete this often. */
+  churnEveryMs: number;
+  /** REHEARSAL_CHURN_LIFE_MS: a churned item is deleted this long after its create. */
+  churnLifeMs: number;
+  /** REHEARSAL_DOWN_MS: how long Temporal stays down. */
+  temporalDownMs: number;
+  /** REHEARSAL_SLOW_MS: how long PostgreSQL is 300 ms slower. */
+  slowMs: number;
+  /** REHEARSAL_CUT_MS: how long a worker is cut off from PostgreSQL or Temporal. */
+  cutMs: number;
+  /** REHEARSAL_STOP_MS: how long a worker is SIGSTOPped (past the shard pollers' 15 s heartbeat timeout). */
+  stopMs: number;
+  /** REHEARSAL_WORKERS: `split` (one scrape, one deliver worker, as docker-compose) or `all` (two of role all). */
+  workers: 'split' | 'all';
+  /** REHEARSAL_CUT_WORKER: which worker the cut-off and SIGSTOP faults take (`scrape` or `deliver`). */
+  cutWorker: 'scrape' | 'deliver';
+  /** The run must finish within this (20 minutes); the report says whether it did. */
+  budgetMs: number;
+}
+
+function parseFaults(raw: string | undefined): FaultName[] {
+  const given = (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (given.length === 0) return [...FAULT_NAMES];
+  const unknown = given.filter((g) => !(FAULT_NAMES as readonly string[]).includes(g));
+  if (unknown.length) throw new Error(`REHEARSAL_FAULTS: unknown ${unknown.join(', ')}; the faults are ${FAULT_NAMES.join(', ')}`);
+  return given as FaultName[];
+}
+
+function oneOf<T extends string>(name: string, values: readonly T[], fallback: T): T {
+  const raw = (process.env[name] ?? '').trim();
+  if (!raw) return fallback;
+  if ((values as readonly string[]).includes(raw)) return raw as T;
+  throw new Error(`${name} must be one of ${values.join(', ')}, got ${JSON.stringify(raw)}`);
+}
+
+export function rehearsalConfig(): RehearsalConfig {
+  const accounts = Math.max(2, Math.round(envNumber('REHEARSAL_ACCOUNTS', 20)));
+  return {
+    faults: parseFaults(process.env.REHEARSAL_FAULTS),
+    settleMs: envNumber('REHEARSAL_SETTLE_MS', 30_000),
+    warmupMs: envNumber('REHEARSAL_WARMUP_MS', 30_000),
+    finalMs: envNumber('REHEARSAL_FINAL_MS', 20_000),
+    accounts,
+    keysPerAccount: Math.max(1, Math.round(envNumber('REHEARSAL_KEYS_PER_ACCOUNT', 2))),
+    targets: Math.max(1, Math.round(envNumber('REHEARSAL_TARGETS', 50))),
+    itemsPerTarget: Math.max(1, Math.min(accounts, Math.round(envNumber('REHEARSAL_ITEMS_PER_TARGET', 2)))),
+    webhookAccounts: Math.min(accounts, Math.round(envNumber('REHEARSAL_WEBHOOK_ACCOUNTS', 5))),
+    intervalMs: Math.max(200, envNumber('REHEARSAL_INTERVAL_MS', 2_000)),
+    changesPerSecond: envNumber('REHEARSAL_CHANGES_PER_S', 2),
+    paidPerSecond: envNumber('REHEARSAL_PAID_PER_S', 4),
+    scrapeEveryMs: envNumber('REHEARSAL_SCRAPE_EVERY_MS', 10_000),
+    churnEveryMs: envNumber('REHEARSAL_CHURN_EVERY_MS', 3_000),
+    churnLifeMs: envNumber('REHEARSAL_CHURN_LIFE_MS', 120_000),
+    temporalDownMs: envNumber('REHEARSAL_DOWN_MS', 60_000),
+    slowMs: envNumber('REHEARSAL_SLOW_MS', 60_000),
+    cutMs: envNumber('REHEARSAL_CUT_MS', 30_000),
+    stopMs: envNumber('REHEARSAL_STOP_MS', 25_000),
+    workers: oneOf('REHEARSAL_WORKERS', ['split', 'all'] as const, 'split'),
+    cutWorker: oneOf('REHEARSAL_CUT_WORKER', ['scrape', 'deliver'] as const, 'scrape'),
+    budgetMs: 20 * 60_000,
+  };
+}
+
+/** The settings given in the environment, for the report's command line. */
+export function commandLine(): string {
+  const given = Object.entries(process.env)
+    .filter(([k]) => k.startsWith('REHEARSAL_') || k === 'DATABASE_URL')
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([k, v]) => (k === 'DATABASE_URL' ? `${k}=(set)` : `${k}=${v}`));
+  return [...given, 'npm run rehearsal'].join(' ');
+}

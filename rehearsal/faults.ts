@@ -1,0 +1,292 @@
+// The fault schedule: one fault at a time, each its own window in the report. A window runs from
+// the fault's start to the next fault's start: the part goes down (downAt), comes back (backAt),
+// the API is waited for (the recovery wait: GET /usage through nginx answers again), then the
+// load runs on for the settle time so late effects land in the window that caused them.
+import pg from 'pg';
+import type { Lifecycle } from '../bench/monitors/lifecycle.ts';
+import { sleep } from '../bench/monitors/support.ts';
+import type { FaultName, RehearsalConfig } from './config.ts';
+import type { Load } from './load.ts';
+import type { NodeProcess, Topology } from './topology.ts';
+
+/** What a fault takes away; a route needs some of these (truth.ts ROUTE_NEEDS). */
+export type Part = 'gateway-replica' | 'stream-replica' | 'scrape-worker' | 'deliver-worker' | 'nginx' | 'postgres' | 'temporal' | 'none';
+
+export interface Window {
+  name: string;
+  title: string;
+  part: Part;
+  start: number;
+  /** When the part went down and came back (the same instant for an instant fault). */
+  downAt: number | null;
+  backAt: number | null;
+  /** When GET /usage through nginx answered 200 again after backAt (null: not within the wait). */
+  apiBackAt: number | null;
+  /** When every watched target had been polled again after backAt (the simulator's log; null: not within the wait). */
+  pollsBackAt: number | null;
+  end: number;
+  notes: string[];
+  skipped: string | null;
+}
+
+interface FaultDef {
+  title: string;
+  part: Part;
+  /** Does the fault; sets downAt and backAt on the window. Returns why it was skipped, or null. */
+  run(w: Window): Promise<string | null>;
+}
+
+const PG_LATENCY_MS = 300;
+
+export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, progress: (m: string) => void): Record<FaultName, FaultDef> {
+  const cut = cfg.cutWorker === 'scrape' ? topo.scrapeWorker : topo.deliverWorker;
+  const cutPart: Part = cfg.cutWorker === 'scrape' ? 'scrape-worker' : 'deliver-worker';
+  const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+  /** SIGKILL, then the supervisor's restart at once (compose: restart unless-stopped). */
+  const killAndRestart = (n: NodeProcess) => async (w: Window) => {
+    w.downAt = Date.now();
+    await n.kill();
+    const ms = await n.start();
+    w.backAt = Date.now();
+    w.notes.push(`${n.name} killed (SIGKILL to its process group) and restarted: serving again in ${s(ms)}`);
+    return null;
+  };
+
+  /** nginx taken down (killed or stopped), then started again at once. */
+  const restartNginx = (down: () => Promise<void>) => async (w: Window) => {
+    w.downAt = Date.now();
+    await down();
+    const ms = await topo.nginx.start();
+    w.backAt = Date.now();
+    w.notes.push(`nginx answering again ${ms} ms after its start`);
+    return null;
+  };
+
+  /** A window for `ms` with `during` applied to a Toxiproxy proxy of each name, undone after. */
+  const withProxies = async (w: Window, ms: number, apply: () => Promise<void>, undo: () => Promise<void>) => {
+    w.downAt = Date.now();
+    await apply();
+    await sleep(ms);
+    await undo();
+    w.backAt = Date.now();
+  };
+
+  return {
+    'gateway-kill': { title: 'SIGKILL of a gateway, then its restart', part: 'gateway-replica', run: killAndRestart(topo.gateways[0]!) },
+    'stream-kill': { title: 'SIGKILL of a stream node, then its restart', part: 'stream-replica', run: killAndRestart(topo.streams[0]!) },
+    'scrape-worker-kill': { title: `SIGKILL of the ${topo.scrapeWorker.name}, then its restart`, part: cfg.workers === 'split' ? 'scrape-worker' : 'none', run: killAndRestart(topo.scrapeWorker) },
+    'deliver-worker-kill': { title: `SIGKILL of the ${topo.deliverWorker.name}, then its restart`, part: cfg.workers === 'split' ? 'deliver-worker' : 'none', run: killAndRestart(topo.deliverWorker) },
+    'nginx-kill': { title: 'SIGKILL of nginx (master and workers), then its restart', part: 'nginx', run: restartNginx(() => topo.nginx.kill()) },
+    'worker-sigstop': {
+      title: `SIGSTOP of the ${cut.name} for ${s(cfg.stopMs)} (past the shard pollers' 15 s heartbeat timeout), then SIGCONT`,
+      part: cfg.workers === 'split' ? cutPart : 'none',
+      run: async (w) => {
+        w.downAt = Date.now();
+        cut.signal('SIGSTOP');
+        await sleep(cfg.stopMs);
+        cut.signal('SIGCONT');
+        w.backAt = Date.now();
+        return null;
+      },
+    },
+    'pg-restart': {
+      title: 'PostgreSQL restarted (fast shutdown, then a start on the same data and port)',
+      part: 'postgres',
+      run: async (w) => {
+        if (topo.pg.restartSkipReason) return topo.pg.restartSkipReason;
+        w.downAt = Date.now();
+        const ms = await topo.pg.restart();
+        w.backAt = Date.now();
+        w.notes.push(`PostgreSQL stopped and started on the same data and port: accepting connections again after ${s(ms)}`);
+        return null;
+      },
+    },
+    'pg-drop-connections': {
+      title: 'every connection to the service database dropped (pg_terminate_backend of all but our own)',
+      part: 'postgres',
+      run: async (w) => {
+        const client = new pg.Client({ connectionString: topo.pg.adminUrl, application_name: 'rehearsal-terminate' });
+        await client.connect();
+        try {
+          w.downAt = w.backAt = Date.now();
+          const { rows } = await client.query<{ n: number }>(
+            `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
+            [topo.pg.database],
+          );
+          w.notes.push(`${rows[0]!.n} backends terminated`);
+        } finally {
+          await client.end();
+        }
+        return null;
+      },
+    },
+    'pg-slow': {
+      title: `PostgreSQL ${PG_LATENCY_MS} ms slower for ${s(cfg.slowMs)} (a latency toxic on every process's path to it)`,
+      part: 'postgres',
+      run: async (w) => {
+        const names = [...topo.proxies.values()].map((p) => p.pg.name);
+        await withProxies(
+          w,
+          cfg.slowMs,
+          async () => {
+            for (const n of names) await topo.toxi.addToxic(n, { name: 'slow', type: 'latency', attributes: { latency: PG_LATENCY_MS, jitter: 0 } });
+          },
+          async () => {
+            for (const n of names) await topo.toxi.removeToxic(n, 'slow');
+          },
+        );
+        return null;
+      },
+    },
+    'worker-cut-pg': {
+      title: `the ${cut.name} cut off from PostgreSQL for ${s(cfg.cutMs)} (its proxy disabled: connections closed, new ones refused)`,
+      part: cfg.workers === 'split' ? cutPart : 'none',
+      run: async (w) => {
+        const name = topo.proxies.get(cut.name)!.pg.name;
+        await withProxies(w, cfg.cutMs, () => topo.toxi.setEnabled(name, false), () => topo.toxi.setEnabled(name, true));
+        return null;
+      },
+    },
+    'worker-cut-temporal': {
+      title: `the ${cut.name} cut off from Temporal for ${s(cfg.cutMs)} (its proxy disabled)`,
+      part: cfg.workers === 'split' ? cutPart : 'none',
+      run: async (w) => {
+        const name = topo.proxies.get(cut.name)!.temporal!.name;
+        await withProxies(w, cfg.cutMs, () => topo.toxi.setEnabled(name, false), () => topo.toxi.setEnabled(name, true));
+        return null;
+      },
+    },
+    'temporal-down': {
+      title: `Temporal SIGKILLed, down ${s(cfg.temporalDownMs)}, started again on its SQLite file; meanwhile a gateway restarted`,
+      part: 'temporal',
+      run: async (w) => {
+        w.downAt = Date.now();
+        await topo.temporal.kill();
+        await sleep(Math.min(5_000, cfg.temporalDownMs / 4));
+        const g = topo.gateways[1]!;
+        progress(`  restarting ${g.name} while Temporal is down...`);
+        await g.stop();
+        const outcome = await g.launch(Math.max(15_000, w.downAt + cfg.temporalDownMs - Date.now() - 5_000));
+        if (outcome.ready) {
+          const account = load.accounts[0]!;
+          const direct = `http://127.0.0.1:${g.env.PORT}`;
+          const answers = [];
+          // Recorded like the load's own requests: a paid probe's charge must match what it saw.
+          for (const [path, credits] of [['/usage', 0], ['/watchlist', 0], ['/svc/data/ping', 1], ['/events/ping', 5]] as const) {
+            const { status } = await load.call(`GET ${path} (straight to ${g.name})`, 'GET', path, account.keys[0]!, account.id, credits, undefined, 10_000, direct);
+            answers.push(`${path} ${status || 'no answer'}`);
+          }
+          w.notes.push(`gateway started while Temporal is down: came up in ${s(outcome.ms)}; on its own port: ${answers.join(', ')}`);
+        } else {
+          w.notes.push(`gateway started while Temporal is down: did NOT come up (${s(outcome.ms)}): ${outcome.why}`);
+        }
+        const left = w.downAt + cfg.temporalDownMs - Date.now();
+        if (left > 0) await sleep(left);
+        const ms = await topo.temporal.start();
+        w.backAt = Date.now();
+        w.notes.push(`Temporal down ${s(w.backAt - w.downAt)} in all; serving again ${s(ms)} after its start`);
+        if (!g.running) {
+          const again = await g.start();
+          w.notes.push(`${g.name} started again after Temporal's return: serving in ${s(again)}`);
+        }
+        return null;
+      },
+    },
+    'nginx-reload': {
+      title: 'nginx reloaded (nginx -s reload)',
+      part: 'none',
+      run: async (w) => {
+        w.downAt = w.backAt = Date.now();
+        topo.nginx.reload();
+        return null;
+      },
+    },
+    'nginx-restart': { title: 'nginx restarted (nginx -s stop, then a start)', part: 'nginx', run: restartNginx(() => topo.nginx.stop()) },
+  };
+}
+
+/**
+ * Until every watched target has been requested since `since` (the simulator's own log: polling
+ * runs again for all of them), at most `ms`; when that was. The next fault waits for it, so a
+ * fault's late effects stay in its own window.
+ */
+async function waitForPolls(topo: Topology, load: Load, since: number, ms: number): Promise<number | null> {
+  const deadline = Date.now() + ms;
+  const keys = new Set(load.targets.map((t) => t.key));
+  while (Date.now() < deadline) {
+    const polled = new Set(topo.sim.requests.since(since, 'pf_03').map((r) => r.key));
+    if ([...keys].every((k) => polled.has(k))) return Date.now();
+    await sleep(250);
+  }
+  return null;
+}
+
+/** GET /usage through nginx until it answers 200 (at most `ms`); when it did. */
+async function waitForApi(topo: Topology, key: string, ms: number): Promise<number | null> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`${topo.publicUrl}/usage`, { headers: { apikey: key }, signal: AbortSignal.timeout(5_000) });
+      await res.arrayBuffer();
+      if (res.status === 200) return Date.now();
+    } catch {
+      // not yet
+    }
+    await sleep(250);
+  }
+  return null;
+}
+
+export async function runSchedule(topo: Topology, cfg: RehearsalConfig, load: Load, life: Lifecycle, progress: (m: string) => void, runStarted: number): Promise<Window[]> {
+  const defs = faultDefs(topo, cfg, load, progress);
+  const windows: Window[] = [];
+  const key = load.accounts[0]!.keys[0]!;
+  for (const [i, name] of cfg.faults.entries()) {
+    life.check();
+    const def = defs[name];
+    const w: Window = { name, title: def.title, part: def.part, start: Date.now(), downAt: null, backAt: null, apiBackAt: null, pollsBackAt: null, end: 0, notes: [], skipped: null };
+    windows.push(w);
+    progress(`fault ${i + 1}/${cfg.faults.length} ${name}: ${def.title}`);
+    try {
+      w.skipped = await def.run(w);
+    } catch (err) {
+      w.notes.push(`the fault itself failed: ${err instanceof Error ? err.message : String(err)}`);
+      progress(`  ${name}: the fault itself failed: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    if (w.skipped) {
+      progress(`  ${name}: skipped (${w.skipped})`);
+      w.end = Date.now();
+      continue;
+    }
+    const back = w.backAt ?? Date.now();
+    w.apiBackAt = await waitForApi(topo, key, 60_000);
+    w.pollsBackAt = await waitForPolls(topo, load, back, 120_000);
+    const after = (t: number | null, what: string, limit: string) => (t ? `${what} ${((t - back) / 1000).toFixed(1)} s later` : `${what} NOT within ${limit}`);
+    progress(
+      `  ${name}: part back ${w.downAt && w.backAt ? `after ${((w.backAt - w.downAt) / 1000).toFixed(1)} s` : '(no part came back)'}` +
+        `, ${after(w.apiBackAt, 'GET /usage through nginx answering', '60 s')}, ${after(w.pollsBackAt, 'every target polled again', '120 s')}` +
+        `; load runs on ${(cfg.settleMs / 1000).toFixed(0)} s (elapsed ${fmtElapsed(Date.now() - runStarted)})`,
+    );
+    for (const note of w.notes) progress(`    ${note}`);
+    const until = Date.now() + cfg.settleMs;
+    while (Date.now() < until) {
+      life.check();
+      await sleep(Math.min(1_000, until - Date.now()));
+    }
+    for (const n of topo.nodes) {
+      if (!n.running) {
+        progress(`  ${n.name} is not running (it exited by itself: ${n.unexpectedExits.map((e) => e.how).join(', ') || '?'}); starting it again`);
+        w.notes.push(`${n.name} found not running after the window; started again`);
+        await n.start().catch((err: unknown) => w.notes.push(`${n.name} could not be started again: ${String(err)}`));
+      }
+    }
+    w.end = Date.now();
+  }
+  return windows;
+}
+
+export function fmtElapsed(ms: number): string {
+  const s = Math.round(ms / 1000);
+  return `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
+}

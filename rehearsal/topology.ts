@@ -1,0 +1,488 @@
+// The compose stack as processes on this machine: PostgreSQL (the machine's scratch database when
+// DATABASE_URL is set, else an embedded cluster of the run's own that can be restarted), a
+// Temporal dev server on a persisted SQLite file (SIGKILL and a start on the same file and port
+// keep its workflows), Toxiproxy in front of both for every app process, the simulator and the
+// webhook receivers in this process, two gateways, two stream nodes and two workers started
+// from the image's entry points, and nginx in front. Every process is its own process group,
+// registered with the lifecycle (and its janitor) as it starts, so a kill takes its helpers
+// with it and nothing outlives the run.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Lifecycle } from '../bench/monitors/lifecycle.ts';
+import { isChromium, processTable, treePids } from '../bench/monitors/proc.ts';
+import { sleep } from '../bench/monitors/support.ts';
+import { createDb, type Db } from '../db/connection.ts';
+import { startEmbeddedPostgres, type EmbeddedHandle } from '../db/embedded.ts';
+import { migrateLatest } from '../db/migrations/index.ts';
+import { loginFromUrl, setUpRoles } from '../db/roles.ts';
+import { applyScraperGrants } from '../db/scraper-grants.ts';
+import { createScratchDatabase } from '../db/scratch.ts';
+import { createLogger, type Logger } from '../src/logger.ts';
+import { freePort } from '../src/runtime/ports.ts';
+import { startSimulator, type Simulator } from '../src/simulator/server.ts';
+import { newWebhookKey } from '../src/webhooks/secret-box.ts';
+import { resolveTemporalCli } from '../temporal/binary.ts';
+import { startDevServer, type DevServer } from '../temporal/dev-server.ts';
+import { isRunning } from '../temporal/processes.ts';
+import type { RehearsalConfig } from './config.ts';
+import { Nginx } from './nginx.ts';
+import { resolveToxiproxy, startToxiproxy, type Toxiproxy } from './toxiproxy.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+// The monitors bench's watchdog: a child whose stdin (our pipe) closes kills itself, so a
+// rehearsal killed without its cleanup leaves no process polling a dropped database.
+const WATCHDOG = fileURLToPath(new URL('../bench/monitors/worker-watchdog.mjs', import.meta.url));
+const NAMESPACE = 'default';
+const SCRAPER_ROLE = 'ticket_market_scraper';
+
+export type NodeKind = 'gateway' | 'stream' | 'worker';
+
+export type LaunchOutcome = { ready: true; ms: number } | { ready: false; ms: number; why: string };
+
+/** One app process (gateway, stream node, worker): spawned, awaited until it serves, killed, paused. */
+export class NodeProcess {
+  private child: ChildProcess | null = null;
+  private exitedPromise: Promise<void> = Promise.resolve();
+  private expected = true;
+  /** Exits nobody asked for: when, and how. */
+  readonly unexpectedExits: { at: number; how: string }[] = [];
+  incarnations = 0;
+
+  constructor(
+    readonly name: string,
+    readonly kind: NodeKind,
+    /** WORKER_ROLE for a worker. */
+    readonly role: string | null,
+    private readonly script: string,
+    readonly env: NodeJS.ProcessEnv,
+    /** Answers 200 once the process serves (the gateway's /openapi.json, the others' /metrics). */
+    private readonly readyUrl: string,
+    readonly logFile: string,
+    private readonly onSpawn: (pid: number) => void,
+  ) {}
+
+  get pid(): number | null {
+    return this.child?.pid ?? null;
+  }
+
+  get running(): boolean {
+    return this.child !== null && this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** Spawns it and waits until it serves, exits or the time runs out; never throws for those. */
+  async launch(timeoutMs = 180_000): Promise<LaunchOutcome> {
+    const started = Date.now();
+    const out = fs.openSync(this.logFile, 'a');
+    const child = spawn(process.execPath, ['--import', 'tsx', '--import', WATCHDOG, this.script], {
+      cwd: ROOT,
+      env: this.env,
+      stdio: ['pipe', out, out],
+      detached: true,
+    });
+    fs.closeSync(out);
+    child.stdin!.on('error', () => {});
+    this.child = child;
+    this.incarnations++;
+    this.expected = false;
+    this.exitedPromise = new Promise((resolve) =>
+      child.once('exit', (code, signal) => {
+        if (!this.expected) this.unexpectedExits.push({ at: Date.now(), how: signal ?? `exit ${code}` });
+        resolve();
+      }),
+    );
+    if (child.pid) this.onSpawn(child.pid);
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        this.expected = true;
+        return { ready: false, ms: Date.now() - started, why: `exited (${child.signalCode ?? `code ${child.exitCode}`}): ${this.tail(3)}` };
+      }
+      try {
+        const res = await fetch(this.readyUrl, { signal: AbortSignal.timeout(1_000) });
+        await res.arrayBuffer();
+        if (res.status === 200) return { ready: true, ms: Date.now() - started };
+      } catch {
+        // not serving yet
+      }
+      if (Date.now() - started > timeoutMs) return { ready: false, ms: Date.now() - started, why: `not serving after ${timeoutMs / 1000} s: ${this.tail(3)}` };
+      await sleep(100);
+    }
+  }
+
+  /** launch(), or an error naming the process and its last output. */
+  async start(timeoutMs?: number): Promise<number> {
+    const r = await this.launch(timeoutMs);
+    if (!r.ready) {
+      await this.kill();
+      throw new Error(`${this.name} did not start: ${r.why}`);
+    }
+    return r.ms;
+  }
+
+  /** SIGKILL to its process group (node, tsx's esbuild), and to any Chromium it launched. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (!child || !this.running) return;
+    this.expected = true;
+    const table = processTable();
+    const browsers = treePids(child.pid!, table).filter((p) => p !== child.pid && isChromium(table.get(p)?.name ?? ''));
+    signalGroup(child.pid!, 'SIGKILL');
+    // A stopped process dies of SIGKILL too, but only once the kernel delivers it: no SIGCONT needed.
+    for (const pid of browsers) signalPid(pid, 'SIGKILL');
+    await this.exitedPromise;
+  }
+
+  /** SIGTERM (the process drains and exits), SIGKILL after 20 s. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || !this.running) return;
+    this.expected = true;
+    signalGroup(child.pid!, 'SIGCONT');
+    signalGroup(child.pid!, 'SIGTERM');
+    const timer = setTimeout(() => signalGroup(child.pid!, 'SIGKILL'), 20_000);
+    await this.exitedPromise;
+    clearTimeout(timer);
+    signalGroup(child.pid!, 'SIGKILL');
+  }
+
+  /** SIGSTOP / SIGCONT to the whole group. */
+  signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
+    if (this.child?.pid && this.running) signalGroup(this.child.pid, signal);
+  }
+
+  /** The last lines of its log, for a failure message. */
+  tail(lines: number): string {
+    try {
+      const fd = fs.openSync(this.logFile, 'r');
+      const size = fs.fstatSync(fd).size;
+      const buf = Buffer.alloc(Math.min(8192, size));
+      fs.readSync(fd, buf, 0, buf.length, size - buf.length);
+      fs.closeSync(fd);
+      return buf
+        .toString('utf8')
+        .trim()
+        .split('\n')
+        .slice(-lines)
+        .map((l) => {
+          try {
+            const j = JSON.parse(l) as { msg?: string; err?: { message?: string } };
+            return `${j.msg ?? ''}${j.err?.message ? `: ${j.err.message}` : ''}`;
+          } catch {
+            return l;
+          }
+        })
+        .join(' | ');
+    } catch {
+      return '(no output)';
+    }
+  }
+}
+
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  signalPid(-pid, signal);
+}
+
+function signalPid(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // gone already
+  }
+}
+
+/** The service's database: where it is, as whom each process connects, and whether we may restart it. */
+export interface Postgres {
+  port: number;
+  database: string;
+  /** Direct connection strings (the proxies' upstream is the same server). */
+  appUrl: string;
+  scraperUrl: string;
+  /** A role that may terminate the service's backends (the superuser, or DATABASE_URL's owner). */
+  adminUrl: string;
+  embedded: boolean;
+  /** Why a restart cannot be part of the rehearsal (null: it can). */
+  restartSkipReason: string | null;
+  /** Stops and starts the server on the same data and port; resolves with the ms it was down. */
+  restart(): Promise<number>;
+  close(): Promise<void>;
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|\[::1\])$/;
+
+/** The same connection string through another port on the loopback (a proxy). */
+export function viaPort(url: string, port: number): string {
+  const u = new URL(url);
+  u.hostname = '127.0.0.1';
+  u.port = String(port);
+  return u.toString();
+}
+
+async function startPostgres(root: string, progress: (m: string) => void, life: Lifecycle): Promise<Postgres> {
+  if (process.env.DATABASE_URL) {
+    const host = new URL(process.env.DATABASE_URL).hostname;
+    if (!LOOPBACK.test(host)) throw new Error(`DATABASE_URL's host is ${host}: the rehearsal sends traffic to loopback addresses only; unset it to use an embedded PostgreSQL`);
+    const scratch = await createScratchDatabase('tm_rehearsal');
+    const database = new URL(scratch.url).pathname.slice(1);
+    life.started({ db: { base: process.env.DATABASE_URL, name: database } });
+    return {
+      port: Number(new URL(scratch.url).port || 5432),
+      database,
+      appUrl: scratch.url,
+      // One role for every process: making roles on a shared server would outlive the run.
+      scraperUrl: scratch.url,
+      adminUrl: scratch.url,
+      embedded: false,
+      restartSkipReason: "DATABASE_URL is set: the machine's PostgreSQL serves others too and is not the rehearsal's to restart",
+      restart: async () => {
+        throw new Error('not restartable');
+      },
+      close: () => scratch.drop(),
+    };
+  }
+  const dataDir = path.join(root, 'pg');
+  await fsp.mkdir(dataDir, { recursive: true });
+  // As root the server runs as `postgres`, which must reach the cluster inside the run's directory.
+  await fsp.chmod(dataDir, 0o755);
+  const port = await freePort();
+  let handle: EmbeddedHandle = await startEmbeddedPostgres(dataDir, port, progress);
+  const app = loginFromUrl(handle.connectionString, 'the embedded server');
+  const scraper = { name: SCRAPER_ROLE, password: randomBytes(24).toString('hex') };
+  // Production's roles (docker-compose's db-roles and migrate jobs): the owner migrates, the scrape
+  // worker gets only db/scraper-grants.ts.
+  await setUpRoles(handle.superuserConnectionString, { app, scraper });
+  const db = createDb({ connectionString: handle.connectionString, poolMax: 2, applicationName: 'rehearsal-migrate' });
+  try {
+    await migrateLatest(db);
+    await applyScraperGrants(db, SCRAPER_ROLE);
+  } finally {
+    await db.destroy();
+  }
+  const scraperUrl = new URL(handle.connectionString);
+  scraperUrl.username = SCRAPER_ROLE;
+  scraperUrl.password = scraper.password;
+  const pg: Postgres = {
+    port,
+    database: app.database,
+    appUrl: handle.connectionString,
+    scraperUrl: scraperUrl.toString(),
+    adminUrl: handle.superuserConnectionString,
+    embedded: true,
+    restartSkipReason: null,
+    restart: async () => {
+      const down = Date.now();
+      await handle.stop();
+      handle = await startEmbeddedPostgres(dataDir, port, progress);
+      return Date.now() - down;
+    },
+    close: () => handle.stop(),
+  };
+  return pg;
+}
+
+/** The Temporal dev server on a SQLite file in the run's directory, killed and started again on it. */
+export class TemporalServer {
+  private server: DevServer | null = null;
+  readonly address: string;
+
+  constructor(
+    private readonly binary: string | null,
+    private readonly dataDir: string,
+    readonly port: number,
+    private readonly log: Logger,
+    private readonly onSpawn: (pid: number) => void,
+  ) {
+    this.address = `127.0.0.1:${port}`;
+  }
+
+  get pid(): number | null {
+    return this.server?.pid ?? null;
+  }
+
+  async start(): Promise<number> {
+    const started = Date.now();
+    this.server = await startDevServer({ binary: this.binary, dataDir: this.dataDir, port: this.port, uiPort: null, namespace: NAMESPACE, log: this.log, readyTimeoutMs: 60_000 });
+    if (this.server.pid) this.onSpawn(this.server.pid);
+    return Date.now() - started;
+  }
+
+  /** SIGKILL, as a crashed host: nothing is flushed beyond what SQLite already has. */
+  async kill(): Promise<void> {
+    const pid = this.server?.pid;
+    if (!pid) throw new Error('the Temporal dev server has no pid to kill (it runs through the SDK fallback)');
+    signalPid(pid, 'SIGKILL');
+    while (isRunning(pid)) await sleep(50);
+    this.server = null;
+  }
+
+  async stop(): Promise<void> {
+    await this.server?.stop();
+    this.server = null;
+  }
+}
+
+export interface ProxyPorts {
+  pg: { name: string; port: number };
+  temporal: { name: string; port: number } | null;
+}
+
+export interface Topology {
+  root: string;
+  pg: Postgres;
+  temporal: TemporalServer;
+  toxi: Toxiproxy;
+  /** Each app process's proxies, by process name. */
+  proxies: Map<string, ProxyPorts>;
+  sim: Simulator;
+  nginx: Nginx;
+  gateways: NodeProcess[];
+  streams: NodeProcess[];
+  workers: NodeProcess[];
+  /** The worker the scrape-side faults take (role scrape, or the first of role all), and the delivery one. */
+  scrapeWorker: NodeProcess;
+  deliverWorker: NodeProcess;
+  nodes: NodeProcess[];
+  /** nginx's address: what every client uses. */
+  publicUrl: string;
+  /** The rehearsal's own connection, direct to PostgreSQL (the ground truth's reads). */
+  db: Db;
+  /** Logs of the app processes, nginx's and Temporal's, for the report's warnings. */
+  logDir: string;
+  webhookKey: string;
+}
+
+export async function startTopology(cfg: RehearsalConfig, life: Lifecycle, progress: (m: string) => void): Promise<Topology> {
+  const root = await fsp.mkdtemp(path.join(os.tmpdir(), 'tm-rehearsal-'));
+  await fsp.chmod(root, 0o755);
+  life.started({ dir: root });
+  life.onCleanup('run directory', () => (process.env.REHEARSAL_KEEP_DIR ? Promise.resolve() : fsp.rm(root, { recursive: true, force: true })));
+  const logDir = path.join(root, 'logs');
+  await fsp.mkdir(logDir);
+  progress(`run directory ${root} (logs in ${logDir}${process.env.REHEARSAL_KEEP_DIR ? ', kept' : ', removed at the end unless REHEARSAL_KEEP_DIR=1'})`);
+
+  progress('Toxiproxy: provisioning (go install on first use) and starting...');
+  const toxiBinary = await resolveToxiproxy((m) => progress(`  toxiproxy: ${m}`));
+  const toxi = await startToxiproxy(toxiBinary, (pid) => life.started({ group: { pid, match: toxiBinary } }));
+  life.onCleanup('Toxiproxy', () => toxi.stop());
+
+  progress(process.env.DATABASE_URL ? 'PostgreSQL: a scratch database on DATABASE_URL\'s server...' : 'PostgreSQL: an embedded cluster of the run\'s own (roles, migrations, scraper grants)...');
+  const pg = await startPostgres(root, (m) => progress(`  postgres: ${m}`), life);
+  life.onCleanup('PostgreSQL', () => pg.close());
+
+  progress('Temporal: the CLI binary and a dev server on a persisted SQLite file...');
+  const temporalLog = createLogger('warn', fs.createWriteStream(path.join(logDir, 'temporal.log'), { flags: 'a' }));
+  const cli = await resolveTemporalCli({ onProgress: (m) => progress(`  temporal: ${m}`) });
+  if (!cli) throw new Error('no Temporal CLI binary (npm run temporal:install): the rehearsal SIGKILLs the server by pid, which the SDK fallback hides');
+  const temporal = new TemporalServer(cli, path.join(root, 'temporal-data'), await freePort(), temporalLog, (pid) => life.started({ process: { pid, match: root } }));
+  progress(`  Temporal ready in ${await temporal.start()} ms at ${temporal.address}`);
+  life.onCleanup('Temporal dev server', () => temporal.stop());
+
+  // In this process: the load's own ground truth reads it, and its request log is the poll record.
+  const sim = await startSimulator({ host: '127.0.0.1', driftMs: 0, empty: true });
+  life.onCleanup('simulator', () => sim.close());
+
+  const db = createDb({ connectionString: pg.appUrl, poolMax: 4, applicationName: 'rehearsal' });
+  life.onCleanup('rehearsal database connections', () => db.destroy());
+
+  const webhookKey = newWebhookKey();
+  const platformUrls = Object.fromEntries(Object.entries(sim.baseUrls).map(([p, url]) => [`${p.toUpperCase()}_BASE_URL`, url]));
+  // What docker-compose's x-common-env gives every Node process, on loopback addresses.
+  const common: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'info',
+    TRUST_PROXY: 'true',
+    DEMO_ACCOUNT: 'false',
+    RUN_WORKER: 'false',
+    RUN_SIMULATOR: 'false',
+    HOST: '127.0.0.1',
+    MONITOR_INTERVAL_MS: String(cfg.intervalMs),
+    // Two polls a second per target's interval, twice over: the budget never decides the pace here.
+    SCRAPE_RPS_PER_PLATFORM: `pf_03=${Math.max(20, Math.ceil((4 * cfg.targets * 1000) / cfg.intervalMs))}`,
+    ...platformUrls,
+  };
+  // The secrets' side (x-service-env), local billing: the run has no Stripe.
+  const service: NodeJS.ProcessEnv = { WEBHOOK_SECRET_KEY: webhookKey, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', BILLING_PROVIDER: 'local' };
+
+  const proxies = new Map<string, ProxyPorts>();
+  const proxied = async (name: string, databaseUrl: string, withTemporal: boolean) => {
+    const ports: ProxyPorts = { pg: { name: `${name}-pg`, port: await freePort() }, temporal: withTemporal ? { name: `${name}-temporal`, port: await freePort() } : null };
+    await toxi.create({ name: ports.pg.name, listen: `127.0.0.1:${ports.pg.port}`, upstream: `127.0.0.1:${pg.port}` });
+    if (ports.temporal) await toxi.create({ name: ports.temporal.name, listen: `127.0.0.1:${ports.temporal.port}`, upstream: temporal.address });
+    proxies.set(name, ports);
+    return { DATABASE_URL: viaPort(databaseUrl, ports.pg.port), ...(ports.temporal ? { TEMPORAL_ADDRESS: `127.0.0.1:${ports.temporal.port}` } : {}) };
+  };
+  const onSpawn = (pid: number) => life.started({ group: { pid, match: ROOT } });
+  const node = (name: string, kind: NodeKind, role: string | null, script: string, env: NodeJS.ProcessEnv, readyUrl: string) => {
+    const dataDir = path.join(root, `data-${name}`);
+    fs.mkdirSync(dataDir);
+    return new NodeProcess(name, kind, role, script, { ...env, DATA_DIR: dataDir }, readyUrl, path.join(logDir, `${name}.log`), onSpawn);
+  };
+
+  const gateways: NodeProcess[] = [];
+  for (const i of [1, 2]) {
+    const name = `gateway-${i}`;
+    const port = await freePort();
+    const metrics = await freePort();
+    const env = { ...common, ...service, ...(await proxied(name, pg.appUrl, true)), PORT: String(port), METRICS_PORT: String(metrics), RUN_STREAM: 'false', RESERVATION_TIMEOUT_MS: '30000' };
+    gateways.push(node(name, 'gateway', null, 'src/main.ts', env, `http://127.0.0.1:${port}/openapi.json`));
+  }
+  const streams: NodeProcess[] = [];
+  for (const i of [1, 2]) {
+    const name = `stream-${i}`;
+    const port = await freePort();
+    const metrics = await freePort();
+    const env = { ...common, ...(await proxied(name, pg.appUrl, false)), STREAM_PORT: String(port), METRICS_PORT: String(metrics) };
+    streams.push(node(name, 'stream', null, 'src/stream/main.ts', env, `http://127.0.0.1:${metrics}/metrics`));
+  }
+  const workers: NodeProcess[] = [];
+  const roles = cfg.workers === 'split' ? (['scrape', 'deliver'] as const) : (['all', 'all'] as const);
+  for (const [i, role] of roles.entries()) {
+    const name = cfg.workers === 'split' ? `${role}-worker` : `worker-${i + 1}`;
+    const metrics = await freePort();
+    // The scrape worker holds no secret (it refuses to start with one) and connects as its own role.
+    const secrets = role === 'scrape' ? {} : service;
+    const env = { ...common, ...secrets, ...(await proxied(name, role === 'scrape' ? pg.scraperUrl : pg.appUrl, true)), WORKER_ROLE: role, METRICS_PORT: String(metrics) };
+    workers.push(node(name, 'worker', role, 'temporal/worker-main.ts', env, `http://127.0.0.1:${metrics}/metrics`));
+  }
+  const nodes = [...workers, ...gateways, ...streams];
+  for (const n of nodes) life.onCleanup(n.name, () => n.stop());
+  progress(`starting ${nodes.map((n) => n.name).join(', ')} (node --import tsx <entry point>, each its own process group)...`);
+  const t0 = Date.now();
+  await Promise.all(nodes.map(async (n) => progress(`  ${n.name} serving in ${((await n.start()) / 1000).toFixed(1)} s (pid ${n.pid})`)));
+  progress(`  all app processes serving ${((Date.now() - t0) / 1000).toFixed(1)} s after the first spawn`);
+
+  const portOf = (n: NodeProcess, variable: 'PORT' | 'STREAM_PORT') => Number(n.env[variable]);
+  const nginx = new Nginx(
+    { dir: path.join(root, 'nginx'), port: await freePort(), gateways: gateways.map((g) => portOf(g, 'PORT')), streams: streams.map((s) => portOf(s, 'STREAM_PORT')) },
+    (pid) => life.started({ group: { pid, match: 'nginx' } }),
+  );
+  await nginx.writeConfig();
+  await nginx.start();
+  life.onCleanup('nginx', () => nginx.stop());
+  progress(`nginx (${nginx.url}) in front of the gateways and stream nodes`);
+
+  return {
+    root,
+    pg,
+    temporal,
+    toxi,
+    proxies,
+    sim,
+    nginx,
+    gateways,
+    streams,
+    workers,
+    scrapeWorker: workers.find((w) => w.role === 'scrape') ?? workers[0]!,
+    deliverWorker: workers.find((w) => w.role === 'deliver') ?? workers[1]!,
+    nodes,
+    publicUrl: nginx.url,
+    db,
+    logDir,
+    webhookKey,
+  };
+}
