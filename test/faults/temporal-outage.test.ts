@@ -216,7 +216,8 @@ describe('Temporal down', { timeout: 180_000 }, () => {
     expect(failed.length).toBeGreaterThanOrEqual(1);
     expect(failed.length).toBeLessThanOrEqual(2);
     for (const f of failed) expect(f.cause).toBeTruthy();
-    expect(logLines(out, 'apply watchlist changes: works again').length).toBeGreaterThanOrEqual(failed.length);
+    // The monitor relay's next retry (every 4 s at most) says it is over; the members may be back before it.
+    await eventually(async () => (logLines(out, 'apply watchlist changes: works again').length >= failed.length ? true : undefined), 15_000, 200);
     // The SDK's core retries every poller many times a second while the server is away: one warning per kind.
     const coreRetries = logLines(out, 'gRPC call').filter((l) => l.level === 40);
     const kinds = new Set(coreRetries.map((l) => String(l.msg).replace(/\d+/g, '#')));

