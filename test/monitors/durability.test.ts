@@ -59,27 +59,32 @@ describe('bounded histories', { timeout: 120_000 }, () => {
   });
 });
 
+/** A pf_03 snapshot of one section, Stalls, with `stock` tickets at 50. */
+const snap = (stock: number) =>
+  toSnapshot({ event_info: null, sections: { Stalls: { name: 'Stalls', currency: 'EUR', min_price: 50, max_price: 50, stock, offers: [{ id: 'a', price: 50, quantity: stock, ticket_type: 'standard', restricted_view: false, accessible: false, presale: false }] } } });
+
+/** A monitor_members row of a pf_03 item on `target`, with its baseline. */
+const memberRow = (accountId: number, target: string, itemId: number, baseline: number | null, config = monitorConfig({ ...ITEM_DEFAULTS })) => ({
+  item_id: itemId,
+  account_id: accountId,
+  target,
+  platform: 'pf_03',
+  shard: 0,
+  ref: JSON.stringify({ platform: 'pf_03', eventId: 'x', key: 'x', region: 'fr', host: null }),
+  item: JSON.stringify({ website: 'pf_03', event: 'https://pf03.example/e/x', region: 'fr' }),
+  config: JSON.stringify(config),
+  version: 1,
+  baseline_snapshot_id: baseline,
+});
+
 describe('recordPoll', () => {
   it('writes each notification once, however often and however concurrently it runs', async () => {
     const acct = await stack.account();
     const target = `pf_03:fr:dedupe-${randomUUID().slice(0, 8)}`;
-    const snap = (stock: number) =>
-      toSnapshot({ event_info: null, sections: { Stalls: { name: 'Stalls', currency: 'EUR', min_price: 50, max_price: 50, stock, offers: [{ id: 'a', price: 50, quantity: stock, ticket_type: 'standard', restricted_view: false, accessible: false, presale: false }] } } });
     const first = snap(1);
     const [row] = await stack.db('target_snapshots').insert({ target, hash: snapshotHash(first), data: JSON.stringify(first), scraped_at: new Date() }).returning('id');
     const baseline = Number(row.id);
-    const member = (itemId: number, config = monitorConfig({ ...ITEM_DEFAULTS })) => ({
-      item_id: itemId,
-      account_id: acct.accountId,
-      target,
-      platform: 'pf_03',
-      shard: 0,
-      ref: JSON.stringify({ platform: 'pf_03', eventId: 'x', key: 'x', region: 'fr', host: null }),
-      item: JSON.stringify({ website: 'pf_03', event: 'https://pf03.example/e/x', region: 'fr' }),
-      config: JSON.stringify(config),
-      version: 1,
-      baseline_snapshot_id: baseline,
-    });
+    const member = (itemId: number, config = monitorConfig({ ...ITEM_DEFAULTS })) => memberRow(acct.accountId, target, itemId, baseline, config);
     const itemId = 987_000_000 + Math.floor(Math.random() * 1e6);
     await stack.db('monitor_members').insert([
       member(itemId),
@@ -106,25 +111,12 @@ describe('recordPoll', () => {
   it('a poll whose request went out before the newest snapshot was scraped is dropped: no backwards change, no repeat of the forward one', async () => {
     const acct = await stack.account();
     const target = `pf_03:fr:stale-${randomUUID().slice(0, 8)}`;
-    const snap = (stock: number) =>
-      toSnapshot({ event_info: null, sections: { Stalls: { name: 'Stalls', currency: 'EUR', min_price: 50, max_price: 50, stock, offers: [{ id: 'a', price: 50, quantity: stock, ticket_type: 'standard', restricted_view: false, accessible: false, presale: false }] } } });
     const itemId = 989_000_000 + Math.floor(Math.random() * 1e6);
     const t0 = Date.now();
     // What a poller frozen past its heartbeat timeout holds: a scrape sent at t0, answered stock 1.
     const frozen = snap(1);
     const [row] = await stack.db('target_snapshots').insert({ target, hash: snapshotHash(frozen), data: JSON.stringify(frozen), scraped_at: new Date(t0 - 5_000) }).returning('id');
-    await stack.db('monitor_members').insert({
-      item_id: itemId,
-      account_id: acct.accountId,
-      target,
-      platform: 'pf_03',
-      shard: 0,
-      ref: JSON.stringify({ platform: 'pf_03', eventId: 'x', key: 'x', region: 'fr', host: null }),
-      item: JSON.stringify({ website: 'pf_03', event: 'https://pf03.example/e/x', region: 'fr' }),
-      config: JSON.stringify(monitorConfig({ ...ITEM_DEFAULTS })),
-      version: 1,
-      baseline_snapshot_id: Number(row.id),
-    });
+    await stack.db('monitor_members').insert(memberRow(acct.accountId, target, itemId, Number(row.id)));
     // The worker that took the shard over sees the stock go to 4, and records it (1 -> 4).
     const taken = snap(4);
     const later = await recordPoll(stack.db, { target, snapshot: taken, hash: snapshotHash(taken), scrapedAt: new Date(t0 + 1_000), startedAt: new Date(t0 + 900) }, null);
