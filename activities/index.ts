@@ -4,7 +4,9 @@
 // A scrape worker (role `scrape`) gets the scrape side only: no webhook or Stripe activity, and
 // no secret to build them with. A delivery worker never loads this module (activities/delivery.ts).
 import type { Registry } from 'prom-client';
-import { marketplaceBaseUrls, platformBaseUrls, scrapeRpsPerPlatform, type Config } from '../src/config.ts';
+import { DEFAULT_SCRAPE_RPS, marketplaceBaseUrls, platformBaseUrls, scrapeRpsPerExit, type Config } from '../src/config.ts';
+import { ExitPools } from '../src/scrapers/egress/exit-pool.ts';
+import { registerProxyMetrics } from '../src/scrapers/egress/proxy-metrics.ts';
 import type { Logger } from '../src/logger.ts';
 import { createFetchPages } from '../src/scrapers/fetch-pages.ts';
 import { createHttpPages } from '../src/scrapers/http-pages.ts';
@@ -68,6 +70,18 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   // and fair shares decide which poll goes when, and a poll waiting here would wait in arrival
   // order behind every slow platform's polls.
   const pollHttp = createFetchPages({ concurrency: config.MONITOR_FETCH_CONCURRENCY, timeoutMs: pollTimeoutMs });
+  // Where every request leaves from (SCRAPE_PROXY_URLS; direct when a platform has none), shared
+  // by the on-demand scrapes and the pollers so a block one meets keeps the others off that address.
+  const rpsPerExit = scrapeRpsPerExit(config);
+  const exits = new ExitPools(config.SCRAPE_PROXY_URLS, {
+    // The tracker's marketplaces are not paced per address (a tracking scrapes once per
+    // TRACK_INTERVAL_MS); their pools give exits, sessions and blocks only.
+    rpsPerExit: (site) => rpsPerExit[site as keyof typeof rpsPerExit] ?? DEFAULT_SCRAPE_RPS,
+    sessionMaxRequests: config.SCRAPE_SESSION_MAX_REQUESTS,
+    sessionMaxAgeMs: config.SCRAPE_SESSION_MAX_AGE_MS,
+    cooldownMs: config.SCRAPE_PROXY_COOLDOWN_MS,
+    maxSocketsPerExit: config.MONITOR_FETCH_CONCURRENCY,
+  });
   const pf01 = createPf01Sessions({
     browser,
     http: pollHttp,
@@ -79,6 +93,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     http,
     browser,
     sessions: { pf01, use: 'when-warm' },
+    exits,
     baseUrls,
     browserPages: config.BROWSER_PAGES,
     chromiumPath: config.CHROMIUM_PATH,
@@ -86,8 +101,11 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   });
   const scraperSources = { browser, sessions: { pf_01: pf01.pool } };
   registerScraperMetrics(deps.registry, scraperSources);
+  registerProxyMetrics(deps.registry, exits);
+  const browserFigures = scraperFigures(scraperSources);
+  const figures = () => ({ ...browserFigures(), proxies: exits.all().filter((pool) => pool.proxied).map((pool) => pool.stats()) });
   // Prints the fix at start-up when Chromium is missing, and tells the gateways (browser-reports.ts).
-  const browserReports = startBrowserReports({ db: deps.db, taskQueue: config.SCRAPE_TASK_QUEUE, chromiumPath: config.CHROMIUM_PATH, log, figures: scraperFigures(scraperSources) });
+  const browserReports = startBrowserReports({ db: deps.db, taskQueue: config.SCRAPE_TASK_QUEUE, chromiumPath: config.CHROMIUM_PATH, log, figures });
   // In the background: the first scrape should not pay for the browser launch (~1 s) or the
   // crawlers' start (~0.4 s), and the worker need not wait for them either.
   void scrapers.warm().catch((err: unknown) => {
@@ -101,13 +119,13 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     http: pollHttp,
     browser,
     sessions: { pf01, use: 'always' },
+    exits,
     baseUrls,
     browserPages: config.BROWSER_PAGES,
     chromiumPath: config.CHROMIUM_PATH,
     attemptTimeoutMs: pollTimeoutMs,
   });
   const members = new MemberWatch({ connectionString: deps.connectionString, log: alog });
-  const rps = scrapeRpsPerPlatform(config);
   const polls = createPollActivities({
     db: deps.db,
     scrapers: pollScrapers,
@@ -116,7 +134,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     log: alog,
     intervalMs: config.MONITOR_INTERVAL_MS,
     jitterRatio: config.MONITOR_JITTER_RATIO,
-    rpsFor: (platform) => rps[platform as keyof typeof rps],
+    exits,
     shardsPerPlatform: config.MONITOR_SHARDS_PER_PLATFORM,
     runMs: config.MONITOR_POLL_RUN_MS,
     retireAfterMs: config.MONITOR_RETIRE_AFTER_MS,
@@ -129,6 +147,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     intervalMs: config.TRACK_INTERVAL_MS,
     limits: trackingLimits(config),
     http,
+    exits,
   });
   const delivery = deps.role === 'scrape' ? { activities: {}, webhookAttempts: undefined } : createDeliveryActivities({ config, log: alog, db: deps.db });
   return {
@@ -139,6 +158,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
       await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close(), browserReports.stop(), pf01.pool.close()]);
       await browser.close();
       pollHttp.close();
+      exits.close();
     },
   };
 }

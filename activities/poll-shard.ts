@@ -1,8 +1,9 @@
 // pollShard: the long-running poll loop of one shard of watched targets (Temporal's "frequent
 // polling" pattern: the loop lives in one activity that heartbeats, not in a timer plus a
 // workflow task plus an activity per poll). It polls each member target on its schedule
-// (src/monitors/poll-schedule.ts), paced to the shard's share of the platform's request budget
-// (SCRAPE_RPS_PER_PLATFORM / MONITOR_SHARDS_PER_PLATFORM, so the budget holds whichever workers
+// (src/monitors/poll-schedule.ts), paced to the shard's share of each exit's request budget
+// (src/monitors/exit-pacers.ts: an exit is a proxy of SCRAPE_PROXY_URLS, or this machine; each
+// gets SCRAPE_RPS_PER_PROXY / MONITOR_SHARDS_PER_PLATFORM, so the budget holds whichever workers
 // run which shards), compares each scrape with the last snapshot in memory, and only when it
 // changed (or a member waits for its baseline) records it (src/monitors/record-poll.ts: the
 // snapshot, every member's notifications and baselines, in one transaction).
@@ -12,6 +13,11 @@
 // src/monitors/fair-share.ts picks (the least-served account's first), not to whichever target
 // fell due first; polls in flight are shared the same way. So one account's backlog of slow
 // targets cannot delay another account's targets.
+//
+// A poll the platform blocks (403, 429, its challenge page) cools its exit down for every shard of
+// the process (egress/exit-pool.ts) and is not the target's failure: the target is due again at
+// once and goes out through a healthy exit, within the interval. Only when every exit of the
+// platform cools down does the target wait, until the first is back, with a status row saying so.
 //
 // A target whose event keeps answering not-found is retired (src/monitors/target-status.ts):
 // its items are told once, and it is left out of the schedule until an item on it is written.
@@ -46,7 +52,8 @@ import { carryUnknown, snapshotHash, toSnapshot, type TargetSnapshot } from '../
 import type { EventRef } from '../src/platform/event-ref.ts';
 import type { Scrapers } from '../src/scrapers/index.ts';
 import { OutageLog } from '../src/runtime/outage-log.ts';
-import { RequestPacer } from '../src/scrapers/request-pacer.ts';
+import { ExitPacers } from '../src/monitors/exit-pacers.ts';
+import type { Exit, ExitPools } from '../src/scrapers/egress/exit-pool.ts';
 import { ScrapeFailure } from '../src/scrapers/types.ts';
 import type { ShardRunSummary } from '../workflows/monitor-messages.ts';
 
@@ -85,8 +92,8 @@ export interface PollShardOptions {
   log: Logger;
   intervalMs: number;
   jitterRatio: number;
-  /** The platform's requests per second for this whole deployment (SCRAPE_RPS_PER_PLATFORM). */
-  rpsFor(platform: string): number;
+  /** Where each platform's polls leave from, and each exit's request budget (shared by the process). */
+  exits: ExitPools;
   shardsPerPlatform: number;
   /** How long one activity run lasts before it hands its schedule back (MONITOR_POLL_RUN_MS). */
   runMs: number;
@@ -141,10 +148,12 @@ type Backlog = { until: number } | 'room' | null;
 
 class ShardLoop {
   private readonly schedule: ShardSchedule;
-  private readonly pacer: RequestPacer;
+  private readonly pacers: ExitPacers;
   private readonly fair: FairShare;
   /** Due targets wait for a poll in flight to end: each end wakes the loop. */
   private waitingForRoom = false;
+  /** A poll's exit was blocked and the target is due again now: its end wakes the loop. */
+  private rerouted = false;
   private readonly memory = new Map<string, TargetMemory>();
   private readonly needsBaseline = new Set<string>();
   /** Target → when the earliest held cooldown of its members ends (ms). */
@@ -171,7 +180,9 @@ class ShardLoop {
     private readonly ctx: Context,
   ) {
     this.schedule = new ShardSchedule({ intervalMs: opts.intervalMs, jitterRatio: opts.jitterRatio });
-    this.pacer = new RequestPacer(opts.rpsFor(input.platform) / opts.shardsPerPlatform);
+    const pool = opts.exits.for(input.platform);
+    if (!pool) throw new Error(`no exits for platform ${input.platform}`);
+    this.pacers = new ExitPacers(pool, opts.shardsPerPlatform);
     this.fair = new FairShare({ maxInFlight: MAX_IN_FLIGHT, order: opts.order });
     this.log = opts.log.child({ platform: input.platform, shard: input.shard });
     this.recording = new OutageLog(this.log, 'record polls');
@@ -245,15 +256,17 @@ class ShardLoop {
     this.waitingForRoom = false;
     const due = this.schedule.due(now);
     while (due.length > 0) {
-      const slot = this.pacer.nextSendAt(now);
-      if (slot > now + SEND_AHEAD_MS) return { until: slot - SEND_AHEAD_MS };
+      const slot = this.pacers.next(now);
+      // Every exit cooling down: the due targets wait for the first to be back.
+      if (slot.exit === null) return { until: slot.at };
+      if (slot.at > now + SEND_AHEAD_MS) return { until: slot.at - SEND_AHEAD_MS };
       const i = this.fair.pick(due);
       if (i < 0) {
         this.waitingForRoom = true;
         return 'room';
       }
       const [t] = due.splice(i, 1);
-      this.launch(t!, this.pacer.reserve(now));
+      this.launch(t!, this.pacers.reserve(slot.exit, now), slot.exit);
     }
     return null;
   }
@@ -304,7 +317,7 @@ class ShardLoop {
     const refs = new Map(live.map((r) => [r.target, r.ref]));
     this.needsBaseline.clear();
     for (const r of live) if (r.needs_baseline) this.needsBaseline.add(r.target);
-    this.fair.sync(new Map(live.map((r) => [r.target, r.accounts.map(Number)])));
+    this.fair.sync(new Map(live.map((r) => [r.target, r.accounts.map(Number)])), await this.accountWeights(live));
     const added = this.schedule.sync(refs, Date.now(), carried);
     const byTarget = new Map(live.map((r) => [r.target, r]));
     for (const key of added) {
@@ -328,6 +341,27 @@ class ShardLoop {
   }
 
   /**
+   * Each watching account's share of its targets on the platform that are in this shard (the
+   * fair share's weights, fair-share.ts): one count over the platform's members per reload.
+   */
+  private async accountWeights(live: readonly MemberTarget[]): Promise<Map<number, number>> {
+    const here = new Map<number, number>();
+    for (const r of live) for (const id of r.accounts) here.set(Number(id), (here.get(Number(id)) ?? 0) + 1);
+    if (here.size === 0) return new Map();
+    const rows: { account_id: string; targets: number }[] = await this.opts.db('monitor_members')
+      .where({ platform: this.input.platform })
+      .whereIn('account_id', [...here.keys()])
+      .groupBy('account_id')
+      .select('account_id', this.opts.db.raw('count(DISTINCT target)::int AS targets'));
+    const weights = new Map<number, number>();
+    for (const r of rows) {
+      const id = Number(r.account_id);
+      weights.set(id, Math.min(1, (here.get(id) ?? 0) / Math.max(1, r.targets)));
+    }
+    return weights;
+  }
+
+  /**
    * Re-reads when the shard's held cooldowns end. The earlier of the stored and the read time is
    * kept: a record in flight may have just written a hold this read missed, and an early time
    * costs one record that finds nothing due and returns the exact one.
@@ -345,27 +379,39 @@ class ShardLoop {
     }
   }
 
-  private launch(t: ScheduledTarget, sendAt: number): void {
+  private launch(t: ScheduledTarget, sendAt: number, exit: Exit): void {
     t.inFlight = true;
     this.fair.started(t.key);
-    const p = this.poll(t, sendAt).finally(() => {
+    const p = this.poll(t, sendAt, exit).finally(() => {
       t.inFlight = false;
       this.inFlight.delete(p);
       this.fair.finished(t.key);
-      if (this.waitingForRoom) this.wakeUp();
+      if (this.waitingForRoom || this.rerouted) {
+        this.rerouted = false;
+        this.wakeUp();
+      }
     });
     this.inFlight.add(p);
   }
 
-  private async poll(t: ScheduledTarget, sendAt: number): Promise<void> {
+  private async poll(t: ScheduledTarget, sendAt: number, exit: Exit): Promise<void> {
     const signal = this.stopSignal;
     const platform = this.input.platform;
+    const pool = this.pacers.pool;
     // The slot is at most SEND_AHEAD_MS off; abortable all the same.
     if (sendAt > Date.now()) await delay(sendAt - Date.now(), undefined, { signal }).catch(() => {});
     if (signal.aborted || !this.schedule.targets.has(t.key)) return;
-    // The platform said "back off" after this slot was handed out: wait for the pause's end.
-    if (this.pacer.pausedUntil > Date.now()) {
-      t.dueAt = Math.max(t.dueAt, this.pacer.pausedUntil);
+    // The platform blocked this exit after the slot was handed out: the target stays due and
+    // takes the next slot of a healthy exit (launchDue waits for one if none is).
+    if (!exit.healthy(Date.now())) {
+      this.rerouted = true;
+      return;
+    }
+    // Without proxies, a block pauses the shard's one pacer, as it always has: slots handed out
+    // before it wait for its end.
+    const paused = this.pacers.pausedUntil(exit);
+    if (paused > Date.now()) {
+      t.dueAt = Math.max(t.dueAt, paused);
       return;
     }
     const started = Date.now();
@@ -374,7 +420,7 @@ class ShardLoop {
     /** Past the scrape, what fails is ours (the database), not the platform's. */
     let answered = false;
     try {
-      const data = await this.opts.scrapers.scrape(t.ref, { signal });
+      const data = await this.opts.scrapers.scrape(t.ref, pool.proxied ? { signal, session: pool.session(exit, started) } : { signal });
       answered = true;
       const memory = this.memory.get(t.key);
       const scraped = toSnapshot(data);
@@ -422,8 +468,19 @@ class ShardLoop {
         return;
       }
       const blocked = err instanceof ScrapeFailure && err.kind === 'blocked';
-      const blockedUntil = blocked ? now + (err.retryAfterMs ?? this.opts.intervalMs * 2 ** Math.min(4, t.failures + 1)) : null;
-      if (blockedUntil !== null) this.pacer.pause(blockedUntil);
+      // The scrapers cooled the exit down (a block the platform answered): when another is
+      // healthy the address was refused, not the target, which goes out again through it now.
+      const proxiesCooled = err instanceof ScrapeFailure && err.exitAtFault && pool.proxied;
+      if (proxiesCooled && pool.nextHealthyAt(now) <= now) {
+        outcome = 'blocked';
+        this.log.debug({ target: t.key, exit: exit.label, err: err.message }, 'poll blocked; moving to a healthy exit');
+        this.rerouted = true;
+        return;
+      }
+      // Every proxy cools down: the target waits for the first to be back. Without proxies, the
+      // platform's Retry-After, else a back-off of its own, pauses the shard (as it always has).
+      const blockedUntil = proxiesCooled ? pool.nextHealthyAt(now) : blocked ? now + (err.retryAfterMs ?? this.opts.intervalMs * 2 ** Math.min(4, t.failures + 1)) : null;
+      if (blockedUntil !== null && !pool.proxied) this.pacers.pause(blockedUntil);
       this.schedule.failed(t, now, blockedUntil);
       outcome = blocked ? 'blocked' : 'failed';
       const message = err instanceof Error ? err.message : String(err);

@@ -17,6 +17,7 @@ import { trackingGate, type TrackingDecision, type TrackingLimits } from '../src
 import { applyTick, recordTickFailure, skippedTick, tickState, type ScrapedPage, type TickOutcome } from '../src/market-data/tracking-store.ts';
 import { createMarketplaceScrapers, type MarketplaceScrapers } from '../src/scrapers/marketplaces/index.ts';
 import { ScrapeFailure, type PageFetcher } from '../src/scrapers/types.ts';
+import type { ExitPools } from '../src/scrapers/egress/exit-pool.ts';
 
 /** Well inside the workflow's heartbeat timeout (5 s); the SDK throttles what it sends anyway. */
 const HEARTBEAT_EVERY_MS = 1_000;
@@ -58,6 +59,8 @@ export interface TrackingActivityOptions {
   limits: TrackingLimits;
   /** The worker's crawlee fetcher, shared with the platform scrapers (one concurrency bound). */
   http: PageFetcher;
+  /** Where requests to the marketplaces leave from (SCRAPE_PROXY_URLS); none: direct. */
+  exits?: ExitPools;
 }
 
 async function scrape(scrapers: MarketplaceScrapers, marketplace: TrackableMarketplace, id: string, signal: AbortSignal): Promise<ScrapedPage> {
@@ -68,7 +71,7 @@ async function scrape(scrapers: MarketplaceScrapers, marketplace: TrackableMarke
 
 export function createTrackingActivities(opts: TrackingActivityOptions): TrackingActivities {
   const { db, log } = opts;
-  const scrapers = createMarketplaceScrapers(opts.http, opts.baseUrls);
+  const scrapers = createMarketplaceScrapers(opts.http, opts.baseUrls, opts.exits);
   type Outcome = TickOutcome & { capturedAt: Date; decision: TrackingDecision };
   const runTick = async (input: TickInput, fields: object, signal: AbortSignal): Promise<Outcome> => {
     // Whether the tracking goes on, asked before every scrape (a few ms): an account that stops

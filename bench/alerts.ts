@@ -144,15 +144,4 @@ async function main(): Promise<string> {
   });
 }
 
-main().then(
-  async (report) => {
-    await life.cleanup();
-    console.log(report);
-    process.exit(0);
-  },
-  async (err: unknown) => {
-    if (!life.interrupted) console.error(err);
-    await life.cleanup();
-    process.exit(1);
-  },
-);
+life.finish(main());

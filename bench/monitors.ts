@@ -21,6 +21,11 @@
 // Progress goes to stderr; the markdown report (targets with PASS/FAIL, where a missed target ran
 // out of what) to stdout. Knobs: bench/monitors/config.ts. Everything started is stopped at the
 // end, on failure and on Ctrl-C.
+//
+// With BENCH_PROXIES=N the worker's requests go through N loopback proxies in a process of their
+// own (bench/proxies/proxies-main.ts, its CPU shown apart), each allowed BENCH_PROXY_RPS (default
+// BENCH_RPS split over them), so `BENCH_PROXIES=1 npm run bench:monitors` against a run without
+// it says what a proxy costs a poll.
 import { benchConfig, commandLine, machineLine } from './monitors/config.ts';
 import type { Change } from './monitors/changes.ts';
 import { checkLog } from './monitors/integrity.ts';
@@ -29,26 +34,13 @@ import { createItems, pacedPosts, settleAfterCreates, setUp, waitForBaselines } 
 import { between, combine, type Window } from './monitors/meter.ts';
 import { rssMiB } from './monitors/proc.ts';
 import { renderReport } from './monitors/report.ts';
-import { soak } from './monitors/soak.ts';
+import { settleAfterSoak, soak, waitWindow } from './monitors/soak.ts';
 import { startStack } from './monitors/stack.ts';
 import { StreamClients, streamFigures } from './monitors/stream-clients.ts';
-import { progress, sleep } from './monitors/support.ts';
+import { progress } from './monitors/support.ts';
+import { startProxiesProcess } from './proxies/proxies-process.ts';
 
 const life = new Lifecycle();
-
-/** Sleeps through a measurement window, with a progress line every 10 s. */
-async function waitWindow(ms: number): Promise<void> {
-  const end = performance.now() + ms;
-  let printed = performance.now();
-  while (performance.now() < end) {
-    life.check();
-    await sleep(Math.min(1_000, end - performance.now()));
-    if (performance.now() - printed >= 10_000 && performance.now() < end - 1_000) {
-      printed = performance.now();
-      progress(`  ${Math.round((ms - (end - printed)) / 1000)} s of ${ms / 1000}`);
-    }
-  }
-}
 
 async function main(): Promise<string> {
   const bench = benchConfig();
@@ -60,7 +52,17 @@ async function main(): Promise<string> {
     `${bench.items} items on ${bench.targets} ${bench.platform} targets over ${bench.accounts} accounts, interval ${bench.intervalMs} ms, ` +
       `quiet ${bench.quietMs / 1000} s, soak ${bench.soakMs / 1000} s; ${machine}`,
   );
-  const stack = await startStack(bench, life);
+  let proxies: { count: number; rpsPerProxy: string } | null = null;
+  let proxiesPid: number | null = null;
+  let stackOptions = {};
+  if (bench.proxies > 0) {
+    progress(`starting ${bench.proxies} loopback proxies (own process)...`);
+    const started = await startProxiesProcess(bench.proxies, life);
+    proxiesPid = started.pid;
+    proxies = { count: bench.proxies, rpsPerProxy: `${bench.platform}=${bench.proxyRps}` };
+    stackOptions = { proxiesPid: started.pid, env: { SCRAPE_PROXY_URLS: started.setting, SCRAPE_RPS_PER_PROXY: proxies.rpsPerProxy } };
+  }
+  const stack = await startStack(bench, life, stackOptions);
   const { meter } = stack;
   const { targets, accounts } = await setUp(bench, stack);
   life.check();
@@ -70,7 +72,7 @@ async function main(): Promise<string> {
   if (bench.idleMs > 0) {
     progress(`idle window of ${bench.idleMs / 1000} s (no items yet): the parts' fixed CPU...`);
     const i0 = await meter.read();
-    await waitWindow(bench.idleMs);
+    await waitWindow(bench.idleMs, life);
     idle = between('idle, no items', i0, await meter.read());
   }
 
@@ -92,7 +94,7 @@ async function main(): Promise<string> {
   const settleSeconds = await settleAfterCreates(bench, stack, idle, life);
   progress(`phase 3: quiet window of ${bench.quietMs / 1000} s (no changes): CPU per poll...`);
   const q0 = await meter.read();
-  await waitWindow(bench.quietMs);
+  await waitWindow(bench.quietMs, life);
   const quiet = between('quiet window', q0, await meter.read());
   progress(`  ${quiet.polls} polls (${(quiet.polls / quiet.seconds).toFixed(1)}/s), ${quiet.notifications} notifications`);
   const posts = await pacedPosts(bench, stack, watched, accounts, create.created, life);
@@ -103,16 +105,7 @@ async function main(): Promise<string> {
 
   // 6: settle, then the log against the changes.
   progress(`phase 6: changes stopped; settling ${bench.settleIntervals} intervals, then checking the notifications log...`);
-  await sleep(bench.settleIntervals * bench.intervalMs);
-  // Then until no notification arrived for an interval (at most 10 more).
-  let count = await meter.notifications();
-  for (let i = 0; i < 10; i++) {
-    await sleep(bench.intervalMs);
-    const now = await meter.notifications();
-    if (now === count) break;
-    progress(`  still arriving: ${now - count} notifications in the last interval`);
-    count = now;
-  }
+  await settleAfterSoak(bench, stack);
   const k = soaked.kill;
   const aroundKill = (c: Change) => k !== null && c.putAt >= k.killedAt - 2 * bench.intervalMs && c.putAt <= (k.recoveredAt ?? soaked.endedAt);
   const integrity = await checkLog(stack, soaked.driver.changes, soaked.logHeadAtStart, aroundKill);
@@ -122,6 +115,7 @@ async function main(): Promise<string> {
 
   const rss: Record<string, number> = { worker: stack.worker.rssMiB(), chromium: stack.worker.chromiumMemoryMiB(), simulator: rssMiB(stack.sim.pid), bench: rssMiB('self') };
   if (stack.temporalPid) rss.temporal = rssMiB(stack.temporalPid);
+  if (proxiesPid) rss.proxies = rssMiB(proxiesPid);
   return renderReport({
     bench,
     command,
@@ -135,6 +129,7 @@ async function main(): Promise<string> {
     sessionTtlMs: bench.sessionTtlMs,
     shards: stack.shards,
     jitterRatio: stack.config.MONITOR_JITTER_RATIO,
+    proxies,
     created: create.created,
     targetsWithItems: watched.length,
     create,
@@ -157,15 +152,4 @@ async function main(): Promise<string> {
   });
 }
 
-main().then(
-  async (report) => {
-    await life.cleanup();
-    console.log(report);
-    process.exit(0);
-  },
-  async (err: unknown) => {
-    if (!life.interrupted) console.error(err);
-    await life.cleanup();
-    process.exit(1);
-  },
-);
+life.finish(main());

@@ -745,15 +745,4 @@ function report(r: {
   ].join('\n');
 }
 
-main().then(
-  async (text) => {
-    await life.cleanup();
-    console.log(text);
-    process.exit(0);
-  },
-  async (err: unknown) => {
-    if (!life.interrupted) console.error(err);
-    await life.cleanup();
-    process.exit(1);
-  },
-);
+life.finish(main());

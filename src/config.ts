@@ -2,6 +2,7 @@
 // A bad value stops the process with a message naming the variable (see ConfigError).
 import path from 'node:path';
 import { z } from 'zod';
+import { parseProxyUrls, type ProxiedSite, type ProxyEndpoint } from './scrapers/egress/proxy-urls.ts';
 import { isPlatformKey, PLATFORM_KEYS, type PlatformKey } from './platform/registry.ts';
 import { POLL_ORDERS } from './monitors/fair-share.ts';
 
@@ -32,10 +33,7 @@ function rate(text: string): number | null {
  * whose unlisted platforms get DEFAULT_SCRAPE_RPS. A platform that does not exist is refused
  * rather than ignored: a misspelt key would otherwise leave its platform at the default unseen.
  */
-const scrapeRpsSchema = z
-  .string()
-  .default(String(DEFAULT_SCRAPE_RPS))
-  .transform((text, ctx): Readonly<Record<PlatformKey, number>> => {
+function parseRatePerPlatform(text: string, ctx: z.RefinementCtx): Readonly<Record<PlatformKey, number>> {
     const problem = (message: string) => {
       ctx.addIssue({ code: 'custom', message });
       return z.NEVER;
@@ -58,6 +56,27 @@ const scrapeRpsSchema = z
       out[key] = value;
     }
     return out;
+}
+
+const scrapeRpsSchema = z.string().default(String(DEFAULT_SCRAPE_RPS)).transform(parseRatePerPlatform);
+
+/** SCRAPE_RPS_PER_PROXY: as SCRAPE_RPS_PER_PLATFORM; unset, each proxy gets the platform's rate. */
+const scrapeRpsPerProxySchema = z
+  .string()
+  .optional()
+  .transform((text, ctx) => (text === undefined || text.trim() === '' ? undefined : parseRatePerPlatform(text, ctx)));
+
+/** SCRAPE_PROXY_URLS (src/scrapers/egress/proxy-urls.ts); the message never repeats a URL (it may hold a password). */
+const proxyUrlsSchema = z
+  .string()
+  .optional()
+  .transform((text, ctx): Readonly<Record<ProxiedSite, readonly ProxyEndpoint[]>> => {
+    try {
+      return parseProxyUrls(text);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
+    }
   });
 
 const schema = z.object({
@@ -249,6 +268,23 @@ const schema = z.object({
    * rate per platform.
    */
   SCRAPE_RPS_PER_PLATFORM: scrapeRpsSchema,
+  /**
+   * The proxies scrapes and polls leave through (docs/scraping.md): one list for every platform,
+   * or `pf_03,pf_08=http://u:p@a:8000 http://b:8000;*=socks5://c:1080`. Unset: direct.
+   */
+  SCRAPE_PROXY_URLS: proxyUrlsSchema,
+  /**
+   * Requests per second each proxy may send to a platform (the same forms as
+   * SCRAPE_RPS_PER_PLATFORM). A platform's budget is this times its healthy proxies. Unset: each
+   * proxy gets SCRAPE_RPS_PER_PLATFORM, the rate one address has always had.
+   */
+  SCRAPE_RPS_PER_PROXY: scrapeRpsPerProxySchema,
+  /** A scrape session (an exit, a cookie jar, a header set) ends after this many requests... */
+  SCRAPE_SESSION_MAX_REQUESTS: positiveInt.max(1_000_000).default(1_000),
+  /** ... or this long after it began, whichever comes first. */
+  SCRAPE_SESSION_MAX_AGE_MS: positiveInt.min(1_000).default(30 * 60_000),
+  /** How long an exit the platform blocked rests when it gave no Retry-After; doubles while blocks go on. */
+  SCRAPE_PROXY_COOLDOWN_MS: positiveInt.min(100).max(3_600_000).default(60_000),
 
   // --- Real-time stream (src/stream/) ---
   /** Port of the uWebSockets.js stream node (bound to HOST); `npm start` also forwards the path from PORT. */
@@ -380,6 +416,17 @@ export function platformBaseUrls(config: Pick<Config, 'SIM_PORT'>, env: Record<s
  */
 export function scrapeRpsPerPlatform(config: Pick<Config, 'SCRAPE_RPS_PER_PLATFORM'>): Readonly<Record<PlatformKey, number>> {
   return config.SCRAPE_RPS_PER_PLATFORM;
+}
+
+/**
+ * Requests per second one exit (a proxy, or this machine when a platform has none) may send to
+ * each platform: SCRAPE_RPS_PER_PROXY for proxied platforms (SCRAPE_RPS_PER_PLATFORM when unset),
+ * SCRAPE_RPS_PER_PLATFORM for direct ones, so a deployment without proxies behaves as before.
+ */
+export function scrapeRpsPerExit(config: Pick<Config, 'SCRAPE_RPS_PER_PLATFORM' | 'SCRAPE_RPS_PER_PROXY' | 'SCRAPE_PROXY_URLS'>): Readonly<Record<PlatformKey, number>> {
+  return Object.fromEntries(
+    PLATFORM_KEYS.map((k) => [k, config.SCRAPE_PROXY_URLS[k].length > 0 ? (config.SCRAPE_RPS_PER_PROXY?.[k] ?? config.SCRAPE_RPS_PER_PLATFORM[k]) : config.SCRAPE_RPS_PER_PLATFORM[k]]),
+  ) as Record<PlatformKey, number>;
 }
 
 /**

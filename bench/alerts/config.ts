@@ -65,6 +65,8 @@ export function stackConfig(c: AlertsConfig): BenchConfig {
     streamAccounts: 1,
     baselineTimeoutMs: c.baselineTimeoutMs,
     settleIntervals: 3,
+    proxies: 0,
+    proxyRps: 20,
   };
 }
 

@@ -46,11 +46,24 @@ export interface BenchConfig {
   baselineTimeoutMs: number;
   /** Intervals to wait after the soak before checking the log (BENCH_SETTLE_INTERVALS). */
   settleIntervals: number;
+  /** Loopback proxies the worker's requests go through (BENCH_PROXIES; 0: none, directly). */
+  proxies: number;
+  /** SCRAPE_RPS_PER_PROXY for the platform (BENCH_PROXY_RPS; default `rps` split over the proxies). */
+  proxyRps: number;
 }
 
-export function benchConfig(): BenchConfig {
-  const items = Math.max(1, Math.round(envNumber('BENCH_ITEMS', 10_000)));
-  const targets = Math.max(1, Math.min(items, Math.round(envNumber('BENCH_TARGETS', 1_000))));
+/** Defaults another bench gives the knobs it shares with bench:monitors (bench:proxies). */
+export interface BenchDefaults {
+  items?: number;
+  targets?: number;
+  quietMs?: number;
+  soakMs?: number;
+  proxies?: number;
+}
+
+export function benchConfig(defaults: BenchDefaults = {}): BenchConfig {
+  const items = Math.max(1, Math.round(envNumber('BENCH_ITEMS', defaults.items ?? 10_000)));
+  const targets = Math.max(1, Math.min(items, Math.round(envNumber('BENCH_TARGETS', defaults.targets ?? 1_000))));
   const intervalMs = Math.max(200, envNumber('BENCH_INTERVAL_MS', 5_000));
   const accounts = Math.max(1, Math.round(envNumber('BENCH_ACCOUNTS', 50)), Math.ceil(items / 900));
   const changeFraction = envNumber('BENCH_CHANGE_FRACTION', 0.1);
@@ -65,6 +78,12 @@ export function benchConfig(): BenchConfig {
     browserSessions = Number(browserSessionsRaw);
     if (!Number.isInteger(browserSessions) || browserSessions < 1) throw new Error(`BENCH_BROWSER_SESSIONS must be a whole number of at least 1, got ${browserSessionsRaw}`);
   }
+  const rps = envNumber('BENCH_RPS', Math.ceil((2 * targets * 1000) / intervalMs));
+  const proxies = envNumber('BENCH_PROXIES', defaults.proxies ?? 0);
+  // Each proxy is a process's socket set and a 127.0.0.x address; loopbackAddress numbers them up to 127.0.255.251.
+  if (!Number.isInteger(proxies) || proxies > 10_000) throw new Error(`BENCH_PROXIES is a number of loopback proxies (0 to 10000), got ${proxies}`);
+  const proxyRps = envNumber('BENCH_PROXY_RPS', proxies > 0 ? rps / proxies : rps);
+  if (proxies > 0 && proxyRps <= 0) throw new Error(`BENCH_PROXY_RPS must be above 0, got ${proxyRps}`);
   return {
     platform: parseBenchPlatform(process.env.BENCH_PLATFORM),
     items,
@@ -74,18 +93,20 @@ export function benchConfig(): BenchConfig {
     postSamples: Math.max(0, Math.round(envNumber('BENCH_POST_SAMPLES', 100))),
     intervalMs,
     idleMs: envNumber('BENCH_IDLE_MS', 15_000),
-    quietMs: Math.max(1_000, envNumber('BENCH_QUIET_MS', 60_000)),
-    soakMs: Math.max(1_000, envNumber('BENCH_SOAK_MS', 600_000)),
+    quietMs: Math.max(1_000, envNumber('BENCH_QUIET_MS', defaults.quietMs ?? 60_000)),
+    soakMs: Math.max(1_000, envNumber('BENCH_SOAK_MS', defaults.soakMs ?? 600_000)),
     changeFraction,
     kill: process.env.BENCH_KILL !== '0',
     killAt,
     killDownMs: envNumber('BENCH_KILL_DOWN_MS', 2_000),
-    rps: envNumber('BENCH_RPS', Math.ceil((2 * targets * 1000) / intervalMs)),
+    rps,
     sessionTtlMs,
     browserSessions,
     streamAccounts: Math.min(accounts, Math.round(envNumber('BENCH_STREAM_ACCOUNTS', accounts))),
     baselineTimeoutMs: envNumber('BENCH_BASELINE_TIMEOUT_MS', 300_000),
     settleIntervals: Math.max(1, Math.round(envNumber('BENCH_SETTLE_INTERVALS', 3))),
+    proxies,
+    proxyRps,
   };
 }
 

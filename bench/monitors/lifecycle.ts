@@ -68,6 +68,25 @@ export class Lifecycle {
     if (this.interrupted) throw new Error('interrupted');
   }
 
+  /**
+   * A bench's end: once `run` settles, everything is stopped, then its report goes to stdout
+   * (exit 0), or its error to stderr unless a signal asked the run to stop (exit 1).
+   */
+  finish(run: Promise<string>): void {
+    run.then(
+      async (report) => {
+        await this.cleanup();
+        console.log(report);
+        process.exit(0);
+      },
+      async (err: unknown) => {
+        if (!this.interrupted) console.error(err);
+        await this.cleanup();
+        process.exit(1);
+      },
+    );
+  }
+
   cleanup(): Promise<void> {
     return (this.cleaning ??= (async () => {
       for (const step of this.steps.splice(0).reverse()) {

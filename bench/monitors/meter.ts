@@ -1,6 +1,7 @@
 // Readings of everything the targets are computed from, taken at the boundaries of each phase
 // (and, lighter, for the progress lines), and the windows between two readings: CPU seconds of
-// each process the run started (the worker's Chromium apart from the worker), PostgreSQL's for
+// each process the run started (the worker's Chromium apart from the worker; the loopback
+// proxies' process, when the run has one, apart from everything), PostgreSQL's for
 // this run, the machine's, the busiest other processes, polls and requests served by the
 // simulator, the worker's metrics and the notifications written.
 import type { Pool } from '../../db/pool.ts';
@@ -10,8 +11,11 @@ import { allProcesses, descendantsCpuSeconds, machineCpu, processTable } from '.
 import { PromSnapshot } from './prom.ts';
 import type { WorkerProcess } from './worker-process.ts';
 
-export type Source = 'worker' | 'chromium' | 'temporal' | 'postgres' | 'simulator' | 'bench';
+export type Source = 'worker' | 'chromium' | 'temporal' | 'postgres' | 'simulator' | 'proxies' | 'bench';
+/** The processes every run has, as the reports list them. */
 export const SOURCES: readonly Source[] = ['worker', 'chromium', 'temporal', 'postgres', 'simulator', 'bench'];
+/** With the loopback proxies' process (BENCH_PROXIES, bench:proxies): reports list it only then. */
+export const SOURCES_WITH_PROXIES: readonly Source[] = ['worker', 'chromium', 'temporal', 'postgres', 'simulator', 'proxies', 'bench'];
 /**
  * What the issue's per-poll and per-notification targets count: the worker with its Chromium,
  * Temporal and PostgreSQL; not the simulator, not the bench.
@@ -23,6 +27,7 @@ export const SOURCE_NAMES: Record<Source, string> = {
   temporal: 'Temporal dev server',
   postgres: "PostgreSQL (this run's backends + background processes)",
   simulator: 'simulator (child process; not in the targets)',
+  proxies: 'loopback proxies (child process; not in the targets)',
   bench: 'this process (gateway, stream node, WebSocket clients, bench)',
 };
 
@@ -69,6 +74,8 @@ export interface MeterDeps {
   temporalPid: number | null;
   simPid: number;
   simHitsUrl: string;
+  /** The loopback proxies' process (null: the run has none; its CPU reads 0). */
+  proxiesPid?: number | null;
   pg: PgCpu | null;
   /** The bench's own pool (application_name bench-monitors), for counting notifications. */
   pool: Pool;
@@ -135,7 +142,7 @@ export class Meter {
       }
     };
     if (full) {
-      for (const root of [worker.pid, this.deps.temporalPid, this.deps.simPid, process.pid]) addTree(root);
+      for (const root of [worker.pid, this.deps.temporalPid, this.deps.simPid, this.deps.proxiesPid ?? null, process.pid]) addTree(root);
       for (const pid of pg?.pids() ?? []) ours.add(pid);
     }
     return {
@@ -148,7 +155,8 @@ export class Meter {
         temporal: this.deps.temporalPid ? descendantsCpuSeconds(this.deps.temporalPid, table) : NaN,
         postgres: pg ? SERVICE_PG_GROUPS.reduce((s, g) => s + pgTotals[g], 0) : NaN,
         simulator: descendantsCpuSeconds(this.deps.simPid, table),
-        // Its own threads only: its children (simulator, worker, Temporal) are counted apart.
+        proxies: this.deps.proxiesPid ? descendantsCpuSeconds(this.deps.proxiesPid, table) : 0,
+        // Its own threads only: its children (simulator, worker, Temporal, proxies) are counted apart.
         bench: table.get(process.pid)?.cpu ?? 0,
       },
       pg: pgTotals,
@@ -165,7 +173,7 @@ export class Meter {
 }
 
 export function between(label: string, a: Reading, b: Reading): Window {
-  const cpu = Object.fromEntries(SOURCES.map((s) => [s, b.cpu[s] - a.cpu[s]])) as Record<Source, number>;
+  const cpu = Object.fromEntries(SOURCES_WITH_PROXIES.map((s) => [s, b.cpu[s] - a.cpu[s]])) as Record<Source, number>;
   const pg = Object.fromEntries(Object.keys(PG_ZERO).map((g) => [g, b.pg[g as PgGroup] - a.pg[g as PgGroup]])) as Record<PgGroup, number>;
   const others = new Map<string, number>();
   if (a.processes && b.processes) {

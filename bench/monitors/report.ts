@@ -7,7 +7,7 @@ import { percentile } from '../support/percentiles.ts';
 import type { BaselineResult, CreateResult, PacedPosts } from './load.ts';
 import type { BenchConfig } from './config.ts';
 import type { IntegrityResult } from './integrity.ts';
-import { machineShare, percent, serviceCpu, SERVICE_SOURCES, SOURCE_NAMES, SOURCES, type Window } from './meter.ts';
+import { machineShare, percent, serviceCpu, SERVICE_SOURCES, SOURCE_NAMES, SOURCES, SOURCES_WITH_PROXIES, type Source, type Window } from './meter.ts';
 import type { PgCpu, PgGroup } from './pg-cpu.ts';
 import type { BenchPlatform, PlatformShape } from './platform.ts';
 import type { SoakResult } from './soak.ts';
@@ -39,6 +39,8 @@ export interface Results {
   sessionTtlMs: number;
   shards: number;
   jitterRatio: number;
+  /** BENCH_PROXIES: the worker's requests went through this many loopback proxies (null: directly). */
+  proxies: { count: number; rpsPerProxy: string } | null;
   created: number;
   targetsWithItems: number;
   create: CreateResult;
@@ -61,7 +63,7 @@ export interface Results {
   runtimeSeconds: number;
 }
 
-interface TargetRow {
+export interface TargetRow {
   name: string;
   measured: string;
   pass: boolean | null;
@@ -70,9 +72,9 @@ interface TargetRow {
   note?: string;
 }
 
-const verdict = (p: boolean | null) => (p === null ? 'n/a' : p ? 'PASS' : '**FAIL**');
-const pct = (x: number) => `${fmt1(x)} %`;
-const cell = (s: string) => s.replace(/\|/g, '/');
+export const verdict = (p: boolean | null) => (p === null ? 'n/a' : p ? 'PASS' : '**FAIL**');
+export const pct = (x: number) => `${fmt1(x)} %`;
+export const cell = (s: string) => s.replace(/\|/g, '/');
 
 function quantiles(values: readonly number[]) {
   const s = [...values].sort((a, b) => a - b);
@@ -92,6 +94,8 @@ export interface RunContext {
   browserPages: number;
   /** Polls per second the targets ask for (targets / interval). */
   expectedRate: number;
+  /** The processes the run had (SOURCES, or SOURCES_WITH_PROXIES); SOURCES when not said. */
+  sources?: readonly Source[];
 }
 
 /**
@@ -107,11 +111,12 @@ export function resources(w: Window, pg: PgCpu | null, run: RunContext): string[
     `machine ${pct(m.busyPercent)} of ${capacity} % busy${m.stealPercent >= 1 ? `, ${pct(m.stealPercent)} taken by the hypervisor (steal)` : ''}` +
       `${m.busyPercent + m.stealPercent >= 0.9 * capacity ? ' (**CPU saturated**: every core busy)' : ''}`,
   );
-  const procs = SOURCES.map((s) => `${s} ${pct(percent(w, s))}`).join(', ');
+  const sources = run.sources ?? SOURCES;
+  const procs = sources.map((s) => `${s} ${pct(percent(w, s))}`).join(', ');
   out.push(`% of one core: ${procs}`);
   if (percent(w, 'worker') >= 90) out.push(`the worker used ${pct(percent(w, 'worker'))} of a core: its JavaScript runs on one thread, so it is **saturated**`);
   if (run.shape.browser) out.push(...browserLines(w, run, m.busyPercent + m.stealPercent >= 0.9 * capacity));
-  const ours = SOURCES.reduce((t, s) => t + (Number.isFinite(w.cpu[s]) ? w.cpu[s] : 0), 0);
+  const ours = sources.reduce((t, s) => t + (Number.isFinite(w.cpu[s]) ? w.cpu[s] : 0), 0);
   const otherSeconds = (m.busyPercent / 100) * w.seconds - ours;
   const top = [...w.others.entries()].sort((a, b) => b[1] - a[1]).slice(0, 3);
   out.push(
@@ -195,12 +200,35 @@ function pollDuration(w: Window, run: RunContext): string | null {
   return line;
 }
 
+/**
+ * The targets table with PASS/FAIL, the count met, and for each missed target with a window what
+ * ran out in it (resources); shared with bench:proxies.
+ */
+export function targetsSection(rows: readonly TargetRow[], pg: PgCpu | null, run: RunContext): string[] {
+  const out: string[] = [];
+  out.push('### Targets', '', '| target | measured | verdict |', '|---|---|---|');
+  for (const row of rows) out.push(`| ${cell(row.name)} | ${cell(row.measured)}${row.note ? ` (${cell(row.note)})` : ''} | ${verdict(row.pass)} |`);
+  const passed = rows.filter((x) => x.pass === true).length;
+  const failed = rows.filter((x) => x.pass === false);
+  out.push('', `${passed} of ${rows.length} targets met${failed.length ? `; missed: ${failed.map((f) => f.name).join('; ')}` : ''}.`);
+  if (failed.some((f) => f.window)) {
+    out.push('', '### Where the missed targets ran out', '');
+    for (const f of failed) {
+      if (!f.window) continue;
+      out.push(`- **${f.name}** (${f.window.label}, ${f.window.seconds.toFixed(0)} s):`);
+      for (const line of resources(f.window, pg, run)) out.push(`  - ${line}`);
+    }
+  }
+  return out;
+}
+
 export function renderReport(r: Results): string {
   const { bench, shape } = r;
   const platform = shape.platform;
   const interval = bench.intervalMs / 1000;
   const expectedRate = r.targetsWithItems / interval;
-  const run: RunContext = { shape, browserPages: r.browserPages, expectedRate };
+  const sources = r.proxies ? SOURCES_WITH_PROXIES : SOURCES;
+  const run: RunContext = { shape, browserPages: r.browserPages, expectedRate, sources };
   const cpuTarget = CPU_PER_POLL_TARGET_MS[platform];
   const out: string[] = [];
 
@@ -301,7 +329,8 @@ export function renderReport(r: Results): string {
     },
   ];
 
-  out.push(`## bench:monitors, ${platform}, ${r.date.toISOString().slice(0, 10)}`, '');
+  const through = r.proxies ? `, through ${r.proxies.count} loopback ${r.proxies.count === 1 ? 'proxy' : 'proxies'}` : '';
+  out.push(`## bench:monitors, ${platform}${through}, ${r.date.toISOString().slice(0, 10)}`, '');
   out.push(
     `- platform: **${platform}** (BENCH_PLATFORM), region ${shape.region}: ` +
       (shape.browser
@@ -322,20 +351,14 @@ export function renderReport(r: Results): string {
     '- parts: scratch database, fresh Temporal dev server, the worker as a child process (`temporal/worker-main.ts`), gateway and stream node in the bench process; ' +
       "CPU targets count the worker + its Chromium (every browser process under it, also shown on its own) + the Temporal server's process tree + this run's PostgreSQL backends and background processes, not the simulator",
   );
-  out.push('');
-  out.push('### Targets', '', '| target | measured | verdict |', '|---|---|---|');
-  for (const row of rows) out.push(`| ${cell(row.name)} | ${cell(row.measured)}${row.note ? ` (${cell(row.note)})` : ''} | ${verdict(row.pass)} |`);
-  const passed = rows.filter((x) => x.pass === true).length;
-  const failed = rows.filter((x) => x.pass === false);
-  out.push('', `${passed} of ${rows.length} targets met${failed.length ? `; missed: ${failed.map((f) => f.name).join('; ')}` : ''}.`);
-  if (failed.some((f) => f.window)) {
-    out.push('', '### Where the missed targets ran out', '');
-    for (const f of failed) {
-      if (!f.window) continue;
-      out.push(`- **${f.name}** (${f.window.label}, ${f.window.seconds.toFixed(0)} s):`);
-      for (const line of resources(f.window, r.pg, run)) out.push(`  - ${line}`);
-    }
+  if (r.proxies) {
+    out.push(
+      `- proxies (BENCH_PROXIES=${r.proxies.count}): the worker's HTTP requests to ${platform} went through ${r.proxies.count} loopback ${r.proxies.count === 1 ? 'proxy' : 'proxies'} (proxy-chain, in a child process of their own, each sending from its own 127.0.0.x address; ` +
+        `SCRAPE_PROXY_URLS set to them, SCRAPE_RPS_PER_PROXY=${r.proxies.rpsPerProxy}); their CPU is shown apart and, like the simulator's, is not in the targets. Compare CPU per poll with a run without BENCH_PROXIES`,
+    );
   }
+  out.push('');
+  out.push(...targetsSection(rows, r.pg, run));
 
   // --- details --------------------------------------------------------------------------------
   out.push('', '### Creation and baselines', '');
@@ -448,7 +471,7 @@ export function renderReport(r: Results): string {
   out.push('', '### CPU by phase (% of one core)', '');
   const phases = [r.idle, r.creationWindow, r.baselineWindow, r.quiet, r.soak.before, r.soak.kill?.window ?? null, r.soak.after].filter((w): w is Window => w !== null);
   out.push(`| process | ${phases.map((w) => `${w.label} (${w.seconds.toFixed(0)} s)`).join(' | ')} | RSS MiB at the end (Chromium: PSS, summed) |`, `|---|${phases.map(() => '---:').join('|')}|---:|`);
-  for (const s of SOURCES) out.push(`| ${SOURCE_NAMES[s]} | ${phases.map((w) => fmt1(percent(w, s))).join(' | ')} | ${r.rss[s] !== undefined ? Math.round(r.rss[s]) : ''} |`);
+  for (const s of sources) out.push(`| ${SOURCE_NAMES[s]} | ${phases.map((w) => fmt1(percent(w, s))).join(' | ')} | ${r.rss[s] !== undefined ? Math.round(r.rss[s]) : ''} |`);
   if (r.pg) {
     for (const grp of ['worker', 'stream', 'gateway', 'autovacuum', 'background'] as PgGroup[]) {
       out.push(`| &nbsp;&nbsp;PostgreSQL: ${grp}${grp === 'background' ? ' (checkpointer, WAL writer...: shared by the server)' : ''} | ${phases.map((w) => fmt1((100 * w.pg[grp]) / w.seconds)).join(' | ')} | |`);

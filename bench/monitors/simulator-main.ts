@@ -11,7 +11,8 @@
 // GET /hits → {total, requests, sessions}: `total` counts the answers of the platform's poll
 // route (one per poll: pf_03's event page, pf_01's seat arm; platform.ts), except refusals (401,
 // 403: a pf_01 arm asked without a valid session is not a poll, the worker makes a session and
-// asks again); `requests` every request the platform's events served (the simulator's own
+// asks again; and what the simulator's limits by address answer a banned address, a 429 or the
+// platform's challenge page, whose status is 200: bench:proxies bans its proxies' addresses); `requests` every request the platform's events served (the simulator's own
 // `hits`, the unit of the control API's PUT answer: on pf_01 also the other arm, and the event
 // page when a poll renders it); `sessions` pf_01's protection counts (sessions issued, requests
 // refused), null where the simulator has none. With ?keys=1 also {byKey: {eventKey: hits}}. The control API's GET /_sim/events would send every event's
@@ -20,6 +21,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startSimulator } from '../../src/simulator/server.ts';
 import { parseBenchPlatform, PLATFORM_SHAPES } from './platform.ts';
+import { stopWithBench } from './support.ts';
 
 function arg(name: string): string | undefined {
   const prefix = `--${name}=`;
@@ -42,7 +44,8 @@ const counting = ((...args: Parameters<typeof http.createServer>) => {
   server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (req.method !== 'GET' || !pollRoute.test(req.url ?? '')) return;
     res.once('finish', () => {
-      if (res.statusCode !== 401 && res.statusCode !== 403) polls++;
+      // Both bench platforms stand behind the Cloudflare-style wall (src/simulator/challenge-pages.ts).
+      if (res.statusCode !== 401 && res.statusCode !== 403 && res.statusCode !== 429 && res.getHeader('cf-mitigated') !== 'challenge') polls++;
     });
   });
   return server;
@@ -83,16 +86,8 @@ await new Promise<void>((resolve) => hits.listen(0, '127.0.0.1', resolve));
 const hitsUrl = `http://127.0.0.1:${(hits.address() as AddressInfo).port}/hits`;
 
 process.stdout.write(`${JSON.stringify({ url: sim.url, baseUrls: sim.baseUrls, hitsUrl })}\n`);
-let stopping = false;
-const stop = () => {
-  if (stopping) return;
-  stopping = true;
+stopWithBench(() => {
   hits.closeAllConnections();
   hits.close();
   void sim.close().finally(() => process.exit(0));
-};
-process.on('SIGINT', stop);
-process.on('SIGTERM', stop);
-process.stdin.on('end', stop);
-process.stdin.on('error', stop);
-process.stdin.resume();
+});

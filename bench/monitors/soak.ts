@@ -164,3 +164,34 @@ export async function soak(bench: BenchConfig, stack: Stack, targets: readonly T
     await driver.stop();
   }
 }
+
+/** Sleeps through a measurement window, with a progress line every 10 s. */
+export async function waitWindow(ms: number, life: Lifecycle): Promise<void> {
+  const end = performance.now() + ms;
+  let printed = performance.now();
+  while (performance.now() < end) {
+    life.check();
+    await sleep(Math.min(1_000, end - performance.now()));
+    if (performance.now() - printed >= 10_000 && performance.now() < end - 1_000) {
+      printed = performance.now();
+      progress(`  ${Math.round((ms - (end - printed)) / 1000)} s of ${ms / 1000}`);
+    }
+  }
+}
+
+/**
+ * After the soak, before the notifications log is checked: BENCH_SETTLE_INTERVALS intervals, then
+ * until no notification arrived for an interval (at most 10 more), so the last changes' polls and
+ * notifications are in.
+ */
+export async function settleAfterSoak(bench: BenchConfig, stack: Stack): Promise<void> {
+  await sleep(bench.settleIntervals * bench.intervalMs);
+  let count = await stack.meter.notifications();
+  for (let i = 0; i < 10; i++) {
+    await sleep(bench.intervalMs);
+    const now = await stack.meter.notifications();
+    if (now === count) break;
+    progress(`  still arriving: ${now - count} notifications in the last interval`);
+    count = now;
+  }
+}

@@ -5,7 +5,8 @@
 // in this process the gateway serving the Watchlist API and a stream node. The worker gets the
 // bench platform's request budget (SCRAPE_RPS_PER_PLATFORM), CHROMIUM_PATH, and BROWSER_SESSIONS
 // when BENCH_BROWSER_SESSIONS is set; the simulator the pf_01 session lifetime. Other benches
-// (bench:alerts, on every platform) adjust it through StackOptions; without them it is as above.
+// (bench:alerts, on every platform; bench:proxies, with its loopback proxies) adjust it through
+// StackOptions; without them it is as above.
 import { execFile } from 'node:child_process';
 import { startBenchGateway } from '../support/gateway.ts';
 import fs from 'node:fs/promises';
@@ -75,6 +76,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Chromium is required even when the bench platform does not need it (the worker polls pf_01 too). */
   browser?: boolean;
+  /** The loopback proxies' process (BENCH_PROXIES, bench:proxies), measured apart; the caller started it and gives the worker its SCRAPE_PROXY_URLS in `env`. */
+  proxiesPid?: number;
 }
 
 export async function startStack(bench: BenchConfig, life: Lifecycle, options: StackOptions = {}): Promise<Stack> {
@@ -208,7 +211,7 @@ export async function startStack(bench: BenchConfig, life: Lifecycle, options: S
     gatewayUrl,
     streamUrl,
     pg: pgVisible ? pg : null,
-    meter: new Meter({ worker, temporalPid: server.pid ?? null, simPid: sim.pid, simHitsUrl: sim.hitsUrl, pg: pgVisible ? pg : null, pool }),
+    meter: new Meter({ worker, temporalPid: server.pid ?? null, simPid: sim.pid, simHitsUrl: sim.hitsUrl, proxiesPid: options.proxiesPid ?? null, pg: pgVisible ? pg : null, pool }),
     logCounts: counts,
     monitorBacklog,
   };

@@ -1,4 +1,5 @@
-// Small pieces the monitors bench needs: the simulator child process, a logger that counts
+// Small pieces the monitors bench needs: the simulator child process (and other helper processes
+// that print what they serve as a JSON line: bench:proxies' proxies), a logger that counts
 // warnings instead of flooding the terminal (also fed the worker child's output), progress
 // lines, and number helpers. Percentiles are bench/support/percentiles.ts, shared by every
 // benchmark.
@@ -24,7 +25,18 @@ export interface SimProcess {
  */
 export async function startSimulatorProcess(options: { platform: string; pf01SessionTtlMs: number }): Promise<SimProcess> {
   const args = [`--platform=${options.platform}`, `--pf01-session-ttl-ms=${options.pf01SessionTtlMs}`];
-  const child = spawn(process.execPath, ['--import', 'tsx', SIM_MAIN, ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+  const { pid, info, stop } = await startLineProcess<{ url: string; baseUrls: Record<string, string>; hitsUrl: string }>('the simulator', SIM_MAIN, args);
+  return { pid, ...info, stop };
+}
+
+/**
+ * A helper process of a bench (the simulator, the loopback proxies): `script` under tsx with
+ * `args`, stdin a pipe it exits on when it closes (the bench died), its stderr the bench's.
+ * Resolves with the first line it prints, parsed as JSON (what it serves, once it serves it).
+ * `stop` sends SIGTERM, then SIGKILL after 5 s.
+ */
+export async function startLineProcess<T>(name: string, script: string, args: readonly string[]): Promise<{ pid: number; info: T; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -35,16 +47,16 @@ export async function startSimulatorProcess(options: { platform: string; pf01Ses
     clearTimeout(timer);
   };
   try {
-    const info = await new Promise<{ url: string; baseUrls: Record<string, string>; hitsUrl: string }>((resolve, reject) => {
+    const info = await new Promise<T>((resolve, reject) => {
       let out = '';
-      const timer = setTimeout(() => reject(new Error('the simulator did not start within 60 s')), 60_000);
+      const timer = setTimeout(() => reject(new Error(`${name} did not start within 60 s`)), 60_000);
       child.stdout!.setEncoding('utf8').on('data', (d: string) => {
         out += d;
         const nl = out.indexOf('\n');
         if (nl >= 0) {
           clearTimeout(timer);
           try {
-            resolve(JSON.parse(out.slice(0, nl)));
+            resolve(JSON.parse(out.slice(0, nl)) as T);
           } catch (err) {
             reject(err as Error);
           }
@@ -52,15 +64,33 @@ export async function startSimulatorProcess(options: { platform: string; pf01Ses
       });
       child.once('exit', (code) => {
         clearTimeout(timer);
-        reject(new Error(`the simulator exited (${code}) before it was ready`));
+        reject(new Error(`${name} exited (${code}) before it was ready`));
       });
     });
     child.stdout!.resume();
-    return { pid: child.pid!, ...info, stop };
+    return { pid: child.pid!, info, stop };
   } catch (err) {
     await stop();
     throw err;
   }
+}
+
+/**
+ * In a helper process a bench started with startLineProcess: runs `stop` once, on SIGINT or
+ * SIGTERM (the bench's cleanup) or when the bench's end of stdin closes (it died without one).
+ */
+export function stopWithBench(stop: () => void): void {
+  let stopping = false;
+  const once = () => {
+    if (stopping) return;
+    stopping = true;
+    stop();
+  };
+  process.on('SIGINT', once);
+  process.on('SIGTERM', once);
+  process.stdin.on('end', once);
+  process.stdin.on('error', once);
+  process.stdin.resume();
 }
 
 /**

@@ -42,7 +42,7 @@ export class WorkerProcess {
   incarnations = 0;
 
   constructor(
-    private readonly env: NodeJS.ProcessEnv,
+    private env: NodeJS.ProcessEnv,
     readonly metricsUrl: string,
     private readonly onLine: (line: string) => void,
     /** Told each new process group (the janitor's safety net). */
@@ -165,6 +165,32 @@ export class WorkerProcess {
   async kill(): Promise<void> {
     const child = this.child;
     if (!child || !this.running) return;
+    const browsers = await this.retire();
+    const exited = new Promise((r) => child.once('exit', r));
+    signalGroup(child.pid!, 'SIGKILL');
+    killChromium(browsers);
+    await exited;
+    child.stdin?.destroy();
+  }
+
+  /**
+   * A worker with other settings (bench:proxies: direct, then through its proxies): this one
+   * stopped as the cleanup stops it, its CPU and metrics kept for the totals first (as a kill
+   * keeps them, so no window goes backwards), then `beforeStart` (the simulator set for the new
+   * one), then a new one started with `env` over the old environment.
+   */
+  async restart(env: NodeJS.ProcessEnv, beforeStart?: () => Promise<void>): Promise<WorkerStart> {
+    if (this.running) {
+      await this.retire();
+      await this.stop();
+    }
+    this.env = { ...this.env, ...env };
+    await beforeStart?.();
+    return this.start();
+  }
+
+  /** Keeps the running incarnation's last CPU and metrics readings for the totals; returns its Chromium's pids. */
+  private async retire(): Promise<number[]> {
     await this.metrics();
     const table = processTable();
     this.retiredCpu = this.cpuSeconds(table);
@@ -174,11 +200,7 @@ export class WorkerProcess {
     if (this.lastMetrics) this.retiredMetrics = this.retiredMetrics.plus(this.lastMetrics);
     this.lastMetrics = null;
     this.killing = true;
-    const exited = new Promise((r) => child.once('exit', r));
-    signalGroup(child.pid!, 'SIGKILL');
-    killChromium(browsers);
-    await exited;
-    child.stdin?.destroy();
+    return browsers;
   }
 
   /** For the cleanup: SIGTERM (worker-main stops its workers), SIGKILL after 10 s. */

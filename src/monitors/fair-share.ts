@@ -9,6 +9,13 @@
 // at the previous choice) starts at the service level of the moment, so time spent with nothing
 // due is not saved up as credit against the others.
 //
+// Shards split an account's targets unevenly (2 of its 20 here, 8 there), and each shard shares
+// its own budget. So that an account's service adds up to the same over the platform whatever the
+// split, a shard weighs each account by the share of its targets on the platform that the shard
+// holds (sync's `weights`): a poll charges 1/(k × weight). With equal accounts the budget then
+// goes evenly over every target, and a shortfall stretches every target's interval alike (issue
+// 27: too few healthy proxies), while a small account keeps its place beside a large one.
+//
 // Polls in flight are shared too. A shard runs at most `maxInFlight` polls at once, and the last
 // quarter of those places is kept for accounts that have no poll in flight: an account whose
 // target falls due never waits behind another account's slow polls. The other places go by the
@@ -46,6 +53,8 @@ export class FairShare {
   readonly order: PollOrder;
   private readonly accounts = new Map<number, Account>();
   private watchers: ReadonlyMap<string, readonly number[]> = new Map();
+  /** Each account's share (0..1] of its targets on the platform that are in this shard; 1 when not given. */
+  private weights: ReadonlyMap<number, number> = new Map();
   /** The accounts each poll in flight was charged to (its watchers when it started). */
   private readonly running = new Map<string, readonly number[]>();
   /** The service level of the last choice: where an account that starts waiting begins. */
@@ -61,9 +70,13 @@ export class FairShare {
     this.order = settings.order ?? 'fair';
   }
 
-  /** The accounts watching each target of the shard (replaces the previous map). */
-  sync(watchers: ReadonlyMap<string, readonly number[]>): void {
+  /**
+   * The accounts watching each target of the shard, and optionally each account's share of its
+   * platform's targets that are in this shard (both replace the previous maps).
+   */
+  sync(watchers: ReadonlyMap<string, readonly number[]>, weights: ReadonlyMap<number, number> = new Map()): void {
     this.watchers = watchers;
+    this.weights = weights;
     const live = new Set<number>();
     for (const ids of watchers.values()) for (const id of ids) live.add(id);
     for (const [id, a] of this.accounts) if (!live.has(id) && a.inFlight === 0) this.accounts.delete(id);
@@ -107,14 +120,15 @@ export class FairShare {
     return best;
   }
 
-  /** A poll of `key` starts: its watchers are charged 1/k each. */
+  /** A poll of `key` starts: its watchers are charged 1/k each, over their weight. */
   started(key: string): void {
     const ids = this.watchersOf(key);
     this.running.set(key, ids);
     this.inFlight++;
     for (const id of ids) {
       const a = this.account(id);
-      a.served += 1 / ids.length;
+      const weight = this.weights.get(id) ?? 1;
+      a.served += 1 / (ids.length * (weight > 0 ? weight : 1));
       a.inFlight++;
     }
   }

@@ -1,7 +1,7 @@
 // `npm run ops -- <command>`: operations on the service's Temporal runs and monitors. JSON on
 // stdout; on error a message on stderr and a non-zero exit. Talks to TEMPORAL_ADDRESS, or to the
-// dev server `npm start` runs (127.0.0.1:TEMPORAL_PORT); monitors:blocked, billing:sync-status and
-// scrapers:sessions read DATABASE_URL.
+// dev server `npm start` runs (127.0.0.1:TEMPORAL_PORT); monitors:blocked, billing:sync-status,
+// scrapers:sessions and scrapers:proxies read DATABASE_URL.
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfigOrExit, type Config } from '../config.ts';
@@ -20,6 +20,8 @@ const USAGE = `usage: npm run ops -- <command> [options]
   monitors:pollers [--platform pf_03]               the running shard pollers and their last run
   scrapers:sessions [--platform pf_01]              each worker's browser page loads and browser-made sessions
                                                     (ready, made, renewed, refused, why none can be made)
+  scrapers:proxies [--platform pf_03]               each proxied platform's proxies: requests, blocks, cooling down, health,
+                                                    and its budget against what its targets need (which budget ran out)
   webhooks:failed [--since 1h]                      webhook deliveries that gave up (newest first)
   webhooks:retry <delivery id>                      send a failed delivery again (same webhook-id)
   webhooks:retry --all-failed [--since 1h]          the same for every failed delivery
@@ -58,7 +60,7 @@ async function main(argv: string[]): Promise<unknown> {
   if (values.help || !command) throw new UsageError('');
   const config = loadConfigOrExit();
   if (command === 'webhooks:failed' || command === 'webhooks:retry') return webhooksCommand(config, command, rest, values);
-  if (command === 'monitors:blocked' || command === 'billing:sync-status' || command === 'scrapers:sessions') {
+  if (command === 'monitors:blocked' || command === 'billing:sync-status' || command === 'scrapers:sessions' || command === 'scrapers:proxies') {
     if (rest.length) throw new UsageError(`unexpected argument ${rest[0]}`);
     const { openDatabase } = await import('../runtime/database.ts');
     const database = await openDatabase(config, (msg) => console.error(msg), { applicationName: 'ops', poolMax: 2 });
@@ -66,6 +68,10 @@ async function main(argv: string[]): Promise<unknown> {
       if (command === 'billing:sync-status') {
         const { meterSyncStatus } = await import('../billing/stripe/meter-sync.ts');
         return await meterSyncStatus(database.db, { all: values.all });
+      }
+      if (command === 'scrapers:proxies') {
+        const { platformProxies } = await import('./proxies.ts');
+        return await platformProxies(database.db, { platform: values.platform, intervalMs: config.MONITOR_INTERVAL_MS });
       }
       if (command === 'scrapers:sessions') {
         const { workerSessions } = await import('./scrapers.ts');

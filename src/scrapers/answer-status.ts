@@ -11,3 +11,8 @@ export function failureForStatus(url: string, status: number, retryAfter: string
   if (isBlockedStatus(status)) return blockedFailure(url, status, parseRetryAfter(retryAfter, nowMs));
   return null;
 }
+
+/** The `blocked` failure of an answer the platform's challenge-page rule matched (block-pages.ts). */
+export function blockPageFailure(url: string, wall: string, retryAfter: string | null | undefined, nowMs: number): ScrapeFailure {
+  return new ScrapeFailure('blocked', `${url} answered ${wall}`, { retryAfterMs: parseRetryAfter(retryAfter, nowMs), refusedByPlatform: true });
+}

@@ -2,10 +2,24 @@
 // playwright-core, launched and retired by crawlee's BrowserPool, with at most `pages` pages
 // open at once. Pages are kept open between visits and reused, because opening a page costs
 // more than the visit itself on these machines; every failure comes out as a ScrapeFailure.
+//
+// A visit made with a session whose exit is a proxy (issue 27, egress/) is made as that
+// session's client: its page's browser context goes through the proxy (credentials held by
+// crawlee's local forwarder, never by chromium) with the session's user agent, language and
+// client hints, so the platform sees the browser and the session's HTTP requests as one client
+// at one address. Each page keeps its own context, as before (two visits at once must not share
+// cookies: pf_01 binds its token to the cookie its front page set), and goes back to the idle
+// list marked with its client; a visit takes an idle page of its own client, else opens one,
+// closing the oldest idle page of another client when the page limit is reached. A visit given
+// the platform's challenge-page rule (block-pages.ts) fails as `blocked` when the main document
+// is that page, as on a 403 or a 429.
 import { BrowserPool, PlaywrightPlugin } from '@crawlee/browser-pool';
 import { chromium, errors, type Browser, type Page } from 'playwright-core';
+import { blockPageFailure } from './answer-status.ts';
+import type { BlockPageRule } from './block-pages.ts';
 import { browserEnvironment } from './browser-env.ts';
 import { chromiumFix, chromiumFound } from './chromium.ts';
+import type { ScrapeSession } from './egress/scrape-session.ts';
 import { parseRetryAfter } from './retry-after.ts';
 import { blockedFailure, isBlockedStatus, ScrapeFailure, type BrowserSession } from './types.ts';
 
@@ -79,7 +93,8 @@ interface Controller {
   close(): Promise<void>;
 }
 interface Pool {
-  newPage(): Promise<Page>;
+  /** `pageOptions` are the page's own browser context's (incognito pages). */
+  newPage(options?: { pageOptions?: Record<string, unknown> }): Promise<Page>;
   getBrowserControllerByPage(page: Page): Controller | undefined;
   retireBrowserController(controller: Controller): void;
   on(event: 'browserLaunched' | 'browserRetired', listener: (controller: Controller) => void): unknown;
@@ -90,8 +105,64 @@ interface Lease {
   page: Page;
   controller: Controller;
   visits: number;
+  /** The client its context is (PageClient.key). */
+  client: string;
   /** Set once the page is being closed. */
   closing?: Promise<void>;
+}
+
+/** How a page's browser context looks to the platform: where from, and as which browser. */
+interface PageClient {
+  /** '' for this machine's own chromium as it is; otherwise the proxy and the headers below. */
+  key: string;
+  /** Options of a new page's context; none for the plain client. */
+  options?: Record<string, unknown>;
+  /** The proxy's label, for failures that are the proxy's. */
+  label?: string;
+}
+
+const PLAIN: PageClient = { key: '' };
+
+/** The session's headers a context sends on every request, beside the user agent. */
+const CONTEXT_HEADERS = ['accept-language', 'sec-ch-ua', 'sec-ch-ua-mobile', 'sec-ch-ua-platform'];
+
+/** Chromium's names of the SOCKS schemes a proxy URL may use (it resolves names at the proxy either way). */
+const CHROMIUM_SCHEMES: Readonly<Record<string, string>> = { 'socks:': 'socks5:', 'socks5h:': 'socks5:', 'socks4a:': 'socks4:' };
+
+/** The client of a visit made with `session`: through its proxy, as its browser; direct exits as before. */
+function clientOf(session: ScrapeSession | undefined): PageClient {
+  const proxy = session?.exit.proxy;
+  if (!session || !proxy) return PLAIN;
+  const url = new URL(proxy.url);
+  const username = decodeURIComponent(url.username);
+  const password = decodeURIComponent(url.password);
+  // With credentials, crawlee's page factory puts a local forwarder (proxy-chain, which speaks
+  // every scheme) between chromium and the proxy, and the forwarder adds them.
+  const scheme = username || password ? url.protocol : (CHROMIUM_SCHEMES[url.protocol] ?? url.protocol);
+  const headers: Record<string, string> = {};
+  for (const name of CONTEXT_HEADERS) {
+    const value = session.headers[name];
+    if (value !== undefined) headers[name] = value;
+  }
+  const userAgent = session.headers['user-agent'];
+  return {
+    // In memory only (the URL holds the credentials): two sessions of one exit with the same
+    // header set may share idle pages.
+    key: JSON.stringify([proxy.url, userAgent ?? null, headers]),
+    label: proxy.label,
+    options: {
+      // No bypass list: Playwright then sends loopback targets through the proxy too.
+      proxy: { server: `${scheme}//${url.host}`, ...(username ? { username } : {}), ...(password ? { password } : {}) },
+      ...(userAgent ? { userAgent } : {}),
+      extraHTTPHeaders: headers,
+    },
+  };
+}
+
+/** What withPage is told beside the signal. */
+interface VisitOptions {
+  session?: ScrapeSession;
+  blockPage?: BlockPageRule;
 }
 
 function firstLine(err: unknown): string {
@@ -149,9 +220,11 @@ class Slots {
 export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
   if (!Number.isInteger(options.pages) || options.pages < 1) throw new Error('browser pages must be a positive integer');
   const slots = new Slots(options.pages);
+  /** Oldest first. */
   const idle: Lease[] = [];
   const pending = new Set<Promise<void>>();
-  const blanking = new Set<Promise<boolean>>();
+  /** Pages being blanked, each with its client. */
+  const blanking = new Map<Promise<boolean>, string>();
   const retired = new WeakSet<Controller>();
   const stats: BrowserPagesStats = { launches: 0, browsers: 0, openPages: 0, peakOpenPages: 0, visits: 0 };
   let closed = false;
@@ -237,20 +310,30 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
   const usable = (lease: Lease): boolean =>
     !lease.closing && !lease.page.isClosed() && !retired.has(lease.controller) && lease.controller.browser.isConnected() && lease.visits < VISITS_PER_PAGE;
 
-  const takePage = async (): Promise<Lease> => {
+  /** The newest idle page of `client`, out of the idle list. */
+  const idleOf = (client: string): Lease | undefined => {
+    for (let i = idle.length - 1; i >= 0; i--) if (idle[i]!.client === client) return idle.splice(i, 1)[0];
+    return undefined;
+  };
+
+  const takePage = async (client: PageClient): Promise<Lease> => {
     for (;;) {
-      for (let lease = idle.pop(); lease; lease = idle.pop()) {
+      for (let lease = idleOf(client.key); lease; lease = idleOf(client.key)) {
         if (usable(lease)) return lease;
         await discard(lease);
       }
       // A page being blanked is a few ms from idle; opening a new one costs far more.
-      if (blanking.size === 0) break;
-      await Promise.race(blanking);
+      const ours = [...blanking].filter(([, key]) => key === client.key).map(([blank]) => blank);
+      if (ours.length === 0) break;
+      await Promise.race(ours);
     }
+    // The pages in use hold a slot each, as this visit does: idle pages of other clients make
+    // way, oldest first, so the pages open stay within the limit.
+    while (stats.openPages >= options.pages && idle.length > 0) await discard(idle.shift()!);
     await Promise.all([...dropping]);
     let page: Page;
     try {
-      page = await pool.newPage();
+      page = await pool.newPage(client.options ? { pageOptions: { ...client.options } } : undefined);
     } catch (err) {
       // Looked for only once a launch failed: a missing browser is final, anything else may pass.
       if (!(await chromiumFound(options.chromiumPath))) throw new ScrapeFailure('browser_missing', chromiumFix(options.chromiumPath), { cause: err });
@@ -259,7 +342,7 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
     stats.openPages++;
     stats.peakOpenPages = Math.max(stats.peakOpenPages, stats.openPages);
     const controller = pool.getBrowserControllerByPage(page);
-    const lease: Lease = { page, controller: controller!, visits: 0 };
+    const lease: Lease = { page, controller: controller!, visits: 0, client: client.key };
     if (!controller) {
       // The page closed before the pool filed it (its browser died at that very moment).
       await discard(lease);
@@ -294,7 +377,7 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
         () => true,
         () => false,
       );
-    blanking.add(blank);
+    blanking.set(blank, lease.client);
     let clean: boolean;
     try {
       clean = await blank;
@@ -324,7 +407,7 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
    * One visit on a page of its own. The time limit starts once the page is ours: it bounds the
    * platform (navigation and `use`), not our queue or a browser launch (LAUNCH_TIMEOUT_MS).
    */
-  const visit = async <T>(url: string, use: (page: Page) => Promise<T>, stopper: AbortController): Promise<T> => {
+  const visit = async <T>(url: string, use: (page: Page) => Promise<T>, stopper: AbortController, how: VisitOptions): Promise<T> => {
     const stop = stopper.signal;
     let lease: Lease | undefined;
     let healthy = false;
@@ -333,7 +416,9 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
     const onStop = () => void (lease && discard(lease));
     stop.addEventListener('abort', onStop, { once: true });
     try {
-      lease = await takePage();
+      const client = clientOf(how.session);
+      const through = client.label ? ` through ${client.label}` : '';
+      lease = await takePage(client);
       if (stop.aborted) throw stop.reason;
       timer = setTimeout(() => stopper.abort(new ScrapeFailure('attempt_timeout', `the page visit took longer than ${options.timeoutMs} ms`)), options.timeoutMs);
       const { page } = lease;
@@ -341,12 +426,18 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       page.setDefaultTimeout(options.timeoutMs);
       page.setDefaultNavigationTimeout(options.timeoutMs);
       stats.visits++;
+      how.session?.sent();
       let response;
       try {
         response = await page.goto(url, { waitUntil: 'domcontentloaded' });
       } catch (err) {
         if (stop.aborted || err instanceof errors.TimeoutError) throw err;
-        throw new ScrapeFailure('upstream', `could not load ${url}: ${firstLine(err)}`, { cause: err });
+        throw new ScrapeFailure('upstream', `could not load ${url}${through}: ${firstLine(err)}`, { cause: err });
+      }
+      if (response && through && response.status() >= 590 && response.status() <= 599) {
+        // Not the platform's answer: the local forwarder's word that the proxy failed (proxy-chain's 59x).
+        healthy = true;
+        throw new ScrapeFailure('upstream', `could not load ${url}${through}: the proxy failed (${response.status()} ${response.statusText()})`, { proxyFailed: true });
       }
       if (response && response.status() >= 500) {
         healthy = true;
@@ -357,6 +448,17 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
         const retryAfterMs = parseRetryAfter(await response.headerValue('retry-after'), Date.now());
         healthy = true;
         throw blockedFailure(url, response.status(), retryAfterMs);
+      }
+      if (response && how.blockPage) {
+        // The document as it came, before `use` waits on it (a challenge page never becomes the
+        // page); as the DOM has it if chromium no longer holds the body.
+        const headers = await response.allHeaders();
+        const body = await response.text().catch(() => page.content());
+        const wall = how.blockPage({ status: response.status(), headers, body });
+        if (wall) {
+          healthy = true;
+          throw blockPageFailure(url, wall, headers['retry-after'], Date.now());
+        }
       }
       const value = await use(page);
       healthy = true;
@@ -378,14 +480,14 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
   };
 
   return {
-    async withPage(url, use, { signal } = {}) {
+    async withPage(url, use, { signal, session, blockPage } = {}) {
       if (closed) throw new ScrapeFailure('upstream', 'the browser pool is closed');
       await slots.acquire(signal);
       const stop = new AbortController();
       const onAbort = () => stop.abort(aborted());
       signal?.addEventListener('abort', onAbort, { once: true });
       if (signal?.aborted) onAbort();
-      const running = visit(url, use, stop);
+      const running = visit(url, use, stop, { session, blockPage });
       track(running);
       // The caller hears at once when the visit is stopped; the page closes behind it.
       const stopped = new Promise<never>((_, reject) => {
@@ -405,7 +507,7 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       await slots.acquire();
       try {
         // A fresh page is already blank: it waits in the idle list for the first visit.
-        const lease = await takePage();
+        const lease = await takePage(PLAIN);
         if (closed) await discard(lease);
         else idle.push(lease);
       } finally {

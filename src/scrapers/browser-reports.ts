@@ -13,6 +13,7 @@ import type { Db } from '../../db/connection.ts';
 import type { Logger } from '../logger.ts';
 import { BROWSER_PLATFORMS } from '../platform/registry.ts';
 import { chromiumFix, chromiumFound } from './chromium.ts';
+import type { ExitPoolStats } from './egress/exit-pool.ts';
 
 const TABLE = 'scrape_worker_browsers';
 /** How often a worker looks for its browser again and refreshes its report. */
@@ -30,6 +31,8 @@ export interface ScraperFigures {
   browser: { page_loads: number; page_loads_per_minute: number | null; launches: number; open_pages: number };
   /** Session pool figures by platform (session-pool.ts's stats). */
   sessions: Record<string, object>;
+  /** Each proxied platform's exits (egress/exit-pool.ts's stats), for `npm run ops -- scrapers:proxies`. */
+  proxies?: ExitPoolStats[];
 }
 
 export interface BrowserReporter {

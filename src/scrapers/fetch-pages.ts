@@ -7,10 +7,17 @@
 // (pf_03's page; docs/monitoring.md). It keeps the same contract: the same failures for the
 // same answers (answer-status.ts), redirects only within the origin asked for, a bound on time
 // and size, and Cheerio over htmlparser2 as crawlee's CheerioCrawler uses.
+//
+// A request made with a session (egress/scrape-session.ts) leaves through the session's exit (a
+// proxy's kept-alive agent, egress/exit-pool.ts) with its headers and cookies, and keeps the
+// cookies the answer sets; a compressed answer (a browser's accept-encoding asks for one) is
+// decoded; an answer the platform's challenge-page rule matches (block-pages.ts) is `blocked`.
 import http from 'node:http';
 import https from 'node:https';
+import zlib from 'node:zlib';
 import { load } from 'cheerio';
-import { failureForStatus } from './answer-status.ts';
+import { blockPageFailure, failureForStatus } from './answer-status.ts';
+import type { RequestKind } from './egress/scrape-session.ts';
 import { ScrapeFailure, type FetchedPage, type FetchInit, type PageFetcher } from './types.ts';
 
 export interface FetchPagesOptions {
@@ -82,6 +89,28 @@ const CLIENT_HEADERS = {
   'accept-language': 'en-US,en;q=0.9',
 };
 
+/** What each kind of request accepts when it is made without a session. */
+const ACCEPT: Record<RequestKind, string> = { html: 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.8', json: 'application/json' };
+
+/** The body as sent, before its content-encoding (gzip, deflate or br; identity as is). */
+function decompress(body: Buffer, encoding: string | undefined): Buffer {
+  switch (encoding?.trim().toLowerCase()) {
+    case undefined:
+    case '':
+    case 'identity':
+      return body;
+    case 'gzip':
+    case 'x-gzip':
+      return zlib.gunzipSync(body, { maxOutputLength: MAX_BODY_BYTES });
+    case 'deflate':
+      return zlib.inflateSync(body, { maxOutputLength: MAX_BODY_BYTES });
+    case 'br':
+      return zlib.brotliDecompressSync(body, { maxOutputLength: MAX_BODY_BYTES });
+    default:
+      throw new Error(`the answer is in an encoding we did not ask for (${encoding})`);
+  }
+}
+
 /** The body as text in the page's declared charset, else UTF-8; a leading BOM is dropped. */
 function decode(body: Buffer, contentType: string | undefined): string {
   const charset = /charset\s*=\s*"?([\w.:-]+)/i.exec(contentType ?? '')?.[1]?.toLowerCase();
@@ -101,9 +130,13 @@ type Cut = 'timeout' | 'aborted';
  * request is sent once more on a fresh socket (Node's documented pattern, req.reusedSocket).
  */
 function send(target: URL, init: FetchInit, headers: Record<string, string>, agent: http.Agent, signal: AbortSignal, retried = false): Promise<http.IncomingMessage> {
+  init.session?.sent();
   return new Promise((resolve, reject) => {
     const client = target.protocol === 'https:' ? https : http;
     const req = client.request(target, { method: init.method ?? 'GET', headers, agent, signal }, resolve);
+    // http-proxy-agent adds Proxy-Connection for the proxy, and a proxy that passes it on would
+    // tell the platform that a proxy is in use; no browser sends it.
+    if (init.session?.exit.proxy) req.removeHeader('proxy-connection');
     req.on('error', (err: NodeJS.ErrnoException) => {
       if (!retried && req.reusedSocket && err.code === 'ECONNRESET' && !signal.aborted) resolve(send(target, init, headers, agent, signal, true));
       else reject(err);
@@ -147,7 +180,7 @@ export function createFetchPages(options: FetchPagesOptions): FetchPages {
     https: new https.Agent({ keepAlive: true, maxSockets: options.concurrency }),
   };
 
-  const fetchPage = async (url: string, init: FetchInit, accept: string): Promise<FetchedPage> => {
+  const fetchPage = async (url: string, init: FetchInit, kind: RequestKind): Promise<FetchedPage> => {
     const origin = new URL(url).origin;
     // One controller and one timer per call: AbortSignal.timeout and AbortSignal.any cost more.
     const controller = new AbortController();
@@ -172,17 +205,29 @@ export function createFetchPages(options: FetchPagesOptions): FetchPages {
         throw cutShort(err);
       }
       try {
-        const headers = { ...CLIENT_HEADERS, accept, ...init.headers };
+        const session = init.session;
+        const plain = session ? null : { ...CLIENT_HEADERS, accept: ACCEPT[kind], ...init.headers };
         let target = new URL(url);
         for (let hop = 0; ; hop++) {
           let res: http.IncomingMessage;
+          const headers = plain ?? session!.requestHeaders(kind, target.href, init.headers);
+          const agent = session?.exit.agent(target.protocol) ?? (target.protocol === 'https:' ? agents.https : agents.http);
           try {
-            res = await send(target, init, headers, target.protocol === 'https:' ? agents.https : agents.http, controller.signal);
+            res = await send(target, init, headers, agent, controller.signal);
           } catch (err) {
             if (cut) throw cutShort(err);
-            throw new ScrapeFailure('upstream', `fetching ${url} failed: ${(err as Error).message}`, { cause: err });
+            // No answer at all through a proxy: the proxy is down or cut off (a proxy that cannot
+            // reach the platform answers 502 itself, which reads as the platform's 5xx).
+            const proxy = session?.exit.proxy ? ` through the proxy ${session.exit.label}` : '';
+            throw new ScrapeFailure('upstream', `fetching ${url}${proxy} failed: ${(err as Error).message}`, { cause: err, proxyFailed: proxy !== '' });
           }
           const status = res.statusCode ?? 0;
+          if (status === 407 && session?.exit.proxy) {
+            res.destroy();
+            // The proxy, not the platform, refused: named by label, its credentials never shown.
+            throw new ScrapeFailure('upstream', `the proxy ${session.exit.label} refused our credentials (407)`, { proxyFailed: true });
+          }
+          session?.received(target.href, res.headers['set-cookie']);
           const location = res.headers.location;
           if (status >= 300 && status < 400 && location !== undefined) {
             res.destroy();
@@ -197,13 +242,18 @@ export function createFetchPages(options: FetchPagesOptions): FetchPages {
             res.destroy();
             throw failure;
           }
+          let page: FetchedPage;
           try {
-            return { status, url: target.href, body: decode(await readAll(res, url), res.headers['content-type']), headers: res.headers };
+            const body = decode(decompress(await readAll(res, url), res.headers['content-encoding']), res.headers['content-type']);
+            page = { status, url: target.href, body, headers: res.headers };
           } catch (err) {
             if (err instanceof ScrapeFailure) throw err;
             if (cut) throw cutShort(err);
             throw new ScrapeFailure('upstream', `reading ${url} failed: ${(err as Error).message}`, { cause: err });
           }
+          const wall = init.blockPage?.({ status, headers: res.headers, body: page.body });
+          if (wall) throw blockPageFailure(url, wall, res.headers['retry-after'], Date.now());
+          return page;
         }
       } finally {
         slots.give();
@@ -216,11 +266,11 @@ export function createFetchPages(options: FetchPagesOptions): FetchPages {
 
   return {
     async html(url, init = {}) {
-      const page = await fetchPage(url, init, 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.8');
+      const page = await fetchPage(url, init, 'html');
       return { ...page, $: load(page.body, { _useHtmlParser2: true } as Parameters<typeof load>[1]) };
     },
     async json(url, init = {}) {
-      const page = await fetchPage(url, init, 'application/json');
+      const page = await fetchPage(url, init, 'json');
       let data: unknown;
       try {
         data = JSON.parse(page.body);

@@ -2,14 +2,26 @@
 // CheerioCrawler for HTML pages and an HttpCrawler for JSON APIs, started on first use and fed
 // one request per call through an in-memory handoff; each call waits for its own request's
 // outcome in a map of pending calls keyed by the request's unique key.
+//
+// A call made with a session (egress/scrape-session.ts) goes out as that session's client, as
+// the lean fetcher's do (fetch-pages.ts): through its exit's proxy, chosen per request by
+// crawlee's own ProxyConfiguration; with the session's header set in place of got-scraping's
+// generated one (a set generated per request would be a new browser every time); with the
+// session's cookies, whose jar keeps what every answer sets, redirects included. got-scraping
+// speaks HTTP(S) proxies only, so a call through a SOCKS exit fails at once, naming the proxy.
+// An answer the platform's challenge-page rule matches (block-pages.ts) is `blocked`. Whatever
+// names the proxy in a failure names it by label: its URL holds the credentials.
 import { randomUUID } from 'node:crypto';
 import { totalmem } from 'node:os';
 import { CheerioCrawler } from '@crawlee/cheerio';
-import { Configuration, EventManager, Log, LogLevel, Request, type RequestProvider } from '@crawlee/core';
+import { Configuration, EventManager, Log, LogLevel, ProxyConfiguration, Request, type RequestProvider } from '@crawlee/core';
 import { HttpCrawler, type BasicCrawler } from '@crawlee/http';
 import { load, type CheerioAPI } from 'cheerio';
 import { RequestHandoff } from './request-handoff.ts';
-import { failureForStatus } from './answer-status.ts';
+import { blockPageFailure, failureForStatus } from './answer-status.ts';
+import type { BlockPageRule } from './block-pages.ts';
+import type { ProxyEndpoint } from './egress/proxy-urls.ts';
+import type { RequestKind, ScrapeSession } from './egress/scrape-session.ts';
 import { ScrapeFailure, type FetchedPage, type FetchInit, type PageFetcher } from './types.ts';
 
 export interface HttpPagesOptions {
@@ -28,10 +40,13 @@ export interface HttpPages extends PageFetcher {
   close(): Promise<void>;
 }
 
+type AnswerHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
 interface Answer {
   status: number;
   url: string;
   body: string;
+  headers: AnswerHeaders;
   $?: CheerioAPI;
 }
 
@@ -41,7 +56,25 @@ interface PendingCall {
   controller: AbortController;
   /** The origin redirects may stay on (the adapters' base URL is the only place they fetch). */
   origin: string;
+  /** The call's own headers (an adapter's), put on top of the session's on every hop. */
+  extra: Record<string, string> | undefined;
+  session: ScrapeSession | undefined;
+  blockPage: BlockPageRule | undefined;
   settle(outcome: { ok: true; answer: Answer } | { ok: false; failure: ScrapeFailure }): void;
+}
+
+/** The got options the hook below sets (useHeaderGenerator is got-scraping's). */
+interface GotOptionsSet {
+  signal?: AbortSignal | undefined;
+  followRedirect?: unknown;
+  useHeaderGenerator?: boolean;
+  hooks?: unknown;
+}
+
+/** What got hands a beforeRedirect hook: the next hop's options, which it may change. */
+interface RedirectOptions {
+  url: URL | string | undefined;
+  headers: Record<string, string | string[] | undefined>;
 }
 
 /** Statuses crawlee would otherwise turn into thrown errors: we answer 5xx ourselves, as `upstream`. */
@@ -83,6 +116,23 @@ function timedOut(error: Error): boolean {
 /** crawlee files connection errors as "session errors" (a proxy might be to blame); say what happened. */
 function reasonOf(error: Error): string {
   return error.message.replace(/^Detected a session error, rotating session\.\.\.\s*/, '').trim();
+}
+
+/** `text` with the proxy's URL named by its label, and its secret nowhere. */
+function scrub(text: string, proxy: ProxyEndpoint | null | undefined): string {
+  if (!proxy) return text;
+  const url = new URL(proxy.url);
+  let out = text.split(proxy.url).join(proxy.label).split(proxy.url.replace(/\/$/, '')).join(proxy.label);
+  // The password; a proxy without one takes a token as its user name.
+  const secret = url.password || url.username;
+  for (const form of new Set([secret, decodeURIComponent(secret)])) {
+    if (form.length > 0) out = out.split(form).join('[redacted]');
+  }
+  return out;
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
 }
 
 export function createHttpPages(options: HttpPagesOptions): HttpPages {
@@ -132,8 +182,12 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
       snapshotterOptions: { eventLoopSnapshotIntervalSecs: RARELY_MS / 1000, clientSnapshotIntervalSecs: RARELY_MS / 1000 },
     },
     log,
+    // Asked for every request; a request without a session (or through a direct exit) gets none.
+    proxyConfiguration: new ProxyConfiguration({
+      newUrlFunction: (_sessionId, opts) => (opts?.request ? (pending.get(opts.request.uniqueKey)?.session?.exit.proxy?.url ?? null) : null),
+    }),
     preNavigationHooks: [
-      ({ request }: { request: Request }, gotOptions: { signal?: AbortSignal | undefined; followRedirect?: unknown }) => {
+      ({ request }: { request: Request }, gotOptions: GotOptionsSet) => {
         const call = pending.get(request.uniqueKey);
         if (!call) throw new Error('the caller has gone');
         gotOptions.signal = call.controller.signal;
@@ -143,29 +197,64 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
           const location = response.headers.location;
           return location !== undefined && new URL(location, response.url).origin === call.origin;
         };
+        const session = call.session;
+        if (!session) return;
+        session.sent();
+        // The request already carries the session's whole header set; got-scraping would
+        // otherwise put a freshly generated browser's headers under every one it lacks.
+        gotOptions.useHeaderGenerator = false;
+        gotOptions.hooks = {
+          // Appended to got-scraping's own. Each hop is a request of the session: it keeps the
+          // cookies the redirect set, and the next hop sends the jar's cookies for its URL.
+          beforeRedirect: [
+            (next: RedirectOptions, response: { url: string; headers: AnswerHeaders }) => {
+              session.received(response.url, response.headers['set-cookie']);
+              session.sent();
+              if (call.extra?.cookie !== undefined || next.url === undefined) return;
+              const cookie = session.requestHeaders(call.lane, String(next.url), call.extra).cookie;
+              if (cookie === undefined) delete next.headers.cookie;
+              else next.headers.cookie = cookie;
+            },
+          ],
+        };
       },
     ],
     failedRequestHandler: ({ request }: { request: Request }, error: Error) => {
       const call = pending.get(request.uniqueKey);
       if (!call) return;
+      const proxy = call.session?.exit.proxy;
+      // Through a proxy, got's error holds the request's options, proxy URL and credentials
+      // included: the failure keeps only what it says, scrubbed.
+      const cause = proxy ? Object.assign(new Error(scrub(error.message, proxy)), { name: error.name }) : error;
+      const via = proxy ? ` (through ${proxy.label})` : '';
       const failure = timedOut(error)
-        ? new ScrapeFailure('attempt_timeout', `no answer from ${request.url} within ${options.timeoutMs} ms`, { cause: error })
-        : new ScrapeFailure('upstream', `fetching ${request.url} failed: ${reasonOf(error)}`, { cause: error });
+        ? new ScrapeFailure('attempt_timeout', `no answer from ${request.url}${via} within ${options.timeoutMs} ms`, { cause })
+        : // No answer at all through a proxy: the proxy failed (one that cannot reach the platform answers 502 itself).
+          new ScrapeFailure('upstream', `fetching ${request.url}${via} failed: ${scrub(reasonOf(error), proxy)}`, { cause, proxyFailed: proxy != null });
       call.settle({ ok: false, failure });
     },
   };
 
-  const answer = (request: Request, response: { statusCode?: number; url?: string; headers: Record<string, string | string[] | undefined> }, body: string, $?: CheerioAPI) => {
+  const answer = (request: Request, response: { statusCode?: number; url?: string; headers: AnswerHeaders }, body: string, $?: CheerioAPI) => {
     const call = pending.get(request.uniqueKey);
     if (!call) return;
     const status = response.statusCode ?? 0;
     const url = response.url ?? request.url;
+    const headers = response.headers;
+    const proxy = call.session?.exit.proxy;
+    if (status === 407 && proxy) {
+      // The proxy's answer, not the platform's: for a plain-HTTP target it comes back as a page.
+      return call.settle({ ok: false, failure: new ScrapeFailure('upstream', `the proxy ${proxy.label} refused our credentials (407) fetching ${request.url}`, { proxyFailed: true }) });
+    }
+    call.session?.received(url, headers['set-cookie']);
     // Settled here, like a 5xx, so every adapter reads a refusal the same way and the wait it
-    // asks for reaches the caller (a page carries no headers).
-    const retryAfter = response.headers['retry-after'];
-    const failure = failureForStatus(request.url, status, Array.isArray(retryAfter) ? retryAfter[0] : retryAfter, Date.now());
-    if (failure) call.settle({ ok: false, failure });
-    else call.settle({ ok: true, answer: { status, url, body, $ } });
+    // asks for reaches the caller.
+    const retryAfter = first(headers['retry-after']);
+    const failure = failureForStatus(request.url, status, retryAfter, Date.now());
+    if (failure) return call.settle({ ok: false, failure });
+    const wall = call.blockPage?.({ status, headers, body });
+    if (wall) return call.settle({ ok: false, failure: blockPageFailure(request.url, wall, retryAfter, Date.now()) });
+    call.settle({ ok: true, answer: { status, url, body, headers, $ } });
   };
 
   const pool = (handoff: RequestHandoff, onAsked: () => void) => ({
@@ -239,6 +328,11 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
     if (signal?.aborted) return Promise.reject(new ScrapeFailure('attempt_timeout', `fetching ${url} was aborted`));
     // crawlee settles 403 and 429 itself; a caller that needs to read them uses the lean fetcher.
     if (init.readStatuses?.length) return Promise.reject(new Error('the crawlee fetcher cannot hand over statuses to read (readStatuses): use fetch-pages'));
+    const session = init.session;
+    const proxy = session?.exit.proxy;
+    if (proxy?.kind === 'socks') {
+      return Promise.reject(new ScrapeFailure('upstream', `fetching ${url} through ${proxy.label} failed: the crawlee fetcher (got-scraping) speaks HTTP proxies only, not SOCKS`));
+    }
     const uniqueKey = randomUUID();
     const method = init.method ?? 'GET';
     const request = new Request({
@@ -246,7 +340,7 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
       uniqueKey,
       method,
       payload: method === 'POST' ? (init.body ?? '') : undefined,
-      headers: { accept, ...init.headers },
+      headers: session ? session.requestHeaders(lane satisfies RequestKind, url, init.headers) : { accept, ...init.headers },
     });
 
     return new Promise<Answer>((resolve, reject) => {
@@ -260,6 +354,9 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
         lane,
         controller,
         origin: new URL(url).origin,
+        extra: init.headers,
+        session,
+        blockPage: init.blockPage,
         settle: (outcome) => {
           if (!pending.delete(uniqueKey)) return;
           clearTimeout(timer);
@@ -281,7 +378,7 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
   return {
     async html(url, init) {
       const answer = await fetchRaw('html', url, init, 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.8');
-      return { status: answer.status, url: answer.url, body: answer.body, $: answer.$ ?? load(answer.body) } satisfies FetchedPage & { $: CheerioAPI };
+      return { status: answer.status, url: answer.url, body: answer.body, headers: answer.headers, $: answer.$ ?? load(answer.body) } satisfies FetchedPage & { $: CheerioAPI };
     },
     async json(url, init) {
       const answer = await fetchRaw('json', url, init, 'application/json');
@@ -291,7 +388,7 @@ export function createHttpPages(options: HttpPagesOptions): HttpPages {
       } catch {
         data = undefined;
       }
-      return { status: answer.status, url: answer.url, body: answer.body, data };
+      return { status: answer.status, url: answer.url, body: answer.body, headers: answer.headers, data };
     },
     async warm() {
       if (closed) return;

@@ -1,10 +1,21 @@
 // The scrapers: one adapter per platform (platforms/), sharing one crawlee HTTP fetcher and one
 // warm browser. Activities (activities/scrape.ts) and the scrape benchmark call scrape().
+//
+// With exit pools (issue 27, egress/), every scrape is made with one session: the caller's (a
+// poller paces each exit itself and hands the session of the exit whose turn it is), or one of a
+// healthy exit picked in turn. A block the platform answers (403, 429, its challenge page) retires
+// the session and cools its exit down; a scrape whose exit was picked here moves to the next
+// healthy exit at once, as a user would expect an on-demand scrape not to fail because one
+// address of many was refused. A proxy that fails (unreachable, refusing our credentials) is set
+// aside the same way. Every fetch of an adapter checks its platform's challenge page.
 import type { EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
+import type { BlockPageRule } from './block-pages.ts';
 import { createBrowserPages, type BrowserPages } from './browser-pages.ts';
+import type { ExitPool, ExitPools } from './egress/exit-pool.ts';
+import { throughExits } from './egress/through-exits.ts';
 import { createHttpPages, type HttpPages } from './http-pages.ts';
-import { ADAPTER_FACTORIES } from './platforms/index.ts';
+import { ADAPTER_FACTORIES, BLOCK_PAGES } from './platforms/index.ts';
 import type { PageFetcher, PlatformAdapter, PlatformSessions, ScrapeData, ScrapeOptions } from './types.ts';
 
 interface ScraperSettings {
@@ -28,6 +39,8 @@ export type ScrapersOptions = ScraperSettings &
     browser?: BrowserPages;
     /** Browser-made sessions shared with other scrapers of the process (their owner closes them). */
     sessions?: PlatformSessions;
+    /** Where requests leave from, per platform (their owner closes them); none: direct, no session. */
+    exits?: ExitPools;
   };
 
 export interface Scrapers {
@@ -48,10 +61,15 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
   for (const [platform, create] of Object.entries(ADAPTER_FACTORIES) as [PlatformKey, (typeof ADAPTER_FACTORIES)[PlatformKey]][]) {
     const baseUrl = options.baseUrls[platform];
     if (!baseUrl) throw new Error(`no base URL for ${platform}`);
-    adapters.set(platform, create({ baseUrl: baseUrl.replace(/\/+$/, ''), http, browser, sessions: options.sessions }));
+    adapters.set(platform, create({ baseUrl: baseUrl.replace(/\/+$/, ''), http: withBlockPage(http, BLOCK_PAGES[platform]), browser, sessions: options.sessions }));
   }
   return {
-    scrape: (ref, scrapeOptions) => adapters.get(ref.platform)!.scrape(ref, scrapeOptions),
+    scrape: (ref, scrapeOptions = {}) => {
+      const adapter = adapters.get(ref.platform)!;
+      const pool = options.exits?.for(ref.platform);
+      // Without proxies a platform is scraped as it always was: one address, one header set.
+      return pool?.proxied ? scrapeThrough(pool, adapter, ref, scrapeOptions) : adapter.scrape(ref, scrapeOptions);
+    },
     warm: async () => {
       await Promise.all([http.warm?.(), browser.warm()]);
     },
@@ -60,4 +78,17 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
     },
     browser,
   };
+}
+
+/** The fetcher an adapter is given: `http`, with its platform's challenge page checked on every answer. */
+function withBlockPage(http: PageFetcher, rule: BlockPageRule): PageFetcher {
+  return {
+    html: (url, init = {}) => http.html(url, { blockPage: rule, ...init }),
+    json: (url, init = {}) => http.json(url, { blockPage: rule, ...init }),
+  };
+}
+
+/** One scrape with a session of `pool` (egress/through-exits.ts says what a block does). */
+function scrapeThrough(pool: ExitPool, adapter: PlatformAdapter, ref: EventRef, options: ScrapeOptions): Promise<ScrapeData> {
+  return throughExits(pool, options, (session) => adapter.scrape(ref, { ...options, session }));
 }

@@ -136,6 +136,8 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
     return new ScrapeFailure('blocked', `no session could be made: ${cause.message} (next try in ${Math.ceil(waitMs / 1000)} s)`, {
       cause,
       retryAfterMs: waitMs,
+      // The platform refusing the page that makes sessions refuses the address it came from.
+      refusedByPlatform: cause.refusedByPlatform,
     });
   };
 

@@ -7,6 +7,8 @@ import type { Page } from 'playwright-core';
 import type { Pf01Sessions } from './platforms/pf_01-session.ts';
 import type { EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
+import type { BlockPageRule } from './block-pages.ts';
+import type { ScrapeSession } from './egress/scrape-session.ts';
 import type { degradedSchema, eventInfoSchema, offerSchema, offerSectionSchema, seatMapSectionSchema, seatSchema, ticketTypeSchema } from './schema.ts';
 
 export type TicketType = z.infer<typeof ticketTypeSchema>;
@@ -49,15 +51,33 @@ export class ScrapeFailure extends Error {
    * Retry-After, see retry-after.ts), or null when it did not say. Null for every other kind.
    */
   readonly retryAfterMs: number | null;
+  /**
+   * For `blocked`: the platform itself refused the request (a 403, a 429, its challenge page),
+   * so the address it came from is blocked, not only this scrape. False for a block we infer
+   * ourselves (no browser session could be made).
+   */
+  readonly refusedByPlatform: boolean;
+  /**
+   * For `upstream`: the proxy the request went through failed (unreachable, or it refused our
+   * credentials), not the platform: the exit is set aside as for a block.
+   */
+  readonly proxyFailed: boolean;
 
   constructor(
     readonly kind: ScrapeFailureKind,
     message: string,
-    options?: { cause?: unknown; retryAfterMs?: number | null },
+    options?: { cause?: unknown; retryAfterMs?: number | null; refusedByPlatform?: boolean; proxyFailed?: boolean },
   ) {
     super(message, options);
     this.name = 'ScrapeFailure';
     this.retryAfterMs = options?.retryAfterMs ?? null;
+    this.refusedByPlatform = options?.refusedByPlatform ?? false;
+    this.proxyFailed = options?.proxyFailed ?? false;
+  }
+
+  /** The exit the request left through is at fault (a block, or its proxy failed), not the target. */
+  get exitAtFault(): boolean {
+    return (this.kind === 'blocked' && this.refusedByPlatform) || this.proxyFailed;
   }
   get retryable(): boolean {
     return RETRYABLE_KINDS.has(this.kind);
@@ -72,12 +92,18 @@ export function isBlockedStatus(status: number): boolean {
 /** The `blocked` failure for `where` (a URL, or "pf_NN: the event page") answering `status`. */
 export function blockedFailure(where: string, status: number, retryAfterMs: number | null): ScrapeFailure {
   const wait = retryAfterMs === null ? 'without a Retry-After' : `asking us to wait ${Math.ceil(retryAfterMs / 1000)} s`;
-  return new ScrapeFailure('blocked', `${where} answered ${status}, ${wait}`, { retryAfterMs });
+  return new ScrapeFailure('blocked', `${where} answered ${status}, ${wait}`, { retryAfterMs, refusedByPlatform: true });
 }
 
 export interface ScrapeOptions {
   /** Aborts the scrape (the attempt ran out of time, or the caller went away). */
   signal?: AbortSignal;
+  /**
+   * The session every request of the scrape is made with (egress/scrape-session.ts): its exit,
+   * headers and cookies. Adapters pass it on to each fetch; the scrapers (index.ts) pick one
+   * when the caller does not, and tell its pool how it went.
+   */
+  session?: ScrapeSession;
 }
 
 /** One platform: turns an EventRef into ScrapeData, or throws a ScrapeFailure. */
@@ -91,7 +117,7 @@ export interface FetchedPage {
   status: number;
   url: string;
   body: string;
-  /** The answer's headers, from the lean fetcher (fetch-pages.ts) only. */
+  /** The answer's headers (lower-case names). */
   headers?: Readonly<Record<string, string | string[] | undefined>>;
 }
 
@@ -106,6 +132,10 @@ export interface FetchInit {
    * polls and sessions use, honours it; the crawlee fetcher refuses a call that asks.
    */
   readStatuses?: readonly number[];
+  /** The scrape's session: the request leaves through its exit with its headers and cookies. */
+  session?: ScrapeSession;
+  /** The platform's challenge page (block-pages.ts): an answer it matches is a `blocked` failure. */
+  blockPage?: BlockPageRule;
 }
 
 /**
@@ -122,7 +152,11 @@ export interface PageFetcher {
 
 /** Pages of the warm browser (browser-pages.ts), for platforms that render client-side. */
 export interface BrowserSession {
-  withPage<T>(url: string, use: (page: Page) => Promise<T>, options?: { signal?: AbortSignal }): Promise<T>;
+  /**
+   * `session`: the page goes through its exit's proxy as its browser (user agent, language).
+   * `blockPage`: the platform's challenge page; a main document it matches is a `blocked` failure.
+   */
+  withPage<T>(url: string, use: (page: Page) => Promise<T>, options?: { signal?: AbortSignal; session?: ScrapeSession; blockPage?: BlockPageRule }): Promise<T>;
 }
 
 /** What an adapter factory is given: its platform's base URL and the shared fetchers. */

@@ -1,9 +1,10 @@
 // How a simulated event's page request plays out once the event is found: its transient
 // `failures` first, then its `behaviour` (a 404, a 503, a 429 or 403 with a Retry-After, a hang,
-// a slow answer, a malformed or a normal page). The platforms (serve.ts) and the marketplaces
-// (marketplaces/serve.ts) both go through here so a scraper's retries, time-outs and back-offs
-// meet one simulation whichever site it scrapes; each caller says only how its route answers with
-// a page and with a failure (answerPage with its page, or with failurePage's for the route's type).
+// a slow answer, the site's bot challenge with status 200, a malformed or a normal page). The
+// platforms (serve.ts) and the marketplaces (marketplaces/serve.ts) both go through here so a
+// scraper's retries, time-outs and back-offs meet one simulation whichever site it scrapes; each
+// caller says only how its route answers with a page, with a failure (answerPage with its page,
+// or with failurePage's for the route's type) and with its challenge (challenge-pages.ts).
 import type { Context } from 'koa';
 import type { Behaviour } from './state.ts';
 
@@ -57,6 +58,8 @@ export function failurePage(type: 'html' | 'json', status: FailureStatus): PageC
 export interface Answers {
   page(variant: { malformed: boolean }): void;
   failure(status: FailureStatus): void;
+  /** The site's bot challenge for the route (challenge-pages.ts), status 200. */
+  challenge(): void;
 }
 
 /**
@@ -111,6 +114,8 @@ export async function serveBehaviour(ctx: Context, event: Behaving, answers: Ans
       }
       return answers.page({ malformed: false });
     }
+    case 'challenge':
+      return answers.challenge();
     case 'malformed':
       return answers.page({ malformed: true });
     case 'ok':

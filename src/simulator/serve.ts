@@ -1,9 +1,12 @@
 // How every simulated platform answers a request for one event: unknown event or wrong region
 // is a 404, then the event's behaviour decides (a transient 503, a 404, a 429 or 403, a hang, a
-// slow answer, a malformed page, or the platform's normal page). Platform modules only render.
+// slow answer, the platform's challenge page, a malformed page, or the platform's normal page).
+// Platform modules only render.
 import type { Context } from 'koa';
 import type { PlatformKey } from '../platform/registry.ts';
+import { sourceAddress } from './address-limits.ts';
 import { answerPage, failurePage, serveBehaviour, type PageContent } from './behaviour.ts';
+import { answerChallenge } from './challenge-pages.ts';
 import type { RequestLog } from './request-log.ts';
 import type { SimEvent, SimStore } from './state.ts';
 
@@ -24,7 +27,7 @@ export type ServeEvent = (ctx: Context, target: ServeTarget, render: Render) => 
 export function createServe(store: SimStore, requests?: RequestLog): ServeEvent {
   return async (ctx, target, render) => {
     // Every request for an event, found or not, as it arrives (request-log.ts).
-    requests?.record(target.platform, target.key);
+    requests?.record(target.platform, target.key, sourceAddress(ctx));
     const event = store.get(target.platform, target.key);
     if (!event || (target.region !== null && target.region.toLowerCase() !== event.region)) {
       return answerPage(ctx, failurePage(target.type, 404));
@@ -38,6 +41,7 @@ export function createServe(store: SimStore, requests?: RequestLog): ServeEvent 
       {
         page: (variant) => answerPage(ctx, render(event, variant)),
         failure: (status) => answerPage(ctx, failurePage(target.type, status)),
+        challenge: () => answerChallenge(ctx, target.platform, target.type),
       },
       { countFailures: !target.arm },
     );

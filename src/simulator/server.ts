@@ -1,11 +1,14 @@
 // The platform simulator: a local stand-in for pf_01..pf_11 and marketplaces A, B and C (real
 // sites cannot be reached from here). Each platform is mounted under /{platform}/ and each
-// marketplace under /{marketplace}/ in its own shape; /_sim/ is the control API. Started by
+// marketplace under /{marketplace}/ in its own shape; /_sim/ is the control API. The platforms'
+// limits by source address (address-limits.ts) stand in front of all their routes. Started by
 // `npm start` on SIM_PORT, by tests on a free port, or alone (main.ts).
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
-import Koa from 'koa';
+import Koa, { type Context } from 'koa';
+import type { PlatformKey } from '../platform/registry.ts';
+import { addressLimitsMiddleware, AddressLimits, type LimitSettingsInput } from './address-limits.ts';
 import { controlRouter } from './control.ts';
 import { mountMarketplaces, type MarketplaceStore } from './marketplaces/index.ts';
 import { SIM_PLATFORMS } from './platforms/index.ts';
@@ -29,6 +32,8 @@ export interface Simulator {
   protection: Pf01Protection;
   /** Every platform event request as it arrived (the last 100,000; also GET /_sim/requests). */
   requests: RequestLog;
+  /** The platforms' limits and bans by source address (`limits.platform('pf_03')`; also /_sim/{platform}/limits). */
+  limits: AddressLimits;
   close(): Promise<void>;
 }
 
@@ -43,6 +48,11 @@ export interface SimulatorOptions {
   pf01SessionTtlMs?: number;
   /** Caps of pf_01's pending challenges and tokens (10,000 and 100,000); small in tests. */
   pf01Limits?: { pendingChallenges?: number; tokens?: number };
+  /**
+   * Per platform, the limit by source address it starts with, and goes back to on POST /_sim/reset
+   * (unset fields: no limit, a ban of 10 minutes, answered with the challenge page).
+   */
+  addressLimits?: Partial<Record<PlatformKey, LimitSettingsInput>>;
 }
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
@@ -55,16 +65,21 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     maxPendingChallenges: options.pf01Limits?.pendingChallenges,
     maxTokens: options.pf01Limits?.tokens,
   });
+  const limits = new AddressLimits(options.addressLimits);
   // Before the platforms' control router, which would take /_sim/marketplace_a/... for a platform.
   const marketplaces = mountMarketplaces(app, { seed: !options.empty });
-  app.use(controlRouter(store, protection, requests).routes());
+  app.use(controlRouter(store, protection, requests, limits).routes());
+  const routers = new Map<PlatformKey, Router>();
   for (const platform of SIM_PLATFORMS) {
     const router = new Router({ prefix: `/${platform.platform}` });
     // pf_01 shares its protection with the control API and the Simulator object.
     if (platform.platform === 'pf_01') mountPf01(router, serve, protection);
     else platform.mount(router, serve);
-    app.use(router.routes()).use(router.allowedMethods());
+    routers.set(platform.platform, router);
   }
+  // After the control API, so /_sim/ is never limited; before every platform route.
+  app.use(addressLimitsMiddleware(limits, { requests, eventKey: (platform, ctx) => refusedEventKey(routers.get(platform), platform, ctx) }));
+  for (const router of routers.values()) app.use(router.routes()).use(router.allowedMethods());
 
   const host = options.host ?? '127.0.0.1';
   const server: Server = await new Promise((resolve, reject) => {
@@ -91,6 +106,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     marketplaceUrls: { marketplace_a: `${url}/marketplace_a`, marketplace_b: `${url}/marketplace_b`, marketplace_c: `${url}/marketplace_c` },
     protection,
     requests,
+    limits,
     close: async () => {
       clearInterval(drift);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -99,4 +115,20 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       await closed;
     },
   };
+}
+
+/**
+ * The event a refused request was for, for the request log, read from the route it would have
+ * reached: its `:key`. pf_10 carries the key in its POST body, which is not read for a refused
+ * request, so it is logged with the key ''. Other routes (pf_01's front page and api/session, an
+ * unknown path) are no event's and are not logged. Runs only for refused requests.
+ */
+function refusedEventKey(router: Router | undefined, platform: PlatformKey, ctx: Context): string | null {
+  if (!router) return null;
+  for (const layer of router.match(ctx.path, ctx.method).pathAndMethod) {
+    if (layer.methods.length === 0) continue;
+    if (layer.paramNames.some((p) => p.name === 'key')) return layer.params(ctx.path, layer.captures(ctx.path)).key ?? null;
+    if (platform === 'pf_10') return '';
+  }
+  return null;
 }

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { parseEventKey, parseEventRef } from '../platform/event-ref.ts';
 import { PLATFORMS, PLATFORM_KEYS, type PlatformKey } from '../platform/registry.ts';
 
-export const BEHAVIOURS = ['ok', 'slow', 'error', 'hang', 'not_found', 'malformed', 'blocked'] as const;
+export const BEHAVIOURS = ['ok', 'slow', 'error', 'hang', 'not_found', 'malformed', 'blocked', 'challenge'] as const;
 export type Behaviour = (typeof BEHAVIOURS)[number];
 export type ArmState = 'ok' | 'error';
 

@@ -29,8 +29,11 @@ interface Run {
  * after its due time, or at once when that has passed (as ShardSchedule keeps the rhythm
  * without bunching a backlog).
  */
-function play(fair: FairShare, targets: readonly SimTarget[], slots: number, onSlot?: (slot: number, due: string[]) => void): Run {
-  fair.sync(new Map(targets.map((t) => [t.key, t.watchers])));
+function play(fair: FairShare, targets: readonly SimTarget[], slots: number, onSlot?: (slot: number, due: string[]) => void, weights?: ReadonlyMap<number, number>): Run {
+  fair.sync(
+    new Map(targets.map((t) => [t.key, t.watchers])),
+    weights,
+  );
   const state = targets.map((t) => ({ t, dueAt: t.first, endsAt: -1 }));
   const polls = new Map<string, number[]>(targets.map((t) => [t.key, []]));
   for (let slot = 0; slot < slots; slot++) {
@@ -281,5 +284,27 @@ describe('FairShare', () => {
         }
       }),
     );
+  });
+});
+
+describe("weights: an account's targets split unevenly over shards", () => {
+  // Two accounts of 20 targets each; this shard holds 2 of the first's and 8 of the second's.
+  // Ten targets due every 5 slots need 2 polls a slot; the shard has 1.
+  const targets: SimTarget[] = [
+    ...Array.from({ length: 2 }, (_, i) => ({ key: `a${i}`, watchers: [1], period: 5, first: i })),
+    ...Array.from({ length: 8 }, (_, i) => ({ key: `b${i}`, watchers: [2], period: 5, first: i })),
+  ];
+  const perTarget = (run: Run) => [...run.polls.values()].map((p) => p.length);
+
+  it('share the shortfall evenly over every target when each account is weighed by its share in the shard', () => {
+    const run = play(new FairShare({ maxInFlight: 4 }), targets, 1_000, undefined, new Map([[1, 2 / 20], [2, 8 / 20]]));
+    const counts = perTarget(run);
+    expect(counts.reduce((a, b) => a + b, 0)).toBe(1_000);
+    expect(Math.max(...counts) / Math.min(...counts)).toBeLessThan(1.1);
+  });
+
+  it('without weights, the account with fewer targets in the shard gets its targets polled far more often', () => {
+    const counts = perTarget(play(new FairShare({ maxInFlight: 4 }), targets, 1_000));
+    expect(Math.max(...counts) / Math.min(...counts)).toBeGreaterThan(2);
   });
 });

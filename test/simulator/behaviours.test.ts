@@ -1,7 +1,7 @@
 // How a simulated page answers, whatever the platform: an unknown event or another region is a
 // 404, then the event's behaviour (a transient 503 per `failures`, not_found, error, blocked,
-// slow, hang, malformed) decides; every request served is counted. Checked on an HTML and a JSON
-// platform, and blocked on a marketplace too.
+// slow, hang, malformed, challenge) decides; every request served is counted. Checked on an HTML
+// and a JSON platform, and blocked and challenge on a marketplace too.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { hits } from '../support/simulator.ts';
@@ -116,6 +116,24 @@ describe.each(Object.entries(PAGES))('%s pages', (_kind, p) => {
     expect(outcome).toBe('TimeoutError');
   });
 
+  it('answer a challenge event with the platform’s challenge page, status 200, counted as a hit', async () => {
+    const k = key();
+    await put(p.platform, k, { region: p.region, sections, behaviour: 'challenge' });
+    const res = await fetch(p.url(k));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    if (p.platform === 'pf_11') {
+      // Cloudflare-style.
+      expect(res.headers.get('cf-mitigated')).toBe('challenge');
+      expect(await res.text()).toContain('<title>Just a moment...</title>');
+    } else {
+      // DataDome-style, in JSON.
+      expect(res.headers.get('x-datadome')).toBe('protected');
+      expect((await res.json()).url).toMatch(/^https:\/\/geo\.captcha-delivery\.com\/captcha\/\?initialCid=sim&cid=\w+$/);
+    }
+    expect((await get(p.platform, k)).hits).toBe(1);
+  });
+
   it('serve a broken variant of the page when malformed', async () => {
     const k = key();
     await put(p.platform, k, { region: p.region, sections });
@@ -162,6 +180,19 @@ it('blocks a marketplace event the same way', async () => {
   const page = await fetch(`${sim.marketplaceUrls.marketplace_b}/event/0B005F2A9B1E4D2C`);
   expect(page.status).toBe(429);
   expect(page.headers.get('retry-after')).toBe('12');
+});
+
+it('answers a marketplace event with the challenge behaviour with the Cloudflare-style page', async () => {
+  const res = await fetch(`${sim.url}/_sim/marketplace_a/events/E-104729`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ behaviour: 'challenge' }),
+  });
+  expect(res.status).toBe(200);
+  const page = await fetch(`${sim.marketplaceUrls.marketplace_a}/api/events/E-104729`);
+  expect(page.status).toBe(200);
+  expect(page.headers.get('cf-mitigated')).toBe('challenge');
+  expect(await page.text()).toContain('id="challenge-running"');
 });
 
 it('closes with a hanging request still open', async () => {

@@ -123,7 +123,7 @@ describe('request log (GET /_sim/requests)', () => {
   it('keeps the last N requests (a ring), and reads per-key figures over a window', async () => {
     const { RequestLog, keyFigures } = await import('../../src/simulator/request-log.ts');
     const log = new RequestLog(3);
-    for (const [i, key] of ['a', 'b', 'a', 'c'].entries()) log.record('pf_03', key, 1_000 + i * 100);
+    for (const [i, key] of ['a', 'b', 'a', 'c'].entries()) log.record('pf_03', key, '127.0.0.1', 1_000 + i * 100);
     expect(log.since(0).map((r) => r.key)).toEqual(['b', 'a', 'c']);
     expect(log.total).toBe(4);
     const figures = keyFigures(log.since(0), ['a', 'b', 'z'], 1_000, 2_000);

@@ -26,23 +26,27 @@ export function useMonitorStack(
     worker?: 'in-process' | 'child-process';
     pollRunMs?: number;
     shutdownGraceMs?: number;
-    env?: Record<string, string>;
+    /** Settings of the worker; a function is read when the stack starts (after earlier beforeAll hooks, e.g. proxies on ports of their own). */
+    env?: Record<string, string> | (() => Record<string, string>);
     /** Settings of the gateway on top of the test config's (e.g. WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
     gatewayEnv?: Record<string, string>;
     /** The server the scratch database is made on; default the run's (worker-stack.ts). */
     serverUrl?: () => string;
   } = {},
 ): MonitorStack {
+  const queues = { SCRAPE_TASK_QUEUE: uniqueTaskQueue('scrapes'), MONITOR_TASK_QUEUE: uniqueTaskQueue('monitors') };
+  const extraEnv = () => (typeof opts.env === 'function' ? opts.env() : opts.env);
   return useWorkerStack<MonitorStack>({
     database: 'tm_monitors',
-    env: {
-      MONITOR_INTERVAL_MS: String(opts.intervalMs ?? 300),
-      MONITOR_JITTER_RATIO: '0.1',
-      MONITOR_POLL_RUN_MS: String(opts.pollRunMs ?? 10 * 60_000),
-      SCRAPE_TASK_QUEUE: uniqueTaskQueue('scrapes'),
-      MONITOR_TASK_QUEUE: uniqueTaskQueue('monitors'),
-      BROWSER_PAGES: '2',
-      ...opts.env,
+    get env() {
+      return {
+        MONITOR_INTERVAL_MS: String(opts.intervalMs ?? 300),
+        MONITOR_JITTER_RATIO: '0.1',
+        MONITOR_POLL_RUN_MS: String(opts.pollRunMs ?? 10 * 60_000),
+        ...queues,
+        BROWSER_PAGES: '2',
+        ...extraEnv(),
+      };
     },
     worker: opts.worker,
     shutdownGraceMs: opts.shutdownGraceMs,
@@ -53,7 +57,7 @@ export function useMonitorStack(
       MONITOR_INTERVAL_MS: String(config.MONITOR_INTERVAL_MS),
       MONITOR_JITTER_RATIO: String(config.MONITOR_JITTER_RATIO),
       MONITOR_POLL_RUN_MS: String(config.MONITOR_POLL_RUN_MS),
-      ...opts.env,
+      ...extraEnv(),
     }),
     build: async (stack, { log, onClose }) => {
       const { db, databaseUrl, config, client } = stack;

@@ -2,9 +2,15 @@
 // B's event page, fetched through the shared crawlee HTTP fetcher (http-pages.ts) below each
 // marketplace's configured base URL (MARKETPLACE_A_BASE_URL, MARKETPLACE_B_BASE_URL) and
 // nowhere else. Failures are ScrapeFailures: `not_found`, `malformed`, or transient.
+//
+// With proxies for a marketplace (SCRAPE_PROXY_URLS, issue 27) each scrape goes out as a session
+// of a healthy exit, moving on to the next at a block (egress/through-exits.ts); every answer is
+// checked against the marketplace's challenge page either way.
+import type { ExitPools } from '../egress/exit-pool.ts';
+import { throughExits } from '../egress/through-exits.ts';
 import type { FetchInit, PageFetcher } from '../types.ts';
-import { scrapeMarketplaceA } from './marketplace-a.ts';
-import { scrapeMarketplaceB } from './marketplace-b.ts';
+import { blockPage as marketplaceABlockPage, scrapeMarketplaceA } from './marketplace-a.ts';
+import { blockPage as marketplaceBBlockPage, scrapeMarketplaceB } from './marketplace-b.ts';
 import type { MarketplaceAEventPage, MarketplaceBEventPage } from './types.ts';
 
 export type { MarketplaceAEventPage, MarketplaceBEventPage } from './types.ts';
@@ -14,11 +20,16 @@ export interface MarketplaceScrapers {
   marketplaceB(id: string, init?: Pick<FetchInit, 'signal'>): Promise<MarketplaceBEventPage>;
 }
 
-export function createMarketplaceScrapers(http: PageFetcher, baseUrls: Record<'marketplace_a' | 'marketplace_b', string>): MarketplaceScrapers {
+export function createMarketplaceScrapers(http: PageFetcher, baseUrls: Record<'marketplace_a' | 'marketplace_b', string>, exits?: ExitPools): MarketplaceScrapers {
   const a = baseUrls.marketplace_a.replace(/\/+$/, '');
   const b = baseUrls.marketplace_b.replace(/\/+$/, '');
+  const through = <T>(site: 'marketplace_a' | 'marketplace_b', init: Pick<FetchInit, 'signal'> | undefined, blockPage: FetchInit['blockPage'], work: (init: FetchInit) => Promise<T>): Promise<T> => {
+    const pool = exits?.for(site);
+    if (!pool?.proxied) return work({ ...init, blockPage });
+    return throughExits(pool, { signal: init?.signal }, (session) => work({ ...init, blockPage, session }));
+  };
   return {
-    marketplaceA: (id, init) => scrapeMarketplaceA(http, a, id, init),
-    marketplaceB: (id, init) => scrapeMarketplaceB(http, b, id, init),
+    marketplaceA: (id, init) => through('marketplace_a', init, marketplaceABlockPage, (fetchInit) => scrapeMarketplaceA(http, a, id, fetchInit)),
+    marketplaceB: (id, init) => through('marketplace_b', init, marketplaceBBlockPage, (fetchInit) => scrapeMarketplaceB(http, b, id, fetchInit)),
   };
 }

@@ -5,6 +5,7 @@ import { MARKETPLACE_INFO, publicEventUrl } from '../../market-data/tracking-ref
 import { label, type JsonObject } from '../page-reader.ts';
 import type { FetchInit, PageFetcher, TicketType } from '../types.ts';
 import { marketplaceReader, optionalCountryCode, optionalHttpUrl, type MarketplaceAEventPage, type MaListing, type MaSale } from './types.ts';
+import { cloudflareChallenge } from '../block-pages.ts';
 
 const read = marketplaceReader('marketplace_a');
 const TICKET_CLASS: Record<string, TicketType> = { STANDARD: 'standard', RESALE: 'resale', PLATINUM: 'platinum', GA: 'general_admission' };
@@ -107,6 +108,9 @@ export function parseMarketplaceA(id: string, data: unknown): MarketplaceAEventP
     sales,
   };
 }
+
+/** Behind Cloudflare's managed challenge (block-pages.ts). */
+export const blockPage = cloudflareChallenge;
 
 export async function scrapeMarketplaceA(http: PageFetcher, baseUrl: string, id: string, init?: FetchInit): Promise<MarketplaceAEventPage> {
   const answer = await http.json(`${baseUrl}/api/events/${encodeURIComponent(id)}`, init);

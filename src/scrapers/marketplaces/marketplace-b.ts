@@ -7,6 +7,7 @@ import type { CheerioAPI } from 'cheerio';
 import { publicEventUrl } from '../../market-data/tracking-ref.ts';
 import type { FetchInit, PageFetcher } from '../types.ts';
 import { marketplaceReader, optionalCountryCode, type MarketplaceBEventPage, type MbOfferType } from './types.ts';
+import { cloudflareChallenge } from '../block-pages.ts';
 
 const read = marketplaceReader('marketplace_b');
 const OFFER_TYPE: Record<string, MbOfferType> = { standard: 'standard', resale: 'resale', platinum: 'platinum' };
@@ -75,6 +76,9 @@ export function parseMarketplaceB(id: string, $: CheerioAPI): MarketplaceBEventP
     average_sale_price: average.length ? read.priceText(average.text(), 'point', 'the average resale price') : null,
   };
 }
+
+/** Behind Cloudflare's managed challenge (block-pages.ts). */
+export const blockPage = cloudflareChallenge;
 
 export async function scrapeMarketplaceB(http: PageFetcher, baseUrl: string, id: string, init?: FetchInit): Promise<MarketplaceBEventPage> {
   const page = await http.html(`${baseUrl}/event/${encodeURIComponent(id)}`, init);

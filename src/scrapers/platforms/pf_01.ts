@@ -6,6 +6,10 @@
 // - both arms over plain HTTP with a session made in the browser (pf_01-session.ts): the
 //   monitors' polls always, on-demand scrapes when a session is ready. domFromArms turns the
 //   two answers into the DOM the page would have drawn from them.
+// A scrape made with a scrape session (issue 27) goes through its exit both ways: the page is
+// opened through it, and the arms are polled through it with a browser session made through it
+// (the exit's own pool). Both check pf_01's Cloudflare challenge page, a block the platform
+// answered; the arms' own `challenge_required` 403 is not one, but a refused browser session.
 import type { Page } from 'playwright-core';
 import type { EventRef } from '../../platform/event-ref.ts';
 import { eventInfo, publicUrl } from '../event-info.ts';
@@ -13,7 +17,8 @@ import { PageReader } from '../page-reader.ts';
 import { SeatMapSectionsBuilder } from '../sections.ts';
 import { failureForStatus } from '../answer-status.ts';
 import { blockedFailure, isBlockedStatus, ScrapeFailure, type AdapterDeps, type Degraded, type FetchedPage, type PlatformAdapter, type ScrapeData, type TicketType } from '../types.ts';
-import { sessionHeaders, type Pf01Session, type Pf01Sessions } from './pf_01-session.ts';
+import type { ScrapeSession } from '../egress/scrape-session.ts';
+import { PF01_BLOCK_PAGE, sessionHeaders, type Pf01Session, type Pf01Sessions } from './pf_01-session.ts';
 
 const read = new PageReader('pf_01');
 
@@ -288,10 +293,17 @@ function isChallenge(page: FetchedPage): boolean {
   }
 }
 
-async function fetchArm(sessions: Pf01Sessions, url: string, session: Pf01Session, signal: AbortSignal | undefined): Promise<ArmOutcome> {
+/** How one scrape reaches pf_01: its signal, and the scrape session whose exit it leaves through. */
+interface Via {
+  signal: AbortSignal | undefined;
+  scrape: ScrapeSession | undefined;
+}
+
+async function fetchArm(sessions: Pf01Sessions, url: string, session: Pf01Session, via: Via): Promise<ArmOutcome> {
   let page: FetchedPage & { data: unknown };
   try {
-    page = await sessions.http.json(url, { headers: sessionHeaders(session), readStatuses: [403], signal });
+    // The challenge page is checked on the 403s read here too: Cloudflare's answers 403.
+    page = await sessions.http.json(url, { headers: sessionHeaders(session), readStatuses: [403], signal: via.signal, session: via.scrape, blockPage: PF01_BLOCK_PAGE });
   } catch (err) {
     // 5xx, the network, a time-out: the page would draw this arm as unavailable. A block is not
     // an arm's trouble but the platform's word on us, and is thrown as it is.
@@ -317,12 +329,13 @@ function retryAfterOf(page: FetchedPage): string | undefined {
 }
 
 /** Both arms over HTTP with one session; 'refused' when the platform did not take the session. */
-async function scrapeWithSession(ref: EventRef, baseUrl: string, sessions: Pf01Sessions, session: Pf01Session, signal: AbortSignal | undefined): Promise<ScrapeData | 'refused'> {
+async function scrapeWithSession(ref: EventRef, baseUrl: string, sessions: Pf01Sessions, session: Pf01Session, via: Via): Promise<ScrapeData | 'refused'> {
+  const { signal } = via;
   const query = `?region=${encodeURIComponent(ref.region)}`;
   const key = encodeURIComponent(ref.key);
   const [v2, v1] = await Promise.all([
-    fetchArm(sessions, `${baseUrl}/api/v2/events/${key}/seats${query}`, session, signal),
-    fetchArm(sessions, `${baseUrl}/api/v1/events/${key}/availability${query}`, session, signal),
+    fetchArm(sessions, `${baseUrl}/api/v2/events/${key}/seats${query}`, session, via),
+    fetchArm(sessions, `${baseUrl}/api/v1/events/${key}/availability${query}`, session, via),
   ]);
   if (v2.kind === 'refused' || v1.kind === 'refused') return 'refused';
   if (v2.kind === 'failed' && v1.kind === 'failed') {
@@ -334,34 +347,39 @@ async function scrapeWithSession(ref: EventRef, baseUrl: string, sessions: Pf01S
   return parsePf01(ref, domFromArms(v2.kind === 'ok' ? v2.data : null, v1.kind === 'ok' ? v1.data : null));
 }
 
+/** pf_01 is behind Cloudflare's managed challenge (block-pages.ts). */
+export const blockPage = PF01_BLOCK_PAGE;
+
 export function createPf01({ baseUrl, browser, sessions }: AdapterDeps): PlatformAdapter {
-  const viaBrowser = async (ref: EventRef, signal: AbortSignal | undefined): Promise<ScrapeData> => {
+  const viaBrowser = async (ref: EventRef, via: Via): Promise<ScrapeData> => {
     const url = `${baseUrl}/event/${encodeURIComponent(ref.key)}?region=${encodeURIComponent(ref.region)}`;
-    const dom = await browser.withPage(url, loadDom, { signal });
+    const dom = await browser.withPage(url, loadDom, { signal: via.signal, session: via.scrape, blockPage: PF01_BLOCK_PAGE });
     return parsePf01(ref, dom);
   };
   return {
     platform: 'pf_01',
     async scrape(ref, options) {
-      const signal = options?.signal;
+      const via: Via = { signal: options?.signal, scrape: options?.session };
+      const signal = via.signal;
       const pf01 = sessions?.pf01;
-      if (!pf01) return viaBrowser(ref, signal);
-      const { pool } = pf01;
+      if (!pf01) return viaBrowser(ref, via);
+      // Browser sessions made through the exit this scrape leaves from.
+      const pool = pf01.poolFor(via.scrape);
       const first = sessions.use === 'always' ? await pool.acquire(signal) : pool.ready();
-      if (!first) return viaBrowser(ref, signal);
-      const answer = await scrapeWithSession(ref, baseUrl, pf01, first.session, signal);
+      if (!first) return viaBrowser(ref, via);
+      const answer = await scrapeWithSession(ref, baseUrl, pf01, first.session, via);
       if (answer !== 'refused') return answer;
       // Refused before its time (revoked, or the platform's rules changed): the session is
       // renewed once, and every poll that meets the same refusal waits for that one renewal.
       pool.refused(first);
-      if (sessions.use === 'when-warm') return viaBrowser(ref, signal);
+      if (sessions.use === 'when-warm') return viaBrowser(ref, via);
       const refusedAt = pool.now();
       // The pool's other sessions may have been refused too (a revocation takes them all): each
       // is reported and renewed in turn, until one made after the first refusal answers or is
       // refused as well, which is the platform refusing what its own challenge just gave.
       for (let tries = 0; tries <= pool.stats().size; tries++) {
         const next = await pool.acquire(signal);
-        const again = await scrapeWithSession(ref, baseUrl, pf01, next.session, signal);
+        const again = await scrapeWithSession(ref, baseUrl, pf01, next.session, via);
         if (again !== 'refused') return again;
         pool.refused(next);
         if (next.madeAt >= refusedAt) break;

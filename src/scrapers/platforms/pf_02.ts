@@ -6,6 +6,7 @@ import { eventInfo, publicUrl } from '../event-info.ts';
 import { label, PageReader, type JsonObject } from '../page-reader.ts';
 import { SeatMapSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData, TicketType } from '../types.ts';
+import { perimeterxBlock } from '../block-pages.ts';
 
 const read = new PageReader('pf_02');
 const CATEGORY: Record<string, TicketType> = { standard: 'standard', resale: 'resale', platinum: 'platinum', ga: 'general_admission' };
@@ -65,13 +66,16 @@ export function parsePf02(ref: EventRef, stateText: string | null, url: string):
   };
 }
 
+/** pf_02 is behind PerimeterX's CAPTCHA (block-pages.ts). */
+export const blockPage = perimeterxBlock;
+
 export function createPf02({ baseUrl, http }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_02',
     async scrape(ref, options) {
       // The URL's locale segment is the region (uk, us, nu, de), as on the public site.
       const path = `/${encodeURIComponent(ref.region)}/event/${encodeURIComponent(ref.key)}`;
-      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal });
+      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal, session: options?.session });
       read.expectFound(page, 'the event page');
       const script = page.$('script#__STATE__');
       return parsePf02(ref, script.length ? script.text() : null, publicUrl('pf_02', path));

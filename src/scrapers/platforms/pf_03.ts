@@ -7,6 +7,7 @@ import { eventInfo, publicUrl } from '../event-info.ts';
 import { PageReader } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData, TicketType } from '../types.ts';
+import { cloudflareChallenge } from '../block-pages.ts';
 
 const read = new PageReader('pf_03');
 
@@ -56,12 +57,15 @@ export function parsePf03(ref: EventRef, $: CheerioAPI, url: string): ScrapeData
   };
 }
 
+/** pf_03 is behind Cloudflare's managed challenge (block-pages.ts). */
+export const blockPage = cloudflareChallenge;
+
 export function createPf03({ baseUrl, http }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_03',
     async scrape(ref, options) {
       const path = `/e/${encodeURIComponent(ref.key)}`;
-      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal });
+      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal, session: options?.session });
       read.expectFound(page, 'the event page');
       return parsePf03(ref, page.$, publicUrl('pf_03', path));
     },

@@ -7,6 +7,7 @@ import { eventInfo, publicUrl } from '../event-info.ts';
 import { PageReader } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData, TicketType } from '../types.ts';
+import { datadomeBlock } from '../block-pages.ts';
 
 const read = new PageReader('pf_04');
 export const PF04_API_REGIONS: readonly string[] = ['de', 'at', 'ch'];
@@ -86,6 +87,9 @@ export function parsePf04Page(ref: EventRef, $: CheerioAPI, url: string): Scrape
   };
 }
 
+/** pf_04 is behind DataDome's CAPTCHA (block-pages.ts). */
+export const blockPage = datadomeBlock;
+
 export function createPf04({ baseUrl, http }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_04',
@@ -95,11 +99,11 @@ export function createPf04({ baseUrl, http }: AdapterDeps): PlatformAdapter {
       const pagePath = `/${region}/tickets/${key}`;
       const url = publicUrl('pf_04', pagePath);
       if (PF04_API_REGIONS.includes(ref.region)) {
-        const answer = await http.json(`${baseUrl}/api/events/${key}/offers?region=${region}`, { signal: options?.signal });
+        const answer = await http.json(`${baseUrl}/api/events/${key}/offers?region=${region}`, { signal: options?.signal, session: options?.session });
         read.expectFound(answer, 'the offers API');
         return parsePf04Api(ref, answer.data, url);
       }
-      const page = await http.html(`${baseUrl}${pagePath}`, { signal: options?.signal });
+      const page = await http.html(`${baseUrl}${pagePath}`, { signal: options?.signal, session: options?.session });
       read.expectFound(page, 'the event page');
       return parsePf04Page(ref, page.$, url);
     },

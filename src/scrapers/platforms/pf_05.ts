@@ -6,6 +6,7 @@ import { eventInfo, publicUrl } from '../event-info.ts';
 import { PageReader } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData, TicketType } from '../types.ts';
+import { datadomeBlock } from '../block-pages.ts';
 
 const read = new PageReader('pf_05');
 const TIPOLOGIA: Record<string, TicketType> = { intero: 'standard', rivendita: 'resale', platino: 'platinum', posto_unico: 'general_admission' };
@@ -43,12 +44,15 @@ export function parsePf05(ref: EventRef, data: unknown, url: string): ScrapeData
   };
 }
 
+/** pf_05 is behind DataDome's CAPTCHA (block-pages.ts). */
+export const blockPage = datadomeBlock;
+
 export function createPf05({ baseUrl, http }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_05',
     async scrape(ref, options) {
       const key = encodeURIComponent(ref.key);
-      const answer = await http.json(`${baseUrl}/api/eventi/${key}/settori?regione=${encodeURIComponent(ref.region)}`, { signal: options?.signal });
+      const answer = await http.json(`${baseUrl}/api/eventi/${key}/settori?regione=${encodeURIComponent(ref.region)}`, { signal: options?.signal, session: options?.session });
       read.expectFound(answer, 'the settori API');
       return parsePf05(ref, answer.data, publicUrl('pf_05', `/evento/${key}`));
     },

@@ -6,6 +6,7 @@ import { eventInfo, publicUrl } from '../event-info.ts';
 import { PageReader, type JsonObject } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData, TicketType } from '../types.ts';
+import { perimeterxBlock } from '../block-pages.ts';
 
 const read = new PageReader('pf_06');
 /** Beyond this the listing is not believed (a paging loop, or an event far larger than any venue). */
@@ -65,13 +66,16 @@ export function parsePf06(ref: EventRef, pages: readonly unknown[], url: string)
   };
 }
 
+/** pf_06 is behind PerimeterX's CAPTCHA (block-pages.ts). */
+export const blockPage = perimeterxBlock;
+
 export function createPf06({ baseUrl, http }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_06',
     async scrape(ref, options) {
       const key = encodeURIComponent(ref.key);
       const fetchPage = async (page: number) => {
-        const answer = await http.json(`${baseUrl}/v1/events/${key}/listings?region=${encodeURIComponent(ref.region)}&page=${page}`, { signal: options?.signal });
+        const answer = await http.json(`${baseUrl}/v1/events/${key}/listings?region=${encodeURIComponent(ref.region)}&page=${page}`, { signal: options?.signal, session: options?.session });
         read.expectFound(answer, `listings page ${page}`);
         return answer.data;
       };

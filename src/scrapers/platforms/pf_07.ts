@@ -6,6 +6,7 @@ import { eventInfo, publicUrl } from '../event-info.ts';
 import { label, PageReader } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData } from '../types.ts';
+import { datadomeBlock } from '../block-pages.ts';
 
 const read = new PageReader('pf_07');
 const UK_HOST = 'www.pf07.example.co.uk';
@@ -83,6 +84,9 @@ export function parsePf07UkMonitor(ref: EventRef, data: unknown, url: string): S
   };
 }
 
+/** pf_07 is behind DataDome's CAPTCHA (block-pages.ts). */
+export const blockPage = datadomeBlock;
+
 export function createPf07({ baseUrl, http }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_07',
@@ -91,11 +95,11 @@ export function createPf07({ baseUrl, http }: AdapterDeps): PlatformAdapter {
       const region = encodeURIComponent(ref.region);
       const path = `/event/${key}`;
       if (isPf07UkEvent(ref)) {
-        const answer = await http.json(`${baseUrl}/uk/monitor/${key}?region=${region}`, { signal: options?.signal });
+        const answer = await http.json(`${baseUrl}/uk/monitor/${key}?region=${region}`, { signal: options?.signal, session: options?.session });
         read.expectFound(answer, 'the UK monitor');
         return parsePf07UkMonitor(ref, answer.data, publicUrl('pf_07', path, UK_HOST));
       }
-      const answer = await http.json(`${baseUrl}/api/events/${key}/listings?region=${region}`, { signal: options?.signal });
+      const answer = await http.json(`${baseUrl}/api/events/${key}/listings?region=${region}`, { signal: options?.signal, session: options?.session });
       read.expectFound(answer, 'the listings API');
       return parsePf07Listings(ref, answer.data, publicUrl('pf_07', path));
     },

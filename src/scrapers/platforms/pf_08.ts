@@ -7,6 +7,7 @@ import { eventInfo, publicUrl } from '../event-info.ts';
 import { PageReader } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData, TicketType } from '../types.ts';
+import { cloudflareChallenge } from '../block-pages.ts';
 
 const read = new PageReader('pf_08');
 const KIND: Record<string, TicketType> = { standard: 'standard', resale: 'resale', platinum: 'platinum', general_admission: 'general_admission' };
@@ -51,13 +52,16 @@ export function parsePf08(ref: EventRef, $: CheerioAPI, url: string): ScrapeData
   };
 }
 
+/** pf_08 is behind Cloudflare's managed challenge (block-pages.ts). */
+export const blockPage = cloudflareChallenge;
+
 export function createPf08({ baseUrl, http }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_08',
     async scrape(ref, options) {
       const path = `/event/${encodeURIComponent(ref.key)}`;
       // The simulator (and base URL) is one site for all domains, so the region travels along.
-      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal });
+      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal, session: options?.session });
       read.expectFound(page, 'the event page');
       return parsePf08(ref, page.$, publicUrl('pf_08', path, ref.host ?? undefined));
     },

@@ -7,6 +7,7 @@ import { eventInfo, publicUrl } from '../event-info.ts';
 import { PageReader } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData, TicketType } from '../types.ts';
+import { perimeterxBlock } from '../block-pages.ts';
 
 const read = new PageReader('pf_09');
 const TYP: Record<string, TicketType> = { Standard: 'standard', Přeprodej: 'resale', Platinum: 'platinum', Stání: 'general_admission' };
@@ -61,12 +62,15 @@ export function parsePf09(ref: EventRef, $: CheerioAPI, url: string): ScrapeData
   };
 }
 
+/** pf_09 is behind PerimeterX's CAPTCHA (block-pages.ts). */
+export const blockPage = perimeterxBlock;
+
 export function createPf09({ baseUrl, http }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_09',
     async scrape(ref, options) {
       const path = `/akce/${encodeURIComponent(ref.key)}`;
-      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal });
+      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal, session: options?.session });
       read.expectFound(page, 'the event page');
       return parsePf09(ref, page.$, publicUrl('pf_09', path));
     },

@@ -6,6 +6,7 @@ import { eventInfo, publicUrl } from '../event-info.ts';
 import { label, PageReader, type JsonObject } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import { ScrapeFailure, type AdapterDeps, type PlatformAdapter, type ScrapeData, type TicketType } from '../types.ts';
+import { datadomeBlock } from '../block-pages.ts';
 
 const read = new PageReader('pf_10');
 const TICKET_TYPE: Record<string, TicketType> = { STANDARD: 'standard', RESALE: 'resale', PLATINUM: 'platinum', GENERAL_ADMISSION: 'general_admission' };
@@ -69,6 +70,9 @@ export function parsePf10(ref: EventRef, data: unknown, url: string): ScrapeData
   };
 }
 
+/** pf_10 is behind DataDome's CAPTCHA (block-pages.ts). */
+export const blockPage = datadomeBlock;
+
 export function createPf10({ baseUrl, http }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_10',
@@ -78,6 +82,7 @@ export function createPf10({ baseUrl, http }: AdapterDeps): PlatformAdapter {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ query: PF10_EVENT_QUERY, variables: { id: ref.key, region: ref.region } }),
         signal: options?.signal,
+        session: options?.session,
       });
       read.expectFound(answer, 'the GraphQL API');
       return parsePf10(ref, answer.data, publicUrl('pf_10', `/events/${encodeURIComponent(ref.key)}`));

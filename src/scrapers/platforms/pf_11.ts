@@ -7,6 +7,7 @@ import { eventInfo, publicUrl } from '../event-info.ts';
 import { PageReader } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData, TicketType } from '../types.ts';
+import { cloudflareChallenge } from '../block-pages.ts';
 
 const read = new PageReader('pf_11');
 const TYPE: Record<string, TicketType> = { standard: 'standard', resale: 'resale', platinum: 'platinum', general_admission: 'general_admission' };
@@ -45,12 +46,15 @@ export function parsePf11(ref: EventRef, $: CheerioAPI, url: string): ScrapeData
   };
 }
 
+/** pf_11 is behind Cloudflare's managed challenge (block-pages.ts). */
+export const blockPage = cloudflareChallenge;
+
 export function createPf11({ baseUrl, http }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_11',
     async scrape(ref, options) {
       const path = `/event/${encodeURIComponent(ref.key)}`;
-      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal });
+      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal, session: options?.session });
       read.expectFound(page, 'the event page');
       return parsePf11(ref, page.$, publicUrl('pf_11', path));
     },
