@@ -34,28 +34,28 @@ function rate(text: string): number | null {
  * rather than ignored: a misspelt key would otherwise leave its platform at the default unseen.
  */
 function parseRatePerPlatform(text: string, ctx: z.RefinementCtx): Readonly<Record<PlatformKey, number>> {
-    const problem = (message: string) => {
-      ctx.addIssue({ code: 'custom', message });
-      return z.NEVER;
-    };
-    const trimmed = text.trim();
-    const single = rate(trimmed);
-    if (single !== null) return Object.fromEntries(PLATFORM_KEYS.map((k) => [k, single])) as Record<PlatformKey, number>;
-    if (!trimmed.includes('=')) return problem(`must be a positive number of requests per second, or a list such as pf_03=200,pf_01=5 (got '${trimmed.slice(0, 40)}')`);
-    const out = Object.fromEntries(PLATFORM_KEYS.map((k) => [k, DEFAULT_SCRAPE_RPS])) as Record<PlatformKey, number>;
-    const seen = new Set<string>();
-    for (const entry of trimmed.split(',')) {
-      const match = /^\s*([^=\s]+)\s*=\s*(\S*)\s*$/.exec(entry);
-      if (!match) return problem(`'${entry.trim().slice(0, 40)}' is not platform=rate (e.g. pf_03=200)`);
-      const key = match[1]!.toLowerCase();
-      if (!isPlatformKey(key)) return problem(`unknown platform '${match[1]!.slice(0, 40)}' (expected ${PLATFORM_KEYS[0]} … ${PLATFORM_KEYS.at(-1)})`);
-      if (seen.has(key)) return problem(`${key} is listed twice`);
-      seen.add(key);
-      const value = rate(match[2]!);
-      if (value === null) return problem(`${key}: '${match[2]!.slice(0, 40)}' is not a positive number of requests per second`);
-      out[key] = value;
-    }
-    return out;
+  const problem = (message: string) => {
+    ctx.addIssue({ code: 'custom', message });
+    return z.NEVER;
+  };
+  const trimmed = text.trim();
+  const single = rate(trimmed);
+  if (single !== null) return Object.fromEntries(PLATFORM_KEYS.map((k) => [k, single])) as Record<PlatformKey, number>;
+  if (!trimmed.includes('=')) return problem(`must be a positive number of requests per second, or a list such as pf_03=200,pf_01=5 (got '${trimmed.slice(0, 40)}')`);
+  const out = Object.fromEntries(PLATFORM_KEYS.map((k) => [k, DEFAULT_SCRAPE_RPS])) as Record<PlatformKey, number>;
+  const seen = new Set<string>();
+  for (const entry of trimmed.split(',')) {
+    const match = /^\s*([^=\s]+)\s*=\s*(\S*)\s*$/.exec(entry);
+    if (!match) return problem(`'${entry.trim().slice(0, 40)}' is not platform=rate (e.g. pf_03=200)`);
+    const key = match[1]!.toLowerCase();
+    if (!isPlatformKey(key)) return problem(`unknown platform '${match[1]!.slice(0, 40)}' (expected ${PLATFORM_KEYS[0]} … ${PLATFORM_KEYS.at(-1)})`);
+    if (seen.has(key)) return problem(`${key} is listed twice`);
+    seen.add(key);
+    const value = rate(match[2]!);
+    if (value === null) return problem(`${key}: '${match[2]!.slice(0, 40)}' is not a positive number of requests per second`);
+    out[key] = value;
+  }
+  return out;
 }
 
 const scrapeRpsSchema = z.string().default(String(DEFAULT_SCRAPE_RPS)).transform(parseRatePerPlatform);

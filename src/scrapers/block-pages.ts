@@ -4,6 +4,7 @@
 // inventory. Each adapter says which wall its platform runs (its `blockPage`), from the three
 // families seen on ticketing sites; the fetchers check every answer they return against it, and
 // a match is a `blocked` failure like a 403: never a page, never an empty inventory.
+import type { PageFetcher } from './types.ts';
 
 /** What a fetcher shows a rule: the answer's status, headers (lower-case names) and body. */
 export interface AnswerSeen {
@@ -47,3 +48,11 @@ export const datadomeBlock: BlockPageRule = (answer) => {
 
 /** No wall is known: only 403 and 429 block. */
 export const noBlockPage: BlockPageRule = () => null;
+
+/** `http`, with `rule` checked on every answer: what an adapter or a marketplace scraper is given. */
+export function withBlockPage(http: PageFetcher, rule: BlockPageRule): PageFetcher {
+  return {
+    html: (url, init = {}) => http.html(url, { blockPage: rule, ...init }),
+    json: (url, init = {}) => http.json(url, { blockPage: rule, ...init }),
+  };
+}

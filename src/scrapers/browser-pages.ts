@@ -123,9 +123,6 @@ interface PageClient {
 
 const PLAIN: PageClient = { key: '' };
 
-/** The session's headers a context sends on every request, beside the user agent. */
-const CONTEXT_HEADERS = ['accept-language', 'sec-ch-ua', 'sec-ch-ua-mobile', 'sec-ch-ua-platform'];
-
 /** Chromium's names of the SOCKS schemes a proxy URL may use (it resolves names at the proxy either way). */
 const CHROMIUM_SCHEMES: Readonly<Record<string, string>> = { 'socks:': 'socks5:', 'socks5h:': 'socks5:', 'socks4a:': 'socks4:' };
 
@@ -139,11 +136,7 @@ function clientOf(session: ScrapeSession | undefined): PageClient {
   // With credentials, crawlee's page factory puts a local forwarder (proxy-chain, which speaks
   // every scheme) between chromium and the proxy, and the forwarder adds them.
   const scheme = username || password ? url.protocol : (CHROMIUM_SCHEMES[url.protocol] ?? url.protocol);
-  const headers: Record<string, string> = {};
-  for (const name of CONTEXT_HEADERS) {
-    const value = session.headers[name];
-    if (value !== undefined) headers[name] = value;
-  }
+  const headers = session.contextHeaders();
   const userAgent = session.headers['user-agent'];
   return {
     // In memory only (the URL holds the credentials): two sessions of one exit with the same

@@ -10,7 +10,7 @@
 // aside the same way. Every fetch of an adapter checks its platform's challenge page.
 import type { EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
-import type { BlockPageRule } from './block-pages.ts';
+import { withBlockPage } from './block-pages.ts';
 import { createBrowserPages, type BrowserPages } from './browser-pages.ts';
 import type { ExitPool, ExitPools } from './egress/exit-pool.ts';
 import { throughExits } from './egress/through-exits.ts';
@@ -77,14 +77,6 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
       await Promise.all([own?.close(), ownBrowser?.close()]);
     },
     browser,
-  };
-}
-
-/** The fetcher an adapter is given: `http`, with its platform's challenge page checked on every answer. */
-function withBlockPage(http: PageFetcher, rule: BlockPageRule): PageFetcher {
-  return {
-    html: (url, init = {}) => http.html(url, { blockPage: rule, ...init }),
-    json: (url, init = {}) => http.json(url, { blockPage: rule, ...init }),
   };
 }
 

@@ -13,6 +13,9 @@ export type RequestKind = 'html' | 'json';
 
 let generator: HeaderGenerator | null = null;
 
+/** The headers a browser context is told to send beside its user agent. */
+const CONTEXT_HEADERS = ['accept-language', 'sec-ch-ua', 'sec-ch-ua-mobile', 'sec-ch-ua-platform'] as const;
+
 /**
  * One browser's headers for a navigation, lower-case. Chrome on a desktop, as most visitors of a
  * ticketing site; `zstd` is dropped from accept-encoding because Node 20's zlib cannot decode it.
@@ -72,6 +75,20 @@ export class ScrapeSession {
   /** The header set of the session (its user agent, client hints, language). */
   get headers(): Readonly<Record<string, string>> {
     return this.byKind.html;
+  }
+
+  /**
+   * What a browser made as this session's client sends on every request beside its user agent
+   * (language and client hints): browser-pages.ts gives them to the page's context, and pf_01's
+   * browser-made sessions send them with their polls.
+   */
+  contextHeaders(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const name of CONTEXT_HEADERS) {
+      const value = this.byKind.html[name];
+      if (value !== undefined) out[name] = value;
+    }
+    return out;
   }
 
   /**

@@ -6,6 +6,7 @@
 // With proxies for a marketplace (SCRAPE_PROXY_URLS, issue 27) each scrape goes out as a session
 // of a healthy exit, moving on to the next at a block (egress/through-exits.ts); every answer is
 // checked against the marketplace's challenge page either way.
+import { withBlockPage } from '../block-pages.ts';
 import type { ExitPools } from '../egress/exit-pool.ts';
 import { throughExits } from '../egress/through-exits.ts';
 import type { FetchInit, PageFetcher } from '../types.ts';
@@ -23,13 +24,15 @@ export interface MarketplaceScrapers {
 export function createMarketplaceScrapers(http: PageFetcher, baseUrls: Record<'marketplace_a' | 'marketplace_b', string>, exits?: ExitPools): MarketplaceScrapers {
   const a = baseUrls.marketplace_a.replace(/\/+$/, '');
   const b = baseUrls.marketplace_b.replace(/\/+$/, '');
-  const through = <T>(site: 'marketplace_a' | 'marketplace_b', init: Pick<FetchInit, 'signal'> | undefined, blockPage: FetchInit['blockPage'], work: (init: FetchInit) => Promise<T>): Promise<T> => {
+  const httpA = withBlockPage(http, marketplaceABlockPage);
+  const httpB = withBlockPage(http, marketplaceBBlockPage);
+  const through = <T>(site: 'marketplace_a' | 'marketplace_b', init: Pick<FetchInit, 'signal'> | undefined, work: (init: FetchInit | undefined) => Promise<T>): Promise<T> => {
     const pool = exits?.for(site);
-    if (!pool?.proxied) return work({ ...init, blockPage });
-    return throughExits(pool, { signal: init?.signal }, (session) => work({ ...init, blockPage, session }));
+    if (!pool?.proxied) return work(init);
+    return throughExits(pool, { signal: init?.signal }, (session) => work({ ...init, session }));
   };
   return {
-    marketplaceA: (id, init) => through('marketplace_a', init, marketplaceABlockPage, (fetchInit) => scrapeMarketplaceA(http, a, id, fetchInit)),
-    marketplaceB: (id, init) => through('marketplace_b', init, marketplaceBBlockPage, (fetchInit) => scrapeMarketplaceB(http, b, id, fetchInit)),
+    marketplaceA: (id, init) => through('marketplace_a', init, (fetchInit) => scrapeMarketplaceA(httpA, a, id, fetchInit)),
+    marketplaceB: (id, init) => through('marketplace_b', init, (fetchInit) => scrapeMarketplaceB(httpB, b, id, fetchInit)),
   };
 }

@@ -53,13 +53,7 @@ export function sessionHeaders(session: Pf01Session): Record<string, string> {
 
 /** The headers beside the user agent a browser made as `scrape`'s client sends (browser-pages.ts gives it the same). */
 function clientHeaders(scrape: ScrapeSession | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (!scrape?.exit.proxy) return out;
-  for (const name of ['accept-language', 'sec-ch-ua', 'sec-ch-ua-mobile', 'sec-ch-ua-platform']) {
-    const value = scrape.headers[name];
-    if (value !== undefined) out[name] = value;
-  }
-  return out;
+  return scrape?.exit.proxy ? scrape.contextHeaders() : {};
 }
 
 /** Runs in the page; no named inner functions (tsx's keepNames helper does not exist there). */
