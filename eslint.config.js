@@ -17,7 +17,7 @@ export default tseslint.config(
   },
   {
     // Entry points and CLIs talk to a person on a terminal.
-    files: ['src/main.ts', 'src/admin/**', 'src/ops/**', 'src/simulator/main.ts', 'temporal/*-main.ts', 'bench/**', 'db/migrate.ts', 'db/*-main.ts', 'clients/typescript/examples/**', 'clients/typescript/scripts/**'],
+    files: ['src/main.ts', 'src/admin/**', 'src/ops/**', 'src/simulator/main.ts', 'temporal/*-main.ts', 'bench/**', 'db/migrate.ts', 'db/*-main.ts', 'clients/typescript/examples/**', 'clients/typescript/scripts/**', 'test/stress/**'],
     rules: { 'no-console': 'off' },
   },
 );

@@ -18,7 +18,7 @@ import { createDb } from '../db/connection.ts';
 import { createScratchDatabase } from '../db/scratch.ts';
 import { runLoad, type LoadResult } from './support/load.ts';
 import { runPaced, type PacedResult } from './support/paced-load.ts';
-import { freePort, startServer, type ServerProcess } from './support/processes.ts';
+import { reservePort, startServer, type ServerProcess } from './support/processes.ts';
 
 const duration = Number(process.env.BENCH_DURATION ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -98,10 +98,10 @@ async function main() {
     const keys = await seed(scratch.url);
     const headersFor = (n: number) => ({ apikey: keys[n % keys.length]! });
 
-    const barePort = await freePort();
-    const gatewayPort = await freePort();
-    const floorPort = await freePort();
-    const stripePort = await freePort();
+    const barePort = await reservePort();
+    const gatewayPort = await reservePort();
+    const floorPort = await reservePort();
+    const stripePort = await reservePort();
     // Each server is stopped at the end, including when a later one fails to start.
     const started: ServerProcess[] = [];
     const launch = async (...args: Parameters<typeof startServer>) => {
@@ -116,15 +116,15 @@ async function main() {
         DATABASE_URL: scratch.url,
         DEMO_ACCOUNT: 'false',
         LOG_LEVEL: 'warn',
-        METRICS_PORT: String(await freePort()),
+        METRICS_PORT: String(await reservePort()),
         // The gateway alone, as in production: no workers, browser or simulator in its process.
         // Temporal is only connected to (a dev server on free ports, its state in a temp dir).
         RUN_WORKER: 'false',
         RUN_SIMULATOR: 'false',
-        TEMPORAL_PORT: String(await freePort()),
-        TEMPORAL_UI_PORT: String(await freePort()),
+        TEMPORAL_PORT: String(await reservePort()),
+        TEMPORAL_UI_PORT: String(await reservePort()),
         // Two gateways run side by side: each its own stream node port.
-        STREAM_PORT: String(await freePort()),
+        STREAM_PORT: String(await reservePort()),
         DATA_DIR: await fs.mkdtemp(path.join(os.tmpdir(), 'tm-bench-gateway-')),
       });
       const gateway = await launch('src/main.ts', gatewayPort, await gatewayEnv());
@@ -134,7 +134,7 @@ async function main() {
         STRIPE_SECRET_KEY: 'sk_test_bench',
         STRIPE_WEBHOOK_SECRET: 'whsec_YmVuY2g=',
         // Nothing listens there: a paid request that called Stripe would fail, not just slow down.
-        STRIPE_API_BASE: `http://127.0.0.1:${await freePort()}`,
+        STRIPE_API_BASE: `http://127.0.0.1:${await reservePort()}`,
       });
       // Warm-up: JIT, pool connections, and every key into the verification cache.
       console.error('warming up...');

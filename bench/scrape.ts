@@ -38,7 +38,6 @@ import { WORKFLOWS_PATH } from '../temporal/runtime.ts';
 import { clientOnWorkers, startWorkers } from '../temporal/worker.ts';
 import { scrapeBackstopMs } from '../workflows/scrape-timing.ts';
 import { percentile } from './support/percentiles.ts';
-import { freePort } from './support/processes.ts';
 
 const sequential = Number(process.env.BENCH_SEQUENTIAL ?? 60);
 const concurrentTotal = Number(process.env.BENCH_CONCURRENT_TOTAL ?? 200);
@@ -98,7 +97,7 @@ async function main() {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-bench-scrape-'));
     cleanups.push(() => fs.rm(dataDir, { recursive: true, force: true }));
     const binary = await resolveTemporalCli({ onProgress: (m) => console.error(`  temporal: ${m}`) });
-    const server = await startDevServer({ binary, dataDir, port: await freePort(), uiPort: await freePort(), namespace: 'default', log });
+    const server = await startDevServer({ binary, dataDir, port: 0, uiPort: 0, namespace: 'default', log });
     cleanups.push(() => server.stop());
 
     const config = loadConfig({ ...process.env, DATABASE_URL: scratch.url, LOG_LEVEL: 'warn', SCRAPE_CONCURRENCY: '20', BROWSER_PAGES: '4' });

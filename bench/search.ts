@@ -23,7 +23,7 @@ import type { Detail } from '../src/market-data/seed/statistics.ts';
 import { summarise, type Summary } from './support/percentiles.ts';
 import { buildScenarios, type Scenario } from './search/queries.ts';
 import { naiveSearch } from './search/naive.ts';
-import { freePort, startServer } from './support/processes.ts';
+import { reservePort, startServer } from './support/processes.ts';
 
 const events = Number(process.env.BENCH_EVENTS ?? 100_000);
 const detail = (process.env.BENCH_DETAIL ?? 'light') as Detail;
@@ -114,7 +114,7 @@ async function main() {
     console.error('starting a gateway process for the HTTP figures...');
     const { account_id } = await createAccount(db, { plan: 'enterprise', name: 'bench-search' });
     const { key } = await createKey(db, { accountId: account_id, rateLimitPerMinute: 1_000_000 });
-    const port = await freePort();
+    const port = await reservePort();
     const gateway = await startServer('bench/search/gateway-server.ts', port, { DATABASE_URL: scratch.url, DEMO_ACCOUNT: 'false' });
     try {
       const http: { name: string; direct: Summary; http: Summary }[] = [];

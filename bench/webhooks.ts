@@ -64,7 +64,6 @@ import { cpuSeconds, descendantsCpuSeconds, machineCpu } from './monitors/proc.t
 import { countingLogger, envNumber, progress, setProgressLabel, sleep } from './monitors/support.ts';
 import { percentile } from './support/percentiles.ts';
 import type { LoopWindow, WorkerMessage } from './webhooks/worker-main.ts';
-import { freePort } from './support/processes.ts';
 
 setProgressLabel('bench:webhooks');
 const life = new Lifecycle();
@@ -439,7 +438,7 @@ async function main(): Promise<string> {
   life.onCleanup('Temporal data directory', () => fs.rm(dataDir, { recursive: true, force: true }));
   life.started({ dir: dataDir });
   const binary = await resolveTemporalCli({ onProgress: (m) => progress(`  temporal: ${m}`) });
-  const server = await startDevServer({ binary, dataDir, port: await freePort(), uiPort: await freePort(), namespace: NAMESPACE, log });
+  const server = await startDevServer({ binary, dataDir, port: 0, uiPort: 0, namespace: NAMESPACE, log });
   life.onCleanup('Temporal dev server', () => server.stop());
   // Diagnostic: in production Temporal runs on machines of its own; a niced dev server shows what
   // the delivery path costs when Temporal's work does not compete with it for these two cores.

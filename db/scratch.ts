@@ -7,6 +7,7 @@ import pg from 'pg';
 import { createDb } from './connection.ts';
 import { startEmbeddedPostgres } from './embedded.ts';
 import { migrateLatest } from './migrations/index.ts';
+import { reservePort } from '../src/runtime/ports.ts';
 
 export interface ScratchDatabase {
   url: string;
@@ -22,7 +23,8 @@ export async function createScratchDatabase(prefix: string, baseUrl = process.en
     // As root the server runs as `postgres`: a directory it can reach keeps the cluster in it (rather
     // than under SHARED_ROOT, db/cluster-location.ts), so removing the directory removes the cluster.
     await fs.chmod(tmp, 0o755);
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    // Reserved, not drawn at random: a random port could be any other process's (issue 35).
+    const port = await reservePort();
     const embedded = await startEmbeddedPostgres(tmp, port, (m) => process.stderr.write(`${m}\n`));
     // The superuser's: a scratch database is created and dropped, as on DATABASE_URL's server.
     base = embedded.superuserConnectionString;

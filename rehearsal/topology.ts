@@ -23,7 +23,7 @@ import { loginFromUrl, setUpRoles } from '../db/roles.ts';
 import { applyScraperGrants } from '../db/scraper-grants.ts';
 import { createScratchDatabase } from '../db/scratch.ts';
 import { createLogger, type Logger } from '../src/logger.ts';
-import { freePort } from '../src/runtime/ports.ts';
+import { reservePort } from '../src/runtime/ports.ts';
 import { startSimulator, type Simulator } from '../src/simulator/server.ts';
 import { newWebhookKey } from '../src/webhooks/secret-box.ts';
 import { resolveTemporalCli } from '../temporal/binary.ts';
@@ -247,7 +247,7 @@ async function startPostgres(root: string, progress: (m: string) => void, life: 
   await fsp.mkdir(dataDir, { recursive: true });
   // As root the server runs as `postgres`, which must reach the cluster inside the run's directory.
   await fsp.chmod(dataDir, 0o755);
-  const port = await freePort();
+  const port = await reservePort();
   let handle: EmbeddedHandle = await startEmbeddedPostgres(dataDir, port, progress);
   const app = loginFromUrl(handle.connectionString, 'the embedded server');
   const scraper = { name: SCRAPER_ROLE, password: randomBytes(24).toString('hex') };
@@ -376,7 +376,7 @@ export async function startTopology(cfg: RehearsalConfig, life: Lifecycle, progr
   const temporalLog = createLogger('warn', fs.createWriteStream(path.join(logDir, 'temporal.log'), { flags: 'a' }));
   const cli = await resolveTemporalCli({ onProgress: (m) => progress(`  temporal: ${m}`) });
   if (!cli) throw new Error('no Temporal CLI binary (npm run temporal:install): the rehearsal SIGKILLs the server by pid, which the SDK fallback hides');
-  const temporal = new TemporalServer(cli, path.join(root, 'temporal-data'), await freePort(), temporalLog, (pid) => life.started({ process: { pid, match: root } }));
+  const temporal = new TemporalServer(cli, path.join(root, 'temporal-data'), await reservePort(), temporalLog, (pid) => life.started({ process: { pid, match: root } }));
   progress(`  Temporal ready in ${await temporal.start()} ms at ${temporal.address}`);
   life.onCleanup('Temporal dev server', () => temporal.stop());
 
@@ -410,7 +410,7 @@ export async function startTopology(cfg: RehearsalConfig, life: Lifecycle, progr
 
   const proxies = new Map<string, ProxyPorts>();
   const proxied = async (name: string, databaseUrl: string, withTemporal: boolean) => {
-    const ports: ProxyPorts = { pg: { name: `${name}-pg`, port: await freePort() }, temporal: withTemporal ? { name: `${name}-temporal`, port: await freePort() } : null };
+    const ports: ProxyPorts = { pg: { name: `${name}-pg`, port: await reservePort() }, temporal: withTemporal ? { name: `${name}-temporal`, port: await reservePort() } : null };
     await toxi.create({ name: ports.pg.name, listen: `127.0.0.1:${ports.pg.port}`, upstream: `127.0.0.1:${pg.port}` });
     if (ports.temporal) await toxi.create({ name: ports.temporal.name, listen: `127.0.0.1:${ports.temporal.port}`, upstream: temporal.address });
     proxies.set(name, ports);
@@ -426,16 +426,16 @@ export async function startTopology(cfg: RehearsalConfig, life: Lifecycle, progr
   const gateways: NodeProcess[] = [];
   for (const i of [1, 2]) {
     const name = `gateway-${i}`;
-    const port = await freePort();
-    const metrics = await freePort();
+    const port = await reservePort();
+    const metrics = await reservePort();
     const env = { ...common, ...service, ...(await proxied(name, pg.appUrl, true)), PORT: String(port), METRICS_PORT: String(metrics), RUN_STREAM: 'false', RESERVATION_TIMEOUT_MS: '30000' };
     gateways.push(node(name, 'gateway', null, 'src/main.ts', env, `http://127.0.0.1:${port}/openapi.json`));
   }
   const streams: NodeProcess[] = [];
   for (const i of [1, 2]) {
     const name = `stream-${i}`;
-    const port = await freePort();
-    const metrics = await freePort();
+    const port = await reservePort();
+    const metrics = await reservePort();
     const env = { ...common, ...(await proxied(name, pg.appUrl, false)), STREAM_PORT: String(port), METRICS_PORT: String(metrics) };
     streams.push(node(name, 'stream', null, 'src/stream/main.ts', env, `http://127.0.0.1:${metrics}/metrics`));
   }
@@ -443,7 +443,7 @@ export async function startTopology(cfg: RehearsalConfig, life: Lifecycle, progr
   const roles = cfg.workers === 'split' ? (['scrape', 'deliver'] as const) : (['all', 'all'] as const);
   for (const [i, role] of roles.entries()) {
     const name = cfg.workers === 'split' ? `${role}-worker` : `worker-${i + 1}`;
-    const metrics = await freePort();
+    const metrics = await reservePort();
     // The scrape worker holds no secret (it refuses to start with one) and connects as its own role.
     const secrets = role === 'scrape' ? {} : service;
     const env = { ...common, ...secrets, ...(await proxied(name, role === 'scrape' ? pg.scraperUrl : pg.appUrl, true)), WORKER_ROLE: role, METRICS_PORT: String(metrics) };
@@ -458,7 +458,7 @@ export async function startTopology(cfg: RehearsalConfig, life: Lifecycle, progr
 
   const portOf = (n: NodeProcess, variable: 'PORT' | 'STREAM_PORT') => Number(n.env[variable]);
   const nginx = new Nginx(
-    { dir: path.join(root, 'nginx'), port: await freePort(), gateways: gateways.map((g) => portOf(g, 'PORT')), streams: streams.map((s) => portOf(s, 'STREAM_PORT')) },
+    { dir: path.join(root, 'nginx'), port: await reservePort(), gateways: gateways.map((g) => portOf(g, 'PORT')), streams: streams.map((s) => portOf(s, 'STREAM_PORT')) },
     (pid) => life.started({ group: { pid, match: 'nginx' } }),
   );
   await nginx.writeConfig();

@@ -5,7 +5,7 @@
 // API on the loopback with plain fetch: its clients would be a dependency for four calls.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { type GoTool, resolveGoBinary } from '../src/runtime/go-binary.ts';
-import { freePort } from '../src/runtime/ports.ts';
+import { reservePort } from '../src/runtime/ports.ts';
 
 export const TOXIPROXY: GoTool = {
   label: 'Toxiproxy',
@@ -47,7 +47,7 @@ export async function resolveToxiproxy(onProgress: (msg: string) => void): Promi
 }
 
 export async function startToxiproxy(binary: string, onSpawn: (pid: number) => void): Promise<Toxiproxy> {
-  const port = await freePort();
+  const port = await reservePort();
   const api = `http://127.0.0.1:${port}`;
   const child: ChildProcess = spawn(binary, ['-host', '127.0.0.1', '-port', String(port)], { stdio: ['ignore', 'ignore', 'pipe'], detached: true });
   let tail = '';

@@ -9,7 +9,9 @@ import { ensureDemoCatalog } from './market-data/seed/seed.ts';
 import { loadConfigOrExit, marketplaceBaseUrls } from './config.ts';
 import { createGateway } from './gateway/app.ts';
 import { createLogger } from './logger.ts';
+import { canConnect } from '../db/embedded.ts';
 import { openDatabase } from './runtime/database.ts';
+import { assertPortFree, namedListenError } from './runtime/ports.ts';
 import { startHousekeeping } from './runtime/housekeeping.ts';
 import { closeServices, createRequestPool, createServices } from './runtime/services.ts';
 import { startLocalWorkers, startTemporal } from '../temporal/runtime.ts';
@@ -36,8 +38,28 @@ function listen(app: ReturnType<typeof createGateway>, port: number, host: strin
     // Must exceed the keep-alive, or a request on a kept connection can be cut off by it.
     server.headersTimeout = KEEP_ALIVE_MS + 1_000;
     server.once('listening', () => resolve(server));
-    server.once('error', reject);
+    server.once('error', (err) => reject(namedListenError(err, port, 'PORT')));
   });
+}
+
+/**
+ * The ports this start will bind, each with its setting. All are checked before anything starts:
+ * a busy one is named with whoever holds it at once, rather than after PostgreSQL and Temporal
+ * have come up and gone down again. (Each bind still reports a port lost after this check.)
+ */
+function portsToBind(config: ReturnType<typeof loadConfigOrExit>): { port: number; variable: string; host: string }[] {
+  const ports = [
+    { port: config.PORT, variable: 'PORT', host: config.HOST },
+    { port: config.METRICS_PORT, variable: 'METRICS_PORT', host: config.HOST },
+  ];
+  if (!config.DATABASE_URL) ports.push({ port: config.EMBEDDED_PG_PORT, variable: 'EMBEDDED_PG_PORT', host: '127.0.0.1' });
+  if (!config.TEMPORAL_ADDRESS) {
+    ports.push({ port: config.TEMPORAL_PORT, variable: 'TEMPORAL_PORT', host: '127.0.0.1' });
+    ports.push({ port: config.TEMPORAL_UI_PORT, variable: 'TEMPORAL_UI_PORT', host: '127.0.0.1' });
+  }
+  if (config.RUN_SIMULATOR) ports.push({ port: config.SIM_PORT, variable: 'SIM_PORT', host: '127.0.0.1' });
+  if (config.RUN_STREAM) ports.push({ port: config.STREAM_PORT, variable: 'STREAM_PORT', host: config.HOST });
+  return ports;
 }
 
 /** In-flight requests get this long to finish on Ctrl-C; then their connections are closed. */
@@ -114,6 +136,12 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void stop('SIGTERM', 0));
 
   startup = (async () => {
+    // An embedded PostgreSQL left running by an earlier start holds its port and is reused, so
+    // that port is only checked when nothing answers there (db/embedded.ts decides).
+    for (const p of portsToBind(config)) {
+      if (p.variable === 'EMBEDDED_PG_PORT' && (await canConnect(p.port))) continue;
+      await assertPortFree(p.port, p.variable, p.host);
+    }
     const database = await openDatabase(config, (msg) => log.info(msg), {
       applicationName: 'gateway',
       log: (level, msg) => log.warn({ source: 'knex', level }, msg),
@@ -153,7 +181,9 @@ async function main(): Promise<void> {
     if (stopping) return;
 
     if (config.RUN_SIMULATOR) {
-      const sim = await startSimulator({ port: config.SIM_PORT, host: '127.0.0.1', driftMs: config.SIM_DRIFT_MS, pf01SessionTtlMs: config.SIM_PF01_SESSION_TTL_MS });
+      const sim = await startSimulator({ port: config.SIM_PORT, host: '127.0.0.1', driftMs: config.SIM_DRIFT_MS, pf01SessionTtlMs: config.SIM_PF01_SESSION_TTL_MS }).catch((err: unknown) => {
+        throw namedListenError(err, config.SIM_PORT, 'SIM_PORT');
+      });
       cleanups.push({ name: 'simulator', run: () => sim.close() });
       console.log(`  Platform simulator (the scrapers' default target): ${sim.url}/_sim/events\n`);
     }

@@ -8,6 +8,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { assertPortFree, portInUseMessage, releasePort, reservePort } from '../src/runtime/ports.ts';
 import { commandLine, isRunning } from './processes.ts';
 import { searchAttributeArgs } from './search-attributes.ts';
 import { installSdkLogging, type Log } from './sdk-logging.ts';
@@ -17,8 +18,9 @@ export interface DevServerOptions {
   binary: string | null;
   /** DATA_DIR: the server keeps its SQLite database in `<dataDir>/temporal/`. */
   dataDir: string;
+  /** The gRPC frontend's port (TEMPORAL_PORT); 0 reserves one (src/runtime/ports.ts), read it from `address`. */
   port: number;
-  /** The Web UI's port; null runs the server without it (`--headless`), as the test run does. */
+  /** The Web UI's port (TEMPORAL_UI_PORT), 0 to reserve one; null runs the server without it (`--headless`), as the test run does. */
   uiPort: number | null;
   namespace: string;
   log: Log;
@@ -42,6 +44,22 @@ export interface DevServer {
 
 const IP = '127.0.0.1';
 const STDERR_LINES_KEPT = 20;
+/**
+ * Starts tried when a port the server binds was taken before it bound it. The CLI picks its
+ * history, matching and worker ports itself (listen on 0, then close: the race of issue 35), and
+ * a port-0 caller's own port is only as safe as its reservation: each such loss is worth another
+ * start, never a panic handed to the user.
+ */
+const BIND_ATTEMPTS = 3;
+/** How the server (Go's net package) reports a port it could not bind. */
+const BIND_FAILURE = /listen tcp [^\s]*:(\d+): bind: address already in use/;
+
+/** The server exited because `port` was taken when it came to bind it. */
+class PortTaken extends Error {
+  constructor(readonly port: number) {
+    super(`port ${port} was taken before the Temporal server could bind it`);
+  }
+}
 
 export function devServerFiles(dataDir: string) {
   const dir = path.join(dataDir, 'temporal');
@@ -63,7 +81,10 @@ const SQLITE_PRAGMAS = ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma'
 export const SERVICE_DYNAMIC_CONFIG: Readonly<Record<string, string>> = { 'matching.longPollExpirationInterval': '"10s"' };
 
 /** The CLI's arguments. The search attributes are registered at every start (a no-op once there). */
-export function devServerArgs(opts: Pick<DevServerOptions, 'port' | 'uiPort' | 'namespace' | 'dynamicConfig'>, dbFilename: string): string[] {
+export function devServerArgs(
+  opts: Pick<DevServerOptions, 'port' | 'uiPort' | 'namespace' | 'dynamicConfig'> & { httpPort?: number; metricsPort?: number },
+  dbFilename: string,
+): string[] {
   return [
     'server',
     'start-dev',
@@ -74,6 +95,9 @@ export function devServerArgs(opts: Pick<DevServerOptions, 'port' | 'uiPort' | '
     '--port',
     String(opts.port),
     ...(opts.uiPort === null ? ['--headless'] : ['--ui-port', String(opts.uiPort)]),
+    // Left to the CLI, these two are picked by listening on 0 and closing: reserved instead.
+    ...(opts.httpPort ? ['--http-port', String(opts.httpPort)] : []),
+    ...(opts.metricsPort ? ['--metrics-port', String(opts.metricsPort)] : []),
     '--namespace',
     opts.namespace,
     '--log-level',
@@ -99,14 +123,46 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   // A previous run killed with SIGKILL cannot have stopped its server: stop it now, or it would
   // hold the ports and the SQLite file.
   await stopOrphan(files, opts.log, opts.stopGraceMs ?? 5_000);
-  await assertPortFree(opts.port, 'TEMPORAL_PORT');
-  if (opts.uiPort !== null) await assertPortFree(opts.uiPort, 'TEMPORAL_UI_PORT');
-  if (opts.binary === null) return startWithSdk(opts, files.db);
+  for (let attempt = 1; ; attempt++) {
+    const reserved: number[] = [];
+    const reserve = async () => {
+      const port = await reservePort();
+      reserved.push(port);
+      return port;
+    };
+    const port = opts.port || (await reserve());
+    const uiPort = opts.uiPort === 0 ? await reserve() : opts.uiPort;
+    const release = () => reserved.forEach(releasePort);
+    try {
+      await assertPortFree(port, 'TEMPORAL_PORT', IP);
+      if (uiPort !== null) await assertPortFree(uiPort, 'TEMPORAL_UI_PORT', IP);
+      const server =
+        opts.binary === null
+          ? await startWithSdk({ ...opts, port, uiPort }, files.db)
+          : await launch({ ...opts, port, uiPort, httpPort: await reserve(), metricsPort: await reserve() }, files, opts.binary);
+      return { ...server, stop: () => server.stop().finally(release) };
+    } catch (err) {
+      release();
+      if (!(err instanceof PortTaken)) throw err;
+      // A port the user configured, taken between our check and the server's bind: say by whom.
+      if (err.port === opts.port) throw new Error(`Temporal dev server did not start: ${portInUseMessage(err.port, 'TEMPORAL_PORT')}`);
+      if (err.port === opts.uiPort) throw new Error(`Temporal dev server did not start: ${portInUseMessage(err.port, 'TEMPORAL_UI_PORT')}`);
+      if (attempt >= BIND_ATTEMPTS) throw new Error(`Temporal dev server did not start: ${err.message}, ${attempt} times in a row`);
+      opts.log.warn({ port: err.port, attempt }, `${err.message}; starting it again`);
+    }
+  }
+}
 
+/** One start of the CLI's server on the ports given; PortTaken when one of them was lost. */
+async function launch(
+  opts: DevServerOptions & { uiPort: number | null; httpPort: number; metricsPort: number },
+  files: ReturnType<typeof devServerFiles>,
+  binary: string,
+): Promise<DevServer> {
   const started = performance.now();
   const args = devServerArgs(opts, files.db);
   // Same process group as ours (not detached): a Ctrl-C in the terminal reaches it too.
-  const child = spawn(opts.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
   let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   let spawnError: Error | null = null;
   const exitedPromise = new Promise<void>((resolve) => {
@@ -132,21 +188,30 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
 
   let stopping = false;
   const lastStderr: string[] = [];
+  let ready = false;
+  let portTaken: number | null = null;
+  const outputClosed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const noteBindFailure = (line: string) => {
+    const m = !ready && BIND_FAILURE.exec(line);
+    if (m) portTaken ??= Number(m[1]);
+  };
   pipeLines(child, 'stdout', (line) => {
+    noteBindFailure(line);
     // A terminal's Ctrl-C reaches the server directly (same process group), before our own
     // ordered stop: from here on its complaints about clients are expected.
     if (line.startsWith('Stopping server')) stopping = true;
     opts.log.debug({ source: 'temporal-server' }, line);
   });
-  let ready = false;
   void exitedPromise.then(() => {
     // Before ready, the start-up error reports it.
     if (ready && !stopping) opts.log.error({ pid: child.pid, ...(exited ?? {}) }, 'Temporal dev server exited unexpectedly');
   });
   pipeLines(child, 'stderr', (line) => {
+    noteBindFailure(line);
     lastStderr.push(line);
     if (lastStderr.length > STDERR_LINES_KEPT) lastStderr.shift();
-    logServerLine(opts.log, line, stopping);
+    // After a lost port the server panics: its trace adds nothing to our message.
+    logServerLine(opts.log, line, stopping || (portTaken !== null && !BIND_FAILURE.test(line)));
   });
 
   let stopped: Promise<void> | null = null;
@@ -172,12 +237,16 @@ export async function startDevServer(opts: DevServerOptions): Promise<DevServer>
   const address = `${IP}:${opts.port}`;
   try {
     await waitUntilServing(address, opts.namespace, opts.readyTimeoutMs ?? 30_000, () => {
-      if (spawnError) return `could not run ${opts.binary}: ${(spawnError as Error).message}`;
+      if (spawnError) return `could not run ${binary}: ${(spawnError as Error).message}`;
       if (exited) return `exited (${exited.signal ?? `code ${exited.code}`})`;
       return null;
     });
   } catch (err) {
     await stop();
+    // 'exit' can come before the last of its output has been read.
+    await Promise.race([outputClosed, sleep(1_000)]);
+    // The server's own account of a lost port is a panic trace; ours names the port.
+    if (portTaken !== null) throw new PortTaken(portTaken);
     const tail = lastStderr.length ? `\nlast server output:\n  ${lastStderr.join('\n  ')}` : '';
     throw new Error(`Temporal dev server did not start: ${(err as Error).message}${tail}`);
   }
@@ -285,20 +354,6 @@ async function stopOrphan(files: ReturnType<typeof devServerFiles>, log: Log, gr
   await fs.rm(files.pidFile, { force: true });
 }
 
-function assertPortFree(port: number, variable: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once('error', (err: NodeJS.ErrnoException) => {
-      reject(
-        err.code === 'EADDRINUSE'
-          ? new Error(`port ${port} (${variable}) is already in use; set ${variable} to a free port`)
-          : new Error(`cannot bind port ${port} (${variable}): ${err.message}`),
-      );
-    });
-    probe.listen(port, IP, () => probe.close(() => resolve()));
-  });
-}
-
 function canConnect(address: string): Promise<boolean> {
   const [host, port] = [address.slice(0, address.lastIndexOf(':')), Number(address.slice(address.lastIndexOf(':') + 1))];
   return new Promise((resolve) => {
@@ -326,9 +381,10 @@ function pipeLines(child: ChildProcess, stream: 'stdout' | 'stderr', onLine: (li
 
 /**
  * The server logs JSON at warn and above. While it stops, its pollers and dials fail by design,
- * so that burst goes to debug instead of alarming whoever pressed Ctrl-C.
+ * so that burst goes to debug (`quiet`) instead of alarming whoever pressed Ctrl-C; so does the
+ * panic trace that follows a lost port, which the launcher reports in its own words.
  */
-function logServerLine(log: Log, line: string, stopping: boolean): void {
+function logServerLine(log: Log, line: string, quiet: boolean): void {
   let parsed: Record<string, unknown> | null = null;
   try {
     const value: unknown = JSON.parse(line);
@@ -337,14 +393,14 @@ function logServerLine(log: Log, line: string, stopping: boolean): void {
     // not JSON: a panic trace or a start-up error in plain text
   }
   if (!parsed) {
-    if (stopping) log.debug({ source: 'temporal-server' }, line);
+    if (quiet) log.debug({ source: 'temporal-server' }, line);
     else log.warn({ source: 'temporal-server' }, line);
     return;
   }
   const { msg, level, time: _time, ...fields } = parsed;
   const text = typeof msg === 'string' ? msg : line;
   const obj = { source: 'temporal-server', server: fields };
-  if (stopping) log.debug(obj, text);
+  if (quiet) log.debug(obj, text);
   else if (level === 'ERROR' || level === 'FATAL' || level === 'PANIC' || level === 'DPANIC') log.error(obj, text);
   else if (level === 'WARN') log.warn(obj, text);
   else log.info(obj, text);

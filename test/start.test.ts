@@ -19,7 +19,7 @@ import { SHARED_ROOT } from '../db/postgres-user.ts';
 import { devServerFiles } from '../temporal/dev-server.ts';
 import { commandLine, isRunning } from '../temporal/processes.ts';
 import { temporalAddress, uniqueTaskQueue } from './support/temporal.ts';
-import { freePort } from '../src/runtime/ports.ts';
+import { reservePort } from '../src/runtime/ports.ts';
 
 const READY = /gateway listening/;
 /** The workers start after the gateway answers; tests that stop the service wait for them too. */
@@ -149,7 +149,7 @@ describe('npm start on embedded defaults', () => {
     dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-start-'));
     // We run as root: the embedded server runs as the `postgres` user and must reach the directory.
     await fs.chmod(dataDir, 0o755);
-    ports = { pg: await freePort(), http: await freePort(), metrics: await freePort(), temporal: await freePort(), temporalUi: await freePort() };
+    ports = { pg: await reservePort(), http: await reservePort(), metrics: await reservePort(), temporal: await reservePort(), temporalUi: await reservePort() };
     env = { ...process.env };
     // A fresh machine: no DATABASE_URL, nothing else configured but where and on which ports.
     for (const k of ['DATABASE_URL', 'PORT', 'METRICS_PORT', 'EMBEDDED_PG_PORT', 'DATA_DIR', 'HOST', 'DEMO_ACCOUNT', 'LOG_LEVEL']) delete env[k];
@@ -162,8 +162,8 @@ describe('npm start on embedded defaults', () => {
       HOST: '127.0.0.1',
       TEMPORAL_PORT: String(ports.temporal),
       TEMPORAL_UI_PORT: String(ports.temporalUi),
-      SIM_PORT: String(await freePort()),
-      STREAM_PORT: String(await freePort()),
+      SIM_PORT: String(await reservePort()),
+      STREAM_PORT: String(await reservePort()),
     });
   });
 
@@ -378,7 +378,7 @@ describe('npm start on embedded defaults', () => {
     await expectAllStopped();
   }, 90_000);
 
-  it('a gateway port already in use: non-zero exit with a message, and the embedded server is stopped', async () => {
+  it('a gateway port already in use: non-zero exit naming PORT and the process that holds it, before anything starts', async () => {
     const blocker = net.createServer();
     await new Promise<void>((r) => blocker.listen(ports.http, '127.0.0.1', () => r()));
     try {
@@ -386,7 +386,9 @@ describe('npm start on embedded defaults', () => {
       const result = await exitWithin(svc, 60_000);
       expect(result).not.toBe('timeout');
       expect((result as { code: number | null }).code).not.toBe(0);
-      expect(svc.stderr).toMatch(/EADDRINUSE/);
+      expect(svc.stderr).toContain(`failed to start: port ${ports.http} (PORT) is already in use by pid ${process.pid} (`);
+      expect(svc.stderr).toContain('; set PORT to a free port');
+      expect(svc.stdout + svc.stderr).not.toMatch(/EADDRINUSE|panic|database ready/);
       await expectAllStopped();
     } finally {
       await new Promise((r) => blocker.close(r));
@@ -425,19 +427,19 @@ describe('npm start interrupted during its first start-up', () => {
   it('finishes initialising, stops everything, exits 0; the next start works', async () => {
     const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-start-int-'));
     await fs.chmod(dataDir, 0o755);
-    const pg = await freePort();
+    const pg = await reservePort();
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of ['DATABASE_URL', 'LOG_LEVEL', 'DEMO_ACCOUNT', 'TEMPORAL_ADDRESS']) delete env[k];
     Object.assign(env, {
       DATA_DIR: dataDir,
       EMBEDDED_PG_PORT: String(pg),
-      PORT: String(await freePort()),
-      METRICS_PORT: String(await freePort()),
+      PORT: String(await reservePort()),
+      METRICS_PORT: String(await reservePort()),
       HOST: '127.0.0.1',
-      TEMPORAL_PORT: String(await freePort()),
-      TEMPORAL_UI_PORT: String(await freePort()),
-      SIM_PORT: String(await freePort()),
-      STREAM_PORT: String(await freePort()),
+      TEMPORAL_PORT: String(await reservePort()),
+      TEMPORAL_UI_PORT: String(await reservePort()),
+      SIM_PORT: String(await reservePort()),
+      STREAM_PORT: String(await reservePort()),
     });
     const services: Service[] = [];
     try {
@@ -473,8 +475,8 @@ describe.runIf(process.getuid?.() === 0)('npm start as root with DATA_DIR under 
   it('starts and says where its data is; the admin CLI joins it; the data is there at the next start', async () => {
     const parent = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-start-private-'));
     const dataDir = path.join(parent, 'data');
-    const pg = await freePort();
-    const http = await freePort();
+    const pg = await reservePort();
+    const http = await reservePort();
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of ['DATABASE_URL', 'LOG_LEVEL', 'DEMO_ACCOUNT']) delete env[k];
     // Only the database is in question: Temporal is the run's server, and nothing else is started.
@@ -482,7 +484,7 @@ describe.runIf(process.getuid?.() === 0)('npm start as root with DATA_DIR under 
       DATA_DIR: dataDir,
       EMBEDDED_PG_PORT: String(pg),
       PORT: String(http),
-      METRICS_PORT: String(await freePort()),
+      METRICS_PORT: String(await reservePort()),
       HOST: '127.0.0.1',
       TEMPORAL_ADDRESS: temporalAddress(),
       SCRAPE_TASK_QUEUE: uniqueTaskQueue('private-scrapes'),
@@ -541,7 +543,7 @@ describe('npm start with DATABASE_URL and TEMPORAL_ADDRESS', () => {
     const scratch = await createScratchDatabase('tm_start_url', databaseUrl());
     try {
       for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-        const http = await freePort();
+        const http = await reservePort();
         const env: NodeJS.ProcessEnv = { ...process.env };
         for (const k of ['PORT', 'METRICS_PORT', 'EMBEDDED_PG_PORT', 'HOST', 'LOG_LEVEL']) delete env[k];
         Object.assign(env, {
@@ -549,14 +551,14 @@ describe('npm start with DATABASE_URL and TEMPORAL_ADDRESS', () => {
           DATA_DIR: dataDir,
           DEMO_ACCOUNT: 'false',
           PORT: String(http),
-          METRICS_PORT: String(await freePort()),
+          METRICS_PORT: String(await reservePort()),
           HOST: '127.0.0.1',
           // Temporal given from outside as well (the run's server): no dev server under DATA_DIR.
           TEMPORAL_ADDRESS: temporalAddress(),
           SCRAPE_TASK_QUEUE: uniqueTaskQueue('start-scrapes'),
           MONITOR_TASK_QUEUE: uniqueTaskQueue('start-monitors'),
-          SIM_PORT: String(await freePort()),
-          STREAM_PORT: String(await freePort()),
+          SIM_PORT: String(await reservePort()),
+          STREAM_PORT: String(await reservePort()),
         });
         const svc = new Service(env);
         try {

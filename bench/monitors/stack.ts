@@ -24,7 +24,7 @@ import { createScratchDatabase } from '../../db/scratch.ts';
 import { resolveTemporalCli } from '../../temporal/binary.ts';
 import { connectTemporal, type TemporalClient } from '../../temporal/client.ts';
 import { startDevServer } from '../../temporal/dev-server.ts';
-import { freePort } from '../support/processes.ts';
+import { reservePort } from '../support/processes.ts';
 import type { BenchConfig } from './config.ts';
 import type { Lifecycle } from './lifecycle.ts';
 import { Meter } from './meter.ts';
@@ -114,7 +114,7 @@ export async function startStack(bench: BenchConfig, life: Lifecycle, options: S
   life.onCleanup('Temporal data directory', () => fs.rm(dataDir, { recursive: true, force: true }));
   life.started({ dir: dataDir });
   const binary = await resolveTemporalCli({ onProgress: (m) => progress(`  temporal: ${m}`) });
-  const server = await startDevServer({ binary, dataDir, port: await freePort(), uiPort: await freePort(), namespace: NAMESPACE, log });
+  const server = await startDevServer({ binary, dataDir, port: 0, uiPort: 0, namespace: NAMESPACE, log });
   life.onCleanup('Temporal dev server', () => server.stop());
   if (server.pid) life.started({ process: { pid: server.pid, match: dataDir } });
   const temporal = await connectTemporal({ address: server.address, namespace: NAMESPACE });
@@ -124,7 +124,7 @@ export async function startStack(bench: BenchConfig, life: Lifecycle, options: S
   const platformUrls = Object.fromEntries(Object.entries(sim.baseUrls).map(([platform, url]) => [`${platform.toUpperCase()}_BASE_URL`, url]));
   const rpsSetting = options.rpsSetting ?? `${shape.platform}=${bench.rps}`;
   const browserSessions = bench.browserSessions === null ? null : String(bench.browserSessions);
-  const metricsPort = await freePort();
+  const metricsPort = await reservePort();
   const workerEnv: NodeJS.ProcessEnv = {
     ...process.env,
     ...platformUrls,

@@ -39,4 +39,4 @@ export async function startServer(script: string, port: number, env: Record<stri
   };
 }
 
-export { freePort } from '../../src/runtime/ports.ts';
+export { reservePort } from '../../src/runtime/ports.ts';

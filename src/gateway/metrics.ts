@@ -1,6 +1,7 @@
 // Prometheus metrics, served on a separate internal port so they are never public.
 import http from 'node:http';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { namedListenError } from '../runtime/ports.ts';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -47,7 +48,7 @@ export class Metrics {
       );
     });
     return new Promise((resolve, reject) => {
-      server.once('error', reject);
+      server.once('error', (err) => reject(namedListenError(err, port, 'METRICS_PORT')));
       server.listen(port, host, () => resolve(server));
     });
   }

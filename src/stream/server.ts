@@ -15,6 +15,7 @@ import { assertNativeUws, uws } from './native-uws.ts';
 import { STREAM_PATH, type Limits } from './protocol.ts';
 import { StreamRefusal } from './reasons.ts';
 import { ANCHOR_PATH, UpgradeAnchor } from './upgrade-anchor.ts';
+import { portInUseMessage, portOwner } from '../runtime/ports.ts';
 
 export type StreamConfig = AdmissionDeps['config'] &
   Pick<
@@ -66,7 +67,8 @@ function listen(app: TemplatedApp, host: string, port: number): Promise<us_liste
     const listenTo = app.listen as unknown as (h: string, p: number, o: number, cb: (s: us_listen_socket | false) => void) => void;
     listenTo.call(app, host, port, (uws as unknown as { LIBUS_LISTEN_EXCLUSIVE_PORT: number }).LIBUS_LISTEN_EXCLUSIVE_PORT, (socket) => {
       if (socket) resolve(socket);
-      else reject(new Error(`STREAM_PORT: cannot listen on ${host}:${port} (in use?)`));
+      // uWS gives no reason: a listener found on the port is the usual one, and is named.
+      else reject(new Error(portOwner(port) ? portInUseMessage(port, 'STREAM_PORT') : `STREAM_PORT: cannot listen on ${host}:${port} (in use?)`));
     });
   });
 }

@@ -8,7 +8,7 @@ import { PROJECT_ROOT, runTs } from '../support/harness.ts';
 import { clusterLocation } from '../../db/cluster-location.ts';
 import { canConnect } from '../../db/embedded.ts';
 import { serverUser, SHARED_ROOT } from '../../db/postgres-user.ts';
-import { freePort } from '../../src/runtime/ports.ts';
+import { reservePort } from '../../src/runtime/ports.ts';
 
 const ROUND_TRIP = 'test/fixtures/embedded-round-trip.ts';
 const ROLES = 'test/fixtures/embedded-roles.ts';
@@ -26,8 +26,8 @@ describe('embedded PostgreSQL', () => {
   // The package's own exit hook threw at a natural exit and turned exit 0 into 1, which made
   // `npm test` fail on machines without DATABASE_URL although every test had passed.
   it('a process that starts, uses and stops it, then ends by itself, exits 0 and leaves no server', async () => {
-    // A random port could be one another test holds at that moment: ask the OS for a free one.
-    const port = await freePort();
+    // A random port could be one another test holds at that moment: a reserved one is no one else's.
+    const port = await reservePort();
     const r = await runTs(ROUND_TRIP, [dir, String(port)], { ...process.env });
     expect(r.stderr).not.toMatch(/TypeError|is not a function/);
     expect(r.code).toBe(0);
@@ -37,7 +37,7 @@ describe('embedded PostgreSQL', () => {
 
   // Issue 25: the app connects as a role that owns its tables and nothing else.
   it('the service connects as ticket_market_app, not a superuser: it owns its database (an older cluster’s objects handed over) and can read nothing else', async () => {
-    const port = await freePort();
+    const port = await reservePort();
     const dataDir = path.join(dir, 'roles');
     const r = await runTs(ROLES, [dataDir, String(port)], { ...process.env });
     expect(r.code, r.stderr).toBe(0);
@@ -85,7 +85,7 @@ describe.runIf(process.getuid?.() === 0)('embedded PostgreSQL as root under a pr
   it('keeps the cluster where user postgres can reach it, linked from DATA_DIR/postgres and said at start; data persists across a restart', async () => {
     const parent = await privateDir();
     const dataDir = dataDirIn(parent);
-    const port = await freePort();
+    const port = await reservePort();
     const first = await runTs(ROUND_TRIP, [dataDir, String(port), 'CREATE TABLE kept AS SELECT 42 AS answer'], { ...process.env });
     expect(first.code, first.stderr).toBe(0);
     const cluster = await linkedCluster(dataDir);
@@ -107,7 +107,7 @@ describe.runIf(process.getuid?.() === 0)('embedded PostgreSQL as root under a pr
     const parent = await privateDir();
     await fs.chmod(parent, 0o755);
     const dataDir = dataDirIn(parent);
-    const port = await freePort();
+    const port = await reservePort();
     const first = await runTs(ROUND_TRIP, [dataDir, String(port), 'CREATE TABLE kept AS SELECT 42 AS answer'], { ...process.env });
     expect(first.code, first.stderr).toBe(0);
     expect((await fs.lstat(path.join(dataDir, 'postgres'))).isDirectory()).toBe(true); // in place while reachable
@@ -133,7 +133,7 @@ describe.runIf(process.getuid?.() === 0)('embedded PostgreSQL as root under a pr
     }
     for (const part of ['package.json', 'db', 'test/fixtures']) await hardLinkTree(path.join(PROJECT_ROOT, part), path.join(app, part));
     const dataDir = dataDirIn(app);
-    const port = await freePort();
+    const port = await reservePort();
     const run = await runTs(path.join(app, ROUND_TRIP), [dataDir, String(port)], { ...process.env });
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({ answer: 42 });
@@ -147,7 +147,7 @@ describe.runIf(process.getuid?.() === 0)('embedded PostgreSQL as root under a pr
     await fs.mkdir(dataDir);
     await fs.symlink(path.join(parent, 'elsewhere', 'cluster'), path.join(dataDir, 'postgres'));
     const t0 = Date.now();
-    const run = await runTs(ROUND_TRIP, [dataDir, String(await freePort())], { ...process.env });
+    const run = await runTs(ROUND_TRIP, [dataDir, String(await reservePort())], { ...process.env });
     expect(run.code).not.toBe(0);
     expect(run.stderr).toContain(`DATA_DIR=${dataDir}`);
     expect(run.stderr).toMatch(/Fix: /);

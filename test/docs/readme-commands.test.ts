@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScratchDatabase, type ScratchDatabase } from '../../db/scratch.ts';
-import { freePort } from '../../src/runtime/ports.ts';
+import { reservePort } from '../../src/runtime/ports.ts';
 import { PROJECT_ROOT, databaseUrl } from '../support/harness.ts';
 import { temporalAddress, uniqueTaskQueue } from '../support/temporal.ts';
 import { codeBlocks, documentationFiles, readDoc } from './markdown.ts';
@@ -172,7 +172,7 @@ describe('the README\'s curl examples, against the service as npm start runs it'
     table = expectations(hasChromium);
     dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-readme-'));
     scratch = await createScratchDatabase('tm_readme', databaseUrl());
-    ports = { http: await freePort(), sim: await freePort(), metrics: await freePort() };
+    ports = { http: await reservePort(), sim: await reservePort(), metrics: await reservePort() };
     const env: NodeJS.ProcessEnv = { ...process.env };
     // Nothing of the caller's configuration but what the test sets below.
     for (const k of Object.keys(env)) {
@@ -186,7 +186,7 @@ describe('the README\'s curl examples, against the service as npm start runs it'
       PORT: String(ports.http),
       METRICS_PORT: String(ports.metrics),
       SIM_PORT: String(ports.sim),
-      STREAM_PORT: String(await freePort()),
+      STREAM_PORT: String(await reservePort()),
       TEMPORAL_ADDRESS: temporalAddress(),
       SCRAPE_TASK_QUEUE: uniqueTaskQueue('readme-scrapes'),
       MONITOR_TASK_QUEUE: uniqueTaskQueue('readme-monitors'),

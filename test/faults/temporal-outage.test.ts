@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../db/connection.ts';
 import { createScratchDatabase } from '../../db/scratch.ts';
 import { createLogger } from '../../src/logger.ts';
-import { freePort } from '../../src/runtime/ports.ts';
+import { reservePort } from '../../src/runtime/ports.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { resolveTemporalCli } from '../../temporal/binary.ts';
 import { startDevServer, type DevServer } from '../../temporal/dev-server.ts';
@@ -88,8 +88,8 @@ describe('Temporal down', { timeout: 180_000 }, () => {
     acct = await newAccount(db);
     sim = await startSimulator({ port: 0, host: '127.0.0.1' });
     temporalDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-temporal-outage-'));
-    temporalPort = await freePort();
-    const port = await freePort();
+    temporalPort = await reservePort();
+    const port = await reservePort();
     base = `http://127.0.0.1:${port}`;
     const env: NodeJS.ProcessEnv = { ...process.env };
     for (const k of Object.keys(env)) if (k.startsWith('TEMPORAL_') && k !== 'TEMPORAL_CLI_PATH') delete env[k];
@@ -98,7 +98,7 @@ describe('Temporal down', { timeout: 180_000 }, () => {
       DATA_DIR: temporalDir,
       HOST: '127.0.0.1',
       PORT: String(port),
-      METRICS_PORT: String(await freePort()),
+      METRICS_PORT: String(await reservePort()),
       TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
       RUN_WORKER: 'true',
       RUN_STREAM: 'false',

@@ -7,7 +7,7 @@ import { createDb } from '../../db/connection.ts';
 import { createScratchDatabase } from '../../db/scratch.ts';
 import { notificationsRule } from '../../src/retention/notifications.ts';
 import { pruneTable } from '../../src/retention/rule.ts';
-import { freePort } from '../../src/runtime/ports.ts';
+import { reservePort } from '../../src/runtime/ports.ts';
 import { databaseUrl, newAccount, type TestAccount } from '../support/harness.ts';
 import { append, Client, checkSchemas, connect, sleep, startNode, type TestNode } from './helpers.ts';
 
@@ -168,7 +168,7 @@ describe('stream resume', () => {
   it('clients of a restarted node reconnect with their last id and lose nothing, twice nothing', async () => {
     // A fixed port, as in production: uSockets sets SO_REUSEADDR only on those, so the restarted
     // node can bind while the old connections sit in TIME_WAIT.
-    const port = await freePort();
+    const port = await reservePort();
     let node = await startNode({ db: t.db, port });
     const url = () => node.url;
     const accounts = [a, b];

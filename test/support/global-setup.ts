@@ -17,7 +17,6 @@ import { createScratchDatabase } from '../../db/scratch.ts';
 import { resolveTemporalCli } from '../../temporal/binary.ts';
 import { startDevServer } from '../../temporal/dev-server.ts';
 import { createLogger } from '../../src/logger.ts';
-import { freePort } from '../../src/runtime/ports.ts';
 import { resolveStripeMock, startStripeMock } from './stripe-mock-server.ts';
 import { summariseServerLog } from './temporal-server-log.ts';
 
@@ -51,7 +50,7 @@ async function startTemporal(): Promise<{ address: string; error: string; teardo
     const server = await startDevServer({
       binary,
       dataDir,
-      port: await freePort(),
+      port: 0, // reserved by the launcher, which starts again on another if one is lost
       uiPort: null,
       namespace: 'default',
       log: createLogger('warn', destination),

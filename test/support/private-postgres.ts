@@ -15,7 +15,7 @@ import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { useReachableBinaries } from '../../db/embedded-binaries.ts';
 import { serverUser, SERVER_USER, type OsUser } from '../../db/postgres-user.ts';
-import { freePort } from '../../src/runtime/ports.ts';
+import { reservePort } from '../../src/runtime/ports.ts';
 
 export interface PrivatePostgres {
   /** The superuser on the maintenance database `postgres` (createScratchDatabase's base). */
@@ -81,7 +81,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
     await fs.writeFile(logFile, '');
     await fs.chown(logFile, user.uid, user.gid);
   }
-  const port = await freePort();
+  const port = await reservePort();
   const options = [
     `-p ${port}`,
     '-c listen_addresses=127.0.0.1',

@@ -17,7 +17,7 @@ import { createScratchDatabase } from '../../db/scratch.ts';
 import type { Config } from '../../src/config.ts';
 import type { Services } from '../../src/gateway/request-state.ts';
 import { createLogger, type Logger } from '../../src/logger.ts';
-import { freePort } from '../../src/runtime/ports.ts';
+import { reservePort } from '../../src/runtime/ports.ts';
 import { createRequestPool } from '../../src/runtime/services.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { connectTemporal } from '../../temporal/client.ts';
@@ -172,7 +172,7 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
     let currentWorker: () => ChildWorker | null = () => null;
     let addWorker: WorkerStack['addWorker'] = () => Promise.reject(new Error('addWorker: only a child-process stack runs more workers'));
     if (spec.worker === 'child-process') {
-      const metricsPort = await freePort();
+      const metricsPort = await reservePort();
       metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
       const env: NodeJS.ProcessEnv = {
         ...process.env,
@@ -206,7 +206,7 @@ export function useWorkerStack<S extends object>(spec: WorkerStackSpec<S>): S {
       workerOutput = () => worker.output();
       currentWorker = () => worker.handle;
       addWorker = async () => {
-        const extra = await spawnWorker({ ...env, METRICS_PORT: String(await freePort()) });
+        const extra = await spawnWorker({ ...env, METRICS_PORT: String(await reservePort()) });
         onClose(() => kill(extra.child));
         return extra.handle;
       };

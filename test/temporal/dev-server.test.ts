@@ -1,4 +1,4 @@
-// The dev server `npm start` runs: the real CLI binary on free ports with a temp DATA_DIR, its
+// The dev server `npm start` runs: the real CLI binary on reserved ports with a temp DATA_DIR, its
 // frontend and Web UI answering, workflow history kept across a stop and start, a clean stop that
 // leaves no process behind, and clear failures for busy ports and a server that cannot start.
 import { spawn } from 'node:child_process';
@@ -14,7 +14,7 @@ import { devServerFiles, startDevServer, type DevServer } from '../../temporal/d
 import { isRunning } from '../../temporal/processes.ts';
 import { PROJECT_ROOT } from '../support/harness.ts';
 import { uniqueTaskQueue } from '../support/temporal.ts';
-import { freePort } from '../../src/runtime/ports.ts';
+import { reservePort } from '../../src/runtime/ports.ts';
 
 const log = createLogger('silent');
 let binary: string;
@@ -62,7 +62,7 @@ afterAll(async () => {
 
 describe('startDevServer', () => {
   it('serves the frontend and Web UI, keeps workflows across a restart, and stops without leftovers', async () => {
-    const ports = { port: await freePort(), uiPort: await freePort() };
+    const ports = { port: await reservePort(), uiPort: await reservePort() };
     const first = await start(dataDir, ports);
     expect(first.address).toBe(`127.0.0.1:${ports.port}`);
     expect(first.uiUrl).toBe(`http://localhost:${ports.uiPort}`);
@@ -107,17 +107,84 @@ describe('startDevServer', () => {
     expect(isRunning(second.pid!)).toBe(false);
   });
 
-  it('a busy port fails with a message naming the port and its variable', async () => {
+  it('a busy port fails with a message naming the port, its variable and the process that holds it', async () => {
     const blocker = net.createServer();
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
     const busy = (blocker.address() as net.AddressInfo).port;
+    const holder = `by pid ${process.pid} (`;
     try {
-      await expect(start(dataDir, { port: busy, uiPort: await freePort() })).rejects.toThrow(
-        `port ${busy} (TEMPORAL_PORT) is already in use; set TEMPORAL_PORT to a free port`,
-      );
-      await expect(start(dataDir, { port: await freePort(), uiPort: busy })).rejects.toThrow(`port ${busy} (TEMPORAL_UI_PORT) is already in use`);
+      const err = await start(dataDir, { port: busy, uiPort: await reservePort() }).catch((e: Error) => e);
+      expect((err as Error).message).toContain(`port ${busy} (TEMPORAL_PORT) is already in use ${holder}`);
+      expect((err as Error).message).toContain('; set TEMPORAL_PORT to a free port');
+      await expect(start(dataDir, { port: await reservePort(), uiPort: busy })).rejects.toThrow(`port ${busy} (TEMPORAL_UI_PORT) is already in use ${holder}`);
     } finally {
       await new Promise((r) => blocker.close(r));
+    }
+  });
+
+  // Issue 35: a port can be taken between the launcher's check and the server's bind (the server
+  // then panics). A stand-in binary reports exactly what the real one prints then, the first
+  // `failures` times it is run, and afterwards runs the real server with the same arguments.
+  async function losingBinary(dir: string, failures: number, lost: 'frontend' | 'internal'): Promise<{ path: string; runs: () => Promise<number> }> {
+    const counter = path.join(dir, 'runs');
+    await fs.writeFile(counter, '');
+    const file = path.join(dir, 'temporal-losing-a-port');
+    const port = lost === 'frontend' ? '$port' : '54321';
+    await fs.writeFile(
+      file,
+      `#!/bin/sh
+echo run >> '${counter}'
+port=$(echo "$@" | sed -n 's/.*--port \\([0-9]*\\).*/\\1/p')
+if [ "$(wc -l < '${counter}')" -le ${failures} ]; then
+  echo '{"level":"fatal","msg":"Failed to start gRPC listener","error":"listen tcp 127.0.0.1:'${port}': bind: address already in use","service":"frontend"}' >&2
+  echo 'panic: runtime error: invalid memory address or nil pointer dereference' >&2
+  echo 'goroutine 1 [running]:' >&2
+  exit 2
+fi
+exec '${binary}' "$@"
+`,
+      { mode: 0o755 },
+    );
+    return { path: file, runs: async () => (await fs.readFile(counter, 'utf8')).split('\n').filter(Boolean).length };
+  }
+
+  it('a port the server loses at its bind: started again on other ports when they were its own to choose, and never a panic handed on', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-temporal-lost-'));
+    try {
+      const lines: string[] = [];
+      const warnLog = createLogger('warn', { write: (l: string) => void lines.push(l) });
+      // The frontend's own port, reserved by the launcher (port 0): lost twice, the third start serves.
+      const losing = await losingBinary(dir, 2, 'frontend');
+      const server = await startDevServer({ binary: losing.path, dataDir: path.join(dir, 'a'), port: 0, uiPort: null, namespace: 'default', log: warnLog });
+      started.push(server);
+      expect(await losing.runs()).toBe(3);
+      const c = await connectTemporal({ address: server.address, namespace: 'default' });
+      await c.connection.close();
+      expect(lines.filter((l) => l.includes('was taken before the Temporal server could bind it; starting it again'))).toHaveLength(2);
+      await server.stop();
+      expect(await canConnect(Number(server.address.split(':')[1]))).toBe(false);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a port the server loses at its bind: a configured one is named with its variable, an internal one fails after 3 starts', async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-temporal-lost-'));
+    try {
+      const configured = await losingBinary(dir, 99, 'frontend');
+      const port = await reservePort();
+      const err = (await start(path.join(dir, 'b'), { port, uiPort: await reservePort() }, configured.path).catch((e: Error) => e)) as Error;
+      expect(err.message).toBe(`Temporal dev server did not start: port ${port} (TEMPORAL_PORT) is already in use; set TEMPORAL_PORT to a free port`);
+      expect(await configured.runs()).toBe(1);
+
+      await fs.rm(path.join(dir, 'runs'));
+      const internal = await losingBinary(dir, 99, 'internal');
+      const err2 = (await start(path.join(dir, 'c'), { port: await reservePort(), uiPort: await reservePort() }, internal.path).catch((e: Error) => e)) as Error;
+      expect(err2.message).toBe('Temporal dev server did not start: port 54321 was taken before the Temporal server could bind it, 3 times in a row');
+      expect(err2.message).not.toMatch(/panic|goroutine/);
+      expect(await internal.runs()).toBe(3);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
     }
   });
 
@@ -126,12 +193,12 @@ describe('startDevServer', () => {
     try {
       const bad = path.join(dir, 'bad-temporal');
       await fs.writeFile(bad, '#!/bin/sh\necho "unable to open database file: boom" >&2\nexit 3\n', { mode: 0o755 });
-      const err = await start(dir, { port: await freePort(), uiPort: await freePort() }, bad).catch((e: Error) => e);
+      const err = await start(dir, { port: await reservePort(), uiPort: await reservePort() }, bad).catch((e: Error) => e);
       expect(err).toBeInstanceOf(Error);
       expect((err as Error).message).toMatch(/Temporal dev server did not start: exited \(code 3\)/);
       expect((err as Error).message).toContain('unable to open database file: boom');
 
-      await expect(start(dir, { port: await freePort(), uiPort: await freePort() }, path.join(dir, 'missing'))).rejects.toThrow(/could not run/);
+      await expect(start(dir, { port: await reservePort(), uiPort: await reservePort() }, path.join(dir, 'missing'))).rejects.toThrow(/could not run/);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }
@@ -161,7 +228,7 @@ describe('the dev server and the process that started it', () => {
   it('exiting without stop() still stops the server (exit hook)', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-temporal-exit-'));
     try {
-      const ports = { port: await freePort(), uiPort: await freePort() };
+      const ports = { port: await reservePort(), uiPort: await reservePort() };
       const { pid } = launch(dir, ports, 'exit');
       const serverPid = await pid;
       expect(await waitUntil(async () => !isRunning(serverPid) && !(await canConnect(ports.port)), 30_000)).toBe(true);
@@ -172,13 +239,13 @@ describe('the dev server and the process that started it', () => {
 
   it('a server orphaned by a SIGKILLed owner is refused while the owner lives and stopped by the next start', async () => {
     const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-temporal-orphan-'));
-    const ports = { port: await freePort(), uiPort: await freePort() };
+    const ports = { port: await reservePort(), uiPort: await reservePort() };
     const { child, pid } = launch(dir, ports, 'idle');
     let serverPid = 0;
     try {
       serverPid = await pid;
       // Its owner still runs: a second server on the same SQLite file is refused.
-      await expect(start(dir, { port: await freePort(), uiPort: await freePort() })).rejects.toThrow(
+      await expect(start(dir, { port: await reservePort(), uiPort: await reservePort() })).rejects.toThrow(
         new RegExp(`a Temporal dev server \\(pid ${serverPid}\\) started by process ${child.pid} is already using`),
       );
       const gone = new Promise((r) => child.once('exit', r));

@@ -17,7 +17,7 @@ import { createActivities } from '../../activities/index.ts';
 import { createDb, type Db } from '../../db/connection.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../db/scratch.ts';
 import { createLogger } from '../../src/logger.ts';
-import { freePort } from '../../src/runtime/ports.ts';
+import { reservePort } from '../../src/runtime/ports.ts';
 import { connectTemporal } from '../../temporal/client.ts';
 import { refusal, roleQueues } from '../../temporal/worker-roles.ts';
 import { databaseUrl, eventually, PROJECT_ROOT, runTs, TEST_WEBHOOK_KEY, testConfig } from '../support/harness.ts';
@@ -118,7 +118,7 @@ describe('npm run worker by role', { timeout: 120_000 }, () => {
       TEMPORAL_NAMESPACE: TEST_NAMESPACE,
       DATA_DIR: dataDir,
       HOST: '127.0.0.1',
-      METRICS_PORT: String(await freePort()),
+      METRICS_PORT: String(await reservePort()),
       LOG_LEVEL: 'info',
       BROWSER_PAGES: '1',
       // Stands for any setting of the worker's: none may reach the browser.

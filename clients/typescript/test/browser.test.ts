@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../../db/connection.ts';
 import { CHROMIUM_ARGS } from '../../../src/scrapers/browser-pages.ts';
 import { chromiumFix, chromiumFound } from '../../../src/scrapers/chromium.ts';
-import { freePort } from '../../../src/runtime/ports.ts';
+import { reservePort } from '../../../src/runtime/ports.ts';
 import { databaseUrl, newAccount, testConfig, type TestAccount } from '../../../test/support/harness.ts';
 import { append, sleep, startNode, type TestNode } from '../../../test/stream/helpers.ts';
 import { STREAM_PATH } from '../src/index.ts';
@@ -116,7 +116,7 @@ beforeAll(async () => {
   });
   const clientJs = bundled.outputFiles[0]!.text;
 
-  port = await freePort(); // fixed, so the restarted node binds again at once
+  port = await reservePort(); // fixed, so the restarted node binds again at once
   db = createDb({ connectionString: databaseUrl(), poolMax: 4 });
   t = await startNode({ port, db, env: { STREAM_MAX_REPLAY_ROWS: String(MAX_REPLAY_ROWS) } });
   acct = await newAccount(db);

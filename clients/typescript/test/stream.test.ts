@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../../db/connection.ts';
-import { freePort } from '../../../src/runtime/ports.ts';
+import { reservePort } from '../../../src/runtime/ports.ts';
 import { databaseUrl, newAccount, type TestAccount } from '../../../test/support/harness.ts';
 import { append, randomAddress, sleep, startNode, type TestNode } from '../../../test/stream/helpers.ts';
 import { NotificationStream, StreamClosedError, type Disconnect, type StreamOptions, type StreamRow } from '../src/index.ts';
@@ -47,7 +47,7 @@ describe('against a real stream node', () => {
 
   beforeAll(async () => {
     // A fixed port, as in production, so the restarted node binds again at once.
-    port = await freePort();
+    port = await reservePort();
     db = createDb({ connectionString: databaseUrl(), poolMax: 4 });
     t = await startNode({ port, db, env: { STREAM_MAX_REPLAY_ROWS: '300' } });
     acct = await newAccount(db);
