@@ -1,7 +1,6 @@
 // Temporal inside `npm start`: the frontend (TEMPORAL_ADDRESS, else a dev server under DATA_DIR on
 // a CLI binary provisioned once per machine), a client for the service, and, with RUN_WORKER,
 // the workers for both task queues and the monitor relay in the same process. Kept here so src/main.ts stays short.
-import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import type { Registry } from 'prom-client';
 import type { Config } from '../src/config.ts';
@@ -14,7 +13,7 @@ import { ensureSearchAttributes } from './search-attributes.ts';
 import { installSdkLogging } from './sdk-logging.ts';
 import { ensureStripeSchedules } from '../src/billing/stripe/schedules.ts';
 import { taskQueues } from './task-queues.ts';
-import { clientOnWorkers, startWorkers } from './worker.ts';
+import { WORKFLOWS_PATH, clientOnWorkers, startWorkers } from './worker.ts';
 import { roleSides, warnOnBroadRights, type WorkerRole } from './worker-roles.ts';
 import { createDb } from '../db/connection.ts';
 import { startServiceSweep } from '../src/accounts/service-state.ts';
@@ -28,7 +27,7 @@ import { startDispatcher } from '../src/webhooks/dispatcher.ts';
 /** Activity slots on the monitors queue: every shard poller's activity holds one for its whole run. */
 const MONITOR_ACTIVITY_SLOTS = 1_000;
 
-export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+export { WORKFLOWS_PATH };
 
 export interface TemporalRuntime {
   address: string;

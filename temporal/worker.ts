@@ -1,11 +1,15 @@
 // Runs the Temporal workers of one process: one Worker per task queue, all sharing one
 // NativeConnection and one webpack bundle of the workflow code (bundling costs seconds of CPU,
 // so it is paid once, not per queue), stopped together and gracefully.
+import { fileURLToPath } from 'node:url';
 import { Client } from '@temporalio/client';
 import type { NativeConnectionOptions } from '@temporalio/worker';
 import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
 import { temporalDataConverter } from './payload-codec.ts';
 import { PinoSdkLogger, installSdkLogging, type Log } from './sdk-logging.ts';
+
+/** The service's workflow code, which every worker of the service bundles. */
+export const WORKFLOWS_PATH = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 export interface QueueWorkerOptions {
   taskQueue: string;

@@ -21,9 +21,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { PROJECT_ROOT } from '../support/harness.ts';
 
-const checkout = path.resolve(process.env.STRESS_CHECKOUT || PROJECT_ROOT);
+// Not harness.ts's PROJECT_ROOT: that module loads vitest, which only runs inside a test run.
+const checkout = path.resolve(process.env.STRESS_CHECKOUT || new URL('../../', import.meta.url).pathname);
 const parallel = Number(process.env.STRESS_PARALLEL ?? 3);
 const rounds = Number(process.env.STRESS_ROUNDS ?? 2);
 const files = (process.env.STRESS_FILES || 'test/start.test.ts test/temporal/dev-server.test.ts test/db/embedded.test.ts test/faults/temporal-outage.test.ts').split(/\s+/).filter(Boolean);

@@ -16,6 +16,7 @@ import type { TestProject } from 'vitest/node';
 import { createScratchDatabase } from '../../db/scratch.ts';
 import { resolveTemporalCli } from '../../temporal/binary.ts';
 import { startDevServer } from '../../temporal/dev-server.ts';
+import { WORKFLOWS_PATH, bundleWorkflows } from '../../temporal/worker.ts';
 import { createLogger } from '../../src/logger.ts';
 import { resolveStripeMock, startStripeMock } from './stripe-mock-server.ts';
 import { summariseServerLog } from './temporal-server-log.ts';
@@ -29,6 +30,8 @@ declare module 'vitest' {
     /** http://127.0.0.1:PORT of the run's stripe-mock; '' when it could not start (see stripeMockError). */
     stripeMockUrl: string;
     stripeMockError: string;
+    /** The service's workflow code (temporal/runtime.ts WORKFLOWS_PATH), bundled once for the run; '' if that failed. */
+    workflowBundleFile: string;
   }
 }
 
@@ -96,13 +99,34 @@ async function startStripe(): Promise<{ url: string; error: string; teardown(): 
   }
 }
 
+/**
+ * Bundling the workflow code costs about 2 s of CPU, and every file that runs a worker did it
+ * again (test/support/temporal.ts cachedBundle). On failure each file bundles for itself, and
+ * reports the error where it is used.
+ */
+async function bundleOnce(): Promise<{ file: string; teardown(): Promise<void> }> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tm-test-bundle-'));
+  const removeDir = () => fs.promises.rm(dir, { recursive: true, force: true });
+  try {
+    const bundle = await bundleWorkflows(WORKFLOWS_PATH, createLogger('warn'));
+    const file = path.join(dir, 'workflows.js');
+    await fs.promises.writeFile(file, bundle.code);
+    return { file, teardown: removeDir };
+  } catch (err) {
+    process.stderr.write(`workflows: not bundled once for the run (${err instanceof Error ? err.message : String(err)}); each file bundles its own\n`);
+    await removeDir();
+    return { file: '', teardown: async () => {} };
+  }
+}
+
 export default async function setup(project: TestProject) {
-  const [database, temporal, stripe] = await Promise.allSettled([createScratchDatabase('tm_test'), startTemporal(), startStripe()]);
+  const [database, temporal, stripe, bundle] = await Promise.allSettled([createScratchDatabase('tm_test'), startTemporal(), startStripe(), bundleOnce()]);
   // startTemporal and startStripe report, never reject
   if (temporal.status === 'rejected') throw temporal.reason;
   if (stripe.status === 'rejected') throw stripe.reason;
+  if (bundle.status === 'rejected') throw bundle.reason;
   if (database.status === 'rejected') {
-    await Promise.all([temporal.value.teardown(), stripe.value.teardown()]);
+    await Promise.all([temporal.value.teardown(), stripe.value.teardown(), bundle.value.teardown()]);
     throw database.reason;
   }
   const scratch = database.value;
@@ -111,7 +135,8 @@ export default async function setup(project: TestProject) {
   project.provide('temporalError', temporal.value.error);
   project.provide('stripeMockUrl', stripe.value.url);
   project.provide('stripeMockError', stripe.value.error);
+  project.provide('workflowBundleFile', bundle.value.file);
   return async () => {
-    await Promise.all([scratch.drop(), temporal.value.teardown(), stripe.value.teardown()]);
+    await Promise.all([scratch.drop(), temporal.value.teardown(), stripe.value.teardown(), bundle.value.teardown()]);
   };
 }

@@ -3,10 +3,11 @@
 // crossing queues end to end, and a graceful stop; plus the tests' own withWorker helper.
 import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
-import { afterAll, describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
 import { connectTemporal, type TemporalClient } from '../../temporal/client.ts';
-import { clientOnWorkers, startWorkers } from '../../temporal/worker.ts';
+import { WORKFLOWS_PATH, clientOnWorkers, startWorkers } from '../../temporal/worker.ts';
 import { TEST_NAMESPACE, cachedBundle, temporalAddress, uniqueTaskQueue, withWorker } from '../support/temporal.ts';
 import type { GreetActivities } from './fixtures/workflows/words.ts';
 
@@ -117,5 +118,14 @@ describe('withWorker (test helper)', () => {
       expect(out).toBe(`hello ${name.toUpperCase()} from ${taskQueue}`);
     }
     expect(cachedBundle(WORKFLOWS)).toBe(cachedBundle(WORKFLOWS));
+  });
+
+  it("the service's workflows come from the run's one bundle (global-setup.ts), not bundled again by each file", async () => {
+    const file = inject('workflowBundleFile');
+    expect(file).not.toBe('');
+    const bundle = await cachedBundle(WORKFLOWS_PATH);
+    expect(bundle.code).toBe(fs.readFileSync(file, 'utf8'));
+    // and it is the service's code: its workflows are registered by name in it
+    expect(bundle.code).toContain('watchlistMonitor');
   });
 });
