@@ -118,14 +118,13 @@ function maxGap(slots: readonly number[]): number {
 }
 
 /**
- * Both fairness properties below have rare counterexamples in today's scheduler (found in a full
- * run on 2026-11-28, and by 4,000-run searches: about one seed in ten of the suite's 200-run
- * default fails one of them). Cause: an account that starts waiting is put at the current service
- * level, so a burst of its own targets falling due together is served every other slot; a target
+ * Both fairness properties below have rare counterexamples in today's scheduler (one found in a
+ * full run on 2026-11-28, the other by a 4,000-run search). Cause: an account that starts waiting
+ * is put at the current service level, so a burst of its own targets falling due together is served every other slot; a target
  * that waits past its period then loses that poll (the schedule does not bunch a backlog), so an
  * account whose demand is just under its equal share gets ~1 % less than it. Until the scheduler
- * is mended (see the issue filed with these counterexamples), they run on a fixed seed, whose 200
- * cases pass, rather than fail CI at random.
+ * is mended (docs/testing.md "Known: the fair-share properties", with the counterexamples), they
+ * run on a fixed seed, whose 200 cases pass, rather than fail CI at random.
  */
 const KNOWN_GOOD_SEED = 20261128;
 
