@@ -80,6 +80,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     sessionMaxRequests: config.SCRAPE_SESSION_MAX_REQUESTS,
     sessionMaxAgeMs: config.SCRAPE_SESSION_MAX_AGE_MS,
     cooldownMs: config.SCRAPE_PROXY_COOLDOWN_MS,
+    targetBackoffMs: config.SCRAPE_TARGET_BACKOFF_MS,
     maxSocketsPerExit: config.MONITOR_FETCH_CONCURRENCY,
   });
   const pf01 = createPf01Sessions({
@@ -120,6 +121,8 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     browser,
     sessions: { pf01, use: 'always' },
     exits,
+    // The pollers pace each exit, hand over its session and account for refusals themselves.
+    exitsChosenByCaller: true,
     baseUrls,
     browserPages: config.BROWSER_PAGES,
     chromiumPath: config.CHROMIUM_PATH,

@@ -14,10 +14,16 @@
 // fell due first; polls in flight are shared the same way. So one account's backlog of slow
 // targets cannot delay another account's targets.
 //
-// A poll the platform blocks (403, 429, its challenge page) cools its exit down for every shard of
-// the process (egress/exit-pool.ts) and is not the target's failure: the target is due again at
-// once and goes out through a healthy exit, within the interval. Only when every exit of the
-// platform cools down does the target wait, until the first is back, with a status row saying so.
+// A poll the platform refuses (403, 429, its challenge page, or a proxy that failed) is charged to
+// the target until its exit is shown to be at fault (egress/refusals.ts, issue 36): the target
+// backs off on its own (doubling, capped, the platform's Retry-After first) with a status row
+// saying so, and is asked once per back-off step; the exit stays in use for every other target.
+// When refusals of targets that pass elsewhere show the exit is at fault, the exit cools down for
+// every shard of the process (egress/exit-pool.ts), the targets it had charged are cleared, and
+// they go out through a healthy exit at once, within the interval. Only when every exit of the
+// platform cools down do the targets wait, until the first is back, with a status row saying so.
+// The same holds without proxies: the platform's one exit is this machine, and its pacer pauses
+// only when the machine's address is at fault, never for one refused event.
 //
 // A target whose event keeps answering not-found is retired (src/monitors/target-status.ts):
 // its items are told once, and it is left out of the schedule until an item on it is written.
@@ -205,6 +211,7 @@ class ShardLoop {
       this.reloadWanted = true;
       this.wakeUp();
     });
+    const stopClearing = this.pacers.pool.onCleared((targets) => this.cleared(targets));
     const cancelled = this.ctx.cancellationSignal;
     const endsAt = Date.now() + this.opts.runMs;
     let emptySince: number | null = null;
@@ -240,12 +247,30 @@ class ShardLoop {
       if (cancelled.aborted) throw new CancelledFailure('the shard poll was cancelled');
     } finally {
       unsubscribe();
+      stopClearing();
       this.report(Date.now(), true);
     }
     this.summary.targets = this.schedule.targets.size;
     this.summary.blocked = this.schedule.blockedCount(Date.now());
     this.summary.endedAt = new Date().toISOString();
     return { idle, due: this.schedule.dueTimes(), summary: this.summary };
+  }
+
+  /**
+   * An exit was found at fault (egress/refusals.ts): the targets whose refusals through it were
+   * charged to them back off no longer, and are due at once (through a healthy exit).
+   */
+  private cleared(targets: readonly string[]): void {
+    const now = Date.now();
+    let any = false;
+    for (const key of targets) {
+      const t = this.schedule.targets.get(key);
+      if (!t || t.inFlight || t.blockedUntil === null) continue;
+      t.dueAt = now;
+      t.blockedUntil = null;
+      any = true;
+    }
+    if (any) this.wakeUp();
   }
 
   /**
@@ -401,27 +426,30 @@ class ShardLoop {
     // The slot is at most SEND_AHEAD_MS off; abortable all the same.
     if (sendAt > Date.now()) await delay(sendAt - Date.now(), undefined, { signal }).catch(() => {});
     if (signal.aborted || !this.schedule.targets.has(t.key)) return;
-    // The platform blocked this exit after the slot was handed out: the target stays due and
-    // takes the next slot of a healthy exit (launchDue waits for one if none is).
+    // The exit was found at fault after the slot was handed out: the target stays due and takes
+    // the next slot of a healthy exit (launchDue waits for one if none is).
     if (!exit.healthy(Date.now())) {
       this.rerouted = true;
       return;
     }
-    // Without proxies, a block pauses the shard's one pacer, as it always has: slots handed out
-    // before it wait for its end.
-    const paused = this.pacers.pausedUntil(exit);
-    if (paused > Date.now()) {
-      t.dueAt = Math.max(t.dueAt, paused);
+    // The target backs off after a refusal (charged by an on-demand scrape meanwhile, the pool
+    // being the process's), or another asks for it now: not asked before that ends.
+    const asking = pool.ask(t.key);
+    if (asking.waitUntil > 0) {
+      t.dueAt = Math.max(t.dueAt, asking.waitUntil);
+      t.blockedUntil = asking.waitUntil;
       return;
     }
     const started = Date.now();
+    const session = pool.proxied ? pool.session(exit, started) : undefined;
     this.opts.metrics.lateness.observe({ platform }, Math.max(0, started - t.dueAt) / 1000);
     let outcome: PollOutcome = 'unchanged';
     /** Past the scrape, what fails is ours (the database), not the platform's. */
     let answered = false;
     try {
-      const data = await this.opts.scrapers.scrape(t.ref, pool.proxied ? { signal, session: pool.session(exit, started) } : { signal });
+      const data = await this.opts.scrapers.scrape(t.ref, session ? { signal, session } : { signal });
       answered = true;
+      pool.answered(exit, t.key);
       const memory = this.memory.get(t.key);
       const scraped = toSnapshot(data);
       // A partial read keeps what was last read of the parts it missed (snapshot.ts, carryUnknown);
@@ -455,6 +483,8 @@ class ShardLoop {
       this.schedule.succeeded(t, Date.now(), started);
       this.recording.succeeded();
     } catch (err) {
+      // No verdict on a refusal (stopped, a time-out, a 5xx): another may ask for the target now.
+      if (!answered && !(err instanceof ScrapeFailure && err.exitAtFault)) pool.released(t.key);
       if (signal.aborted) return;
       const now = Date.now();
       if (answered) {
@@ -468,22 +498,33 @@ class ShardLoop {
         return;
       }
       const blocked = err instanceof ScrapeFailure && err.kind === 'blocked';
-      // The scrapers cooled the exit down (a block the platform answered): when another is
-      // healthy the address was refused, not the target, which goes out again through it now.
-      const proxiesCooled = err instanceof ScrapeFailure && err.exitAtFault && pool.proxied;
-      if (proxiesCooled && pool.nextHealthyAt(now) <= now) {
-        outcome = 'blocked';
-        this.log.debug({ target: t.key, exit: exit.label, err: err.message }, 'poll blocked; moving to a healthy exit');
-        this.rerouted = true;
-        return;
+      let blockedUntil: number | null = null;
+      let chargedToTarget = false;
+      if (err instanceof ScrapeFailure && err.exitAtFault) {
+        const verdict = pool.refused(exit, session ?? null, t.key, { retryAfterMs: err.retryAfterMs, message: err.message }, 'poll', now);
+        // The exit took the blame: when another is healthy the target goes out through it now.
+        if (verdict.exitCooledUntil !== null && pool.nextHealthyAt(now) <= now) {
+          outcome = 'blocked';
+          this.log.debug({ target: t.key, exit: exit.label, err: err.message }, 'poll refused at a banned exit; moving to a healthy one');
+          this.rerouted = true;
+          return;
+        }
+        // Charged to the target (its own back-off), or every exit cools down (it waits for the first back).
+        blockedUntil = verdict.targetUntil ?? pool.nextHealthyAt(now);
+        if (verdict.targetUntil !== null) chargedToTarget = true;
+      } else if (err instanceof ScrapeFailure && !err.retryable && err.kind !== 'blocked' && err.kind !== 'browser_missing') {
+        // The platform answered about the event itself (not found, a page we could not read).
+        pool.answered(exit, t.key, now);
+      } else if (blocked) {
+        // A block we inferred ourselves (no browser session could be made): its own wait.
+        blockedUntil = now + (err.retryAfterMs ?? this.opts.intervalMs * 2 ** Math.min(4, t.failures + 1));
       }
-      // Every proxy cools down: the target waits for the first to be back. Without proxies, the
-      // platform's Retry-After, else a back-off of its own, pauses the shard (as it always has).
-      const blockedUntil = proxiesCooled ? pool.nextHealthyAt(now) : blocked ? now + (err.retryAfterMs ?? this.opts.intervalMs * 2 ** Math.min(4, t.failures + 1)) : null;
-      if (blockedUntil !== null && !pool.proxied) this.pacers.pause(blockedUntil);
       this.schedule.failed(t, now, blockedUntil);
       outcome = blocked ? 'blocked' : 'failed';
-      const message = err instanceof Error ? err.message : String(err);
+      const reason = err instanceof Error ? err.message : String(err);
+      const message = chargedToTarget
+        ? `${reason}; charged to this event, not to the address (other events pass through it): it backs off until ${new Date(t.dueAt).toISOString()}`
+        : reason;
       const failure = err instanceof ScrapeFailure ? err.kind : 'internal';
       this.log.warn({ target: t.key, kind: failure, failures: t.failures, retry_at: new Date(t.dueAt).toISOString(), err: message }, 'poll failed');
       const { platform: p, shard } = this.input;

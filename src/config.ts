@@ -285,6 +285,12 @@ const schema = z.object({
   SCRAPE_SESSION_MAX_AGE_MS: positiveInt.min(1_000).default(30 * 60_000),
   /** How long an exit the platform blocked rests when it gave no Retry-After; doubles while blocks go on. */
   SCRAPE_PROXY_COOLDOWN_MS: positiveInt.min(100).max(3_600_000).default(60_000),
+  /**
+   * The first back-off of a target the platform refused, when the refusal is charged to the
+   * target rather than to the address it came from (src/scrapers/egress/refusals.ts); doubles
+   * while it is refused in a row, up to 30 minutes, and a Retry-After comes first.
+   */
+  SCRAPE_TARGET_BACKOFF_MS: positiveInt.min(100).max(3_600_000).default(10_000),
 
   // --- Real-time stream (src/stream/) ---
   /** Port of the uWebSockets.js stream node (bound to HOST); `npm start` also forwards the path from PORT. */

@@ -5,7 +5,7 @@
 // the load spreads over every address and none runs ahead of its budget. A cooling exit is
 // skipped; when it is healthy again it resumes at its steady rate, without a burst (the platform
 // has just said it had too many). A platform without proxies has one exit: the shard's one pacer,
-// as before.
+// which pauses only when that exit (this machine) is found at fault, not for one refused event.
 import type { Exit, ExitPool } from '../scrapers/egress/exit-pool.ts';
 import { RequestPacer } from '../scrapers/request-pacer.ts';
 
@@ -44,16 +44,6 @@ export class ExitPacers {
       }
     }
     return best ? { exit: best, at: bestAt } : { exit: null, at: healthyAgain };
-  }
-
-  /** Holds every exit back until `untilMs` (a platform without proxies asked us to wait). */
-  pause(untilMs: number): void {
-    for (const pacer of this.pacers) pacer.pause(untilMs);
-  }
-
-  /** The end of `exit`'s latest pause (-Infinity if never paused). */
-  pausedUntil(exit: Exit): number {
-    return this.pacers[exit.index]!.pausedUntil;
   }
 
   /** Takes `exit`'s next slot (see RequestPacer.reserve). */

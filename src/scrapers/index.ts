@@ -1,14 +1,15 @@
 // The scrapers: one adapter per platform (platforms/), sharing one crawlee HTTP fetcher and one
 // warm browser. Activities (activities/scrape.ts) and the scrape benchmark call scrape().
 //
-// With exit pools (issue 27, egress/), every scrape is made with one session: the caller's (a
-// poller paces each exit itself and hands the session of the exit whose turn it is), or one of a
-// healthy exit picked in turn. A block the platform answers (403, 429, its challenge page) retires
-// the session and cools its exit down; a scrape whose exit was picked here moves to the next
-// healthy exit at once, as a user would expect an on-demand scrape not to fail because one
-// address of many was refused. A proxy that fails (unreachable, refusing our credentials) is set
-// aside the same way. Every fetch of an adapter checks its platform's challenge page.
-import type { EventRef } from '../platform/event-ref.ts';
+// With exit pools (issue 27, egress/), where a scrape leaves from is chosen in one of two ways:
+//   - by the caller (`exitsChosenByCaller`: the monitors' pollers, which pace each exit and hand
+//     the session of the exit whose turn it is, and tell the pool how the poll went themselves);
+//   - here, for on-demand scrapes (egress/through-exits.ts): a target the platform refused lately
+//     is answered from its back-off without a request; else a healthy exit is picked in turn and a
+//     refusal moves the scrape to one more, charged to the target, never to an exit (issue 36).
+// Without proxies a platform is scraped as it always was (one address, no session), its one exit
+// keeping the same accounts. Every fetch of an adapter checks its platform's challenge page.
+import { targetKey, type EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
 import { withBlockPage } from './block-pages.ts';
 import { createBrowserPages, type BrowserPages } from './browser-pages.ts';
@@ -41,6 +42,8 @@ export type ScrapersOptions = ScraperSettings &
     sessions?: PlatformSessions;
     /** Where requests leave from, per platform (their owner closes them); none: direct, no session. */
     exits?: ExitPools;
+    /** The caller picks each scrape's exit and session and accounts for refusals (the pollers). */
+    exitsChosenByCaller?: boolean;
   };
 
 export interface Scrapers {
@@ -67,8 +70,7 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
     scrape: (ref, scrapeOptions = {}) => {
       const adapter = adapters.get(ref.platform)!;
       const pool = options.exits?.for(ref.platform);
-      // Without proxies a platform is scraped as it always was: one address, one header set.
-      return pool?.proxied ? scrapeThrough(pool, adapter, ref, scrapeOptions) : adapter.scrape(ref, scrapeOptions);
+      return pool && !options.exitsChosenByCaller ? scrapeThrough(pool, adapter, ref, scrapeOptions) : adapter.scrape(ref, scrapeOptions);
     },
     warm: async () => {
       await Promise.all([http.warm?.(), browser.warm()]);
@@ -80,7 +82,7 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
   };
 }
 
-/** One scrape with a session of `pool` (egress/through-exits.ts says what a block does). */
+/** One on-demand scrape through an exit of `pool` (egress/through-exits.ts says what a refusal does). */
 function scrapeThrough(pool: ExitPool, adapter: PlatformAdapter, ref: EventRef, options: ScrapeOptions): Promise<ScrapeData> {
-  return throughExits(pool, options, (session) => adapter.scrape(ref, { ...options, session }));
+  return throughExits(pool, { target: targetKey(ref), source: 'on-demand', signal: options.signal }, (session) => adapter.scrape(ref, { ...options, session }));
 }

@@ -62,13 +62,16 @@ export class ScrapeFailure extends Error {
    * credentials), not the platform: the exit is set aside as for a block.
    */
   readonly proxyFailed: boolean;
+  /** What a customer may read of it (no exit, no proxy); the message is for operators. */
+  readonly detail: string;
 
   constructor(
     readonly kind: ScrapeFailureKind,
     message: string,
-    options?: { cause?: unknown; retryAfterMs?: number | null; refusedByPlatform?: boolean; proxyFailed?: boolean },
+    options?: { cause?: unknown; retryAfterMs?: number | null; refusedByPlatform?: boolean; proxyFailed?: boolean; detail?: string },
   ) {
     super(message, options);
+    this.detail = options?.detail ?? message;
     this.name = 'ScrapeFailure';
     this.retryAfterMs = options?.retryAfterMs ?? null;
     this.refusedByPlatform = options?.refusedByPlatform ?? false;

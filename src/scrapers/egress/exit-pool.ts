@@ -3,21 +3,25 @@
 // SCRAPE_PROXY_URLS, or this machine itself when the platform has none. Each exit has
 //   - its own request budget (SCRAPE_RPS_PER_PROXY, per platform): a platform's budget is the sum
 //     over its healthy exits, and the pollers pace every exit apart (src/monitors/exit-pacers.ts);
-//   - its health: a block (a 403, a 429 or the platform's challenge page, on any request of any
-//     session through it) cools the exit down for the platform's Retry-After, else for
+//   - its health: a refusal (a 403, a 429 or the platform's challenge page, or its proxy failing)
+//     is charged to the target asked for until the exit is shown to be at fault (refusals.ts says
+//     when); then the exit cools down for the platform's Retry-After, else for
 //     SCRAPE_PROXY_COOLDOWN_MS, doubling while the blocks go on up to COOLDOWN_MAX_MS; a cooling
-//     exit gets no request of that platform, so its targets move to the healthy ones at once;
+//     exit gets no request of that platform, so its targets move to the healthy ones at once, and
+//     the targets its refusals had charged are cleared to go with them;
 //   - its current session (scrape-session.ts), replaced when it is blocked or ages out;
 //   - its kept-alive sockets: an agent per target scheme, made on first use (an HTTP proxy gets
 //     absolute-URI requests for http:// targets and CONNECT tunnels for https:// ones; a SOCKS
 //     proxy both), from the proxy-agent packages crawlee's own dependencies use.
 // Pools are per process and shared by every shard and scrape of it: a block one shard meets
-// keeps the others off that address too.
+// keeps the others off that address too, and a target one refused is not asked by the others
+// before its back-off ends.
 import type { Agent } from 'node:http';
 import { HttpProxyAgent } from 'http-proxy-agent';
 import { HttpsProxyAgent } from 'https-proxy-agent';
 import { SocksProxyAgent } from 'socks-proxy-agent';
 import type { ProxiedSite, ProxyEndpoint } from './proxy-urls.ts';
+import { DEFAULT_TARGET_BACKOFF_MS, Refusals, type Asking, type RefusalSource } from './refusals.ts';
 import { browserHeaderSet, ScrapeSession } from './scrape-session.ts';
 
 /** The longest an exit cools down for without a Retry-After, however long its blocks go on. */
@@ -32,6 +36,8 @@ export interface ExitPoolSettings {
   sessionMaxAgeMs: number;
   /** The first cool-down of a block without a Retry-After (SCRAPE_PROXY_COOLDOWN_MS). */
   cooldownMs: number;
+  /** The first back-off of a refused target without a Retry-After (SCRAPE_TARGET_BACKOFF_MS; default DEFAULT_TARGET_BACKOFF_MS). */
+  targetBackoffMs?: number;
   /** Kept-alive sockets per exit and target scheme. */
   maxSocketsPerExit: number;
   now?: () => number;
@@ -46,7 +52,10 @@ export interface ExitStats {
   /** When its cool-down ends (ISO), while it cools down. */
   cooling_until: string | null;
   requests: number;
+  /** Times it was found at fault and cooled (or a cool-down was lengthened). */
   blocks: number;
+  /** Refusals through it charged to their targets, not to it. */
+  target_refusals: number;
   /** Time spent cooling down so far (ms), the current cool-down up to now included. */
   cooling_ms: number;
   sessions: number;
@@ -58,6 +67,8 @@ export interface ExitPoolStats {
   platform: string;
   exits: ExitStats[];
   healthy: number;
+  /** Targets backing off after a refusal charged to them (refusals.ts). */
+  targets_backing_off: number;
   /** Requests per second the healthy exits may send: the platform's budget now. */
   budget_rps: number;
   rps_per_exit: number;
@@ -66,6 +77,7 @@ export interface ExitPoolStats {
 export class Exit {
   requests = 0;
   blocks = 0;
+  targetRefusals = 0;
   sessions = 0;
   coolingUntil = 0;
   /** Blocks in a row without a success between them. */
@@ -115,8 +127,18 @@ export class Exit {
   }
 }
 
+/** What a refusal was charged to (ExitPool.refused). */
+export interface RefusalVerdict {
+  /** The exit was at fault: it cools down until then. Null when the target took the charge. */
+  exitCooledUntil: number | null;
+  /** The target backs off until then. Null when the exit took the blame. */
+  targetUntil: number | null;
+}
+
 export class ExitPool {
   readonly exits: readonly Exit[];
+  readonly refusals: Refusals;
+  private readonly clearedListeners = new Set<(targets: readonly string[]) => void>();
   private readonly now: () => number;
   private readonly headerSet: () => Record<string, string>;
   private turn = 0;
@@ -130,6 +152,7 @@ export class ExitPool {
     this.exits = endpoints.map((p, i) => new Exit(i, p, settings.maxSocketsPerExit));
     this.now = settings.now ?? Date.now;
     this.headerSet = settings.headerSet ?? browserHeaderSet;
+    this.refusals = new Refusals({ targetBackoffMs: settings.targetBackoffMs ?? DEFAULT_TARGET_BACKOFF_MS });
   }
 
   get rpsPerExit(): number {
@@ -175,20 +198,84 @@ export class ExitPool {
   }
 
   /**
-   * A request of `session` was blocked (`reason`: what the platform answered). The session is
-   * retired and its exit cools down; returns when the exit is healthy again. Blocks of requests
-   * that were in flight when the first came back lengthen nothing but a later Retry-After.
+   * A request of `target` through `exit` (with `session`, when the exit gives sessions) was refused
+   * or its proxy failed: charged to the target, or, when this completes the evidence against the
+   * exit (refusals.ts), to the exit, which cools down; the targets its refusals had charged are
+   * then cleared (onCleared). A refusal through an exit that cools down already was at the exit's
+   * door: it lengthens nothing but a later Retry-After, or nothing at all for an on-demand scrape.
+   */
+  refused(exit: Exit, session: ScrapeSession | null, target: string, failure: { retryAfterMs: number | null; message: string }, source: RefusalSource, now = this.now()): RefusalVerdict {
+    if (!exit.healthy(now)) {
+      return { exitCooledUntil: source === 'on-demand' ? exit.coolingUntil : this.cool(exit, session, failure.retryAfterMs, failure.message, now), targetUntil: null };
+    }
+    // Found at fault before and not answered since its cool-down ended: still at fault (its
+    // cool-down doubles), without the evidence being gathered again at targets' expense; unless
+    // the target is one refused before, which says nothing of the exit.
+    if (source === 'poll' && exit.streak > 0 && !this.refusals.refusedBefore(target)) {
+      return { exitCooledUntil: this.cool(exit, session, failure.retryAfterMs, failure.message, now), targetUntil: null };
+    }
+    const charge = this.refusals.charge({ exit: exit.index, target, retryAfterMs: failure.retryAfterMs, source, now });
+    if (!charge.exitAtFault) {
+      exit.targetRefusals++;
+      return { exitCooledUntil: null, targetUntil: charge.targetUntil };
+    }
+    const until = this.cool(exit, session, failure.retryAfterMs, failure.message, now);
+    for (const listener of this.clearedListeners) listener(charge.cleared);
+    return { exitCooledUntil: until, targetUntil: null };
+  }
+
+  /** The platform answered `target` through `exit` with anything but a refusal (a page, a 404). */
+  answered(exit: Exit, target: string, now = this.now()): void {
+    exit.streak = 0;
+    this.refusals.answered(exit.index, target, now);
+  }
+
+  /** When `target` may be asked again after a refusal charged to it; 0 when it may be now. */
+  targetBlockedUntil(target: string, now = this.now()): number {
+    return this.refusals.blockedUntil(target, now);
+  }
+
+  /** About to ask for `target`: see Refusals.ask (a target backing off is asked once per step). */
+  ask(target: string, now = this.now()): Asking {
+    return this.refusals.ask(target, now);
+  }
+
+  /** The ask of `target` ended without a verdict (a time-out, a 5xx). */
+  released(target: string): void {
+    this.refusals.released(target);
+  }
+
+  /** Calls `listener` with the targets whose back-off an exit's fault lifted; returns the unsubscribe. */
+  onCleared(listener: (targets: readonly string[]) => void): () => void {
+    this.clearedListeners.add(listener);
+    return () => this.clearedListeners.delete(listener);
+  }
+
+  /**
+   * `session`'s exit is at fault (`reason`: what the platform answered): see cool(). Kept for
+   * callers that know the exit is to blame (tests, ops figures).
    */
   blocked(session: ScrapeSession, retryAfterMs: number | null, reason: string, now = this.now()): number {
-    const exit = session.exit;
+    return this.cool(session.exit, session, retryAfterMs, reason, now);
+  }
+
+  /**
+   * `exit` is at fault: its session (if any) is retired and it cools down; returns when it is
+   * healthy again. Blocks of requests that were in flight when the first came back lengthen
+   * nothing but a later Retry-After.
+   */
+  private cool(exit: Exit, session: ScrapeSession | null, retryAfterMs: number | null, reason: string, now: number): number {
     exit.blocks++;
     exit.lastBlock = { at: now, reason };
-    if (session.retired && exit.session !== session && !exit.healthy(now)) {
+    if (!exit.healthy(now) && (session === null || (session.retired && exit.session !== session))) {
       if (retryAfterMs !== null) exit.coolingUntil = Math.max(exit.coolingUntil, now + retryAfterMs);
       return exit.coolingUntil;
     }
-    session.retired = true;
-    if (exit.session === session) exit.session = null;
+    if (session) session.retired = true;
+    if (exit.session && (session === null || exit.session === session)) {
+      exit.session.retired = true;
+      exit.session = null;
+    }
     exit.streak++;
     // Retry-After first; blocked again at once after it, the wait doubles from the cool-down.
     const backoff = Math.min(COOLDOWN_MAX_MS, this.settings.cooldownMs * 2 ** Math.min(16, exit.streak - 1));
@@ -221,13 +308,14 @@ export class ExitPool {
         cooling_until: cooling ? new Date(e.coolingUntil).toISOString() : null,
         requests: e.requests,
         blocks: e.blocks,
+        target_refusals: e.targetRefusals,
         cooling_ms: this.coolingMs(e, now),
         sessions: e.sessions,
         last_block: e.lastBlock && { at: new Date(e.lastBlock.at).toISOString(), reason: e.lastBlock.reason },
       };
     });
     const healthy = exits.filter((e) => e.healthy).length;
-    return { platform: this.platform, exits, healthy, budget_rps: healthy * this.settings.rpsPerExit, rps_per_exit: this.settings.rpsPerExit };
+    return { platform: this.platform, exits, healthy, targets_backing_off: this.refusals.backingOff(now), budget_rps: healthy * this.settings.rpsPerExit, rps_per_exit: this.settings.rpsPerExit };
   }
 
   private coolingMs(e: Exit, now: number): number {

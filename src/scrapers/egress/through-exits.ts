@@ -1,43 +1,105 @@
-// One piece of scraping work done with a session of an exit pool (issue 27), and what its outcome
-// tells the pool: an answer means the exit is not blocked; a block the platform answered (or a
-// proxy that failed) retires the session and cools its exit down. Work given a session by its
-// caller (a poller, which paces each exit itself and moves its targets on its own) is done once;
-// otherwise a healthy exit is picked in turn, and on a block the work moves to the next healthy
-// exit at once, up to MAX_EXITS_PER_SCRAPE, as a user would expect an on-demand scrape not to
-// fail because one address of many was refused. Used by the platform scrapers (../index.ts) and
-// the tracker's marketplace scrapers (../marketplaces/index.ts).
+// One scrape that picks its own exit (an on-demand scrape, or the tracker's), and what its outcome
+// tells the pool (issue 36). Polls do not come through here: each poller paces every exit itself,
+// hands the scrape the session of the exit whose turn it is, and tells the pool how it went
+// (activities/poll-shard.ts).
+//
+//   - A target whose refusal was charged to it (refusals.ts) is answered from its back-off, with
+//     no request: asking again before the platform's wait is over would only be refused again.
+//   - A healthy exit is picked in turn. A refusal (or a failed proxy) moves the scrape to one more
+//     healthy exit at most, so a refused event costs a platform two requests, not one per exit.
+//   - An on-demand refusal is charged to its target only, never to an exit the monitors use
+//     (anyone with a key chooses what to scrape); the tracker's count as evidence against the exit,
+//     as polls do. The second refusal charges the target; one that passes on the second exit
+//     leaves it clean.
+// Used by the platform scrapers (../index.ts) and the tracker's marketplace scrapers
+// (../marketplaces/index.ts), with proxies or without (a direct exit gives no session).
 import { ScrapeFailure } from '../types.ts';
-import type { ExitPool } from './exit-pool.ts';
+import type { Exit, ExitPool } from './exit-pool.ts';
+import type { RefusalSource } from './refusals.ts';
 import type { ScrapeSession } from './scrape-session.ts';
 
-/** Exits one piece of work tries before it gives up on a block. */
-export const MAX_EXITS_PER_SCRAPE = 3;
+/** Exits one scrape tries before it gives up on a refusal: the first, and one more. */
+export const MAX_EXITS_PER_SCRAPE = 2;
+
+export interface ExitChoice {
+  /** The target's key (targetKey of its EventRef, or the tracked event's): what a refusal is charged to. */
+  target: string;
+  /** `on-demand`: refusals never count against an exit; `poll`: the tracker's periodic scrapes. */
+  source: RefusalSource;
+  signal?: AbortSignal;
+}
+
+/** The refusal an on-demand scrape met on its first exit, charged only if the next refuses it too. */
+interface Refused {
+  exit: Exit;
+  session: ScrapeSession | undefined;
+  failure: ScrapeFailure;
+}
+
+function waitSeconds(ms: number): number {
+  return Math.max(1, Math.ceil(ms / 1000));
+}
+
+/** The answer while the target backs off: the platform refused it lately. */
+function backingOff(pool: ExitPool, untilMs: number, now: number): ScrapeFailure {
+  const waitMs = untilMs - now;
+  return new ScrapeFailure('blocked', `${pool.platform} refused this target lately; it backs off for ${waitSeconds(waitMs)} s more`, {
+    retryAfterMs: waitMs,
+    detail: `${pool.platform} is refusing our requests for this event for now; try again in ${waitSeconds(waitMs)} s`,
+  });
+}
 
 function allCooling(pool: ExitPool, now: number): ScrapeFailure {
   const waitMs = Math.max(0, pool.nextHealthyAt(now) - now);
-  const what = pool.proxied ? `every proxy of ${pool.platform} (${pool.exits.length})` : `${pool.platform}`;
-  return new ScrapeFailure('blocked', `${what} refused us lately and is cooling down (next in ${Math.ceil(waitMs / 1000)} s)`, { retryAfterMs: waitMs });
+  return new ScrapeFailure('blocked', `every exit of ${pool.platform} (${pool.exits.length}) refused us lately and is cooling down (next in ${waitSeconds(waitMs)} s)`, {
+    retryAfterMs: waitMs,
+    detail: `${pool.platform} is refusing our requests for now; try again in ${waitSeconds(waitMs)} s`,
+  });
 }
 
-export async function throughExits<T>(pool: ExitPool, given: { session?: ScrapeSession; signal?: AbortSignal }, work: (session: ScrapeSession) => Promise<T>): Promise<T> {
+export async function throughExits<T>(pool: ExitPool, choice: ExitChoice, work: (session: ScrapeSession | undefined) => Promise<T>): Promise<T> {
+  const { target, source, signal } = choice;
+  const asking = pool.ask(target, Date.now());
+  if (asking.waitUntil > 0) throw backingOff(pool, asking.waitUntil, Date.now());
+  // The probe of an ended back-off step asks through one exit only: the event was refused before.
+  const maxTries = asking.probe ? 1 : MAX_EXITS_PER_SCRAPE;
+  let refusedOn = null as Refused | null;
   for (let tries = 1; ; tries++) {
-    let session: ScrapeSession;
-    if (given.session) {
-      session = given.session;
-    } else {
-      const now = Date.now();
-      const exit = pool.pick(now);
-      if (!exit) throw allCooling(pool, now);
-      session = pool.session(exit, now);
+    const now = Date.now();
+    const exit = pool.pick(now);
+    if (!exit || exit === refusedOn?.exit) {
+      if (refusedOn) throw charge(pool, refusedOn, target, source);
+      pool.released(target);
+      throw allCooling(pool, now);
     }
+    const session: ScrapeSession | undefined = pool.proxied ? pool.session(exit, now) : undefined;
     try {
       const value = await work(session);
-      pool.succeeded(session);
+      pool.answered(exit, target);
       return value;
     } catch (err) {
-      if (!(err instanceof ScrapeFailure) || !err.exitAtFault) throw err;
-      pool.blocked(session, err.retryAfterMs, err.message);
-      if (given.session || tries >= MAX_EXITS_PER_SCRAPE || given.signal?.aborted || pool.nextHealthyAt() > Date.now()) throw err;
+      if (!(err instanceof ScrapeFailure) || !err.exitAtFault) {
+        // The platform answered about the event itself (not found, a page it could not read), or
+        // said nothing (a time-out, a 5xx): no verdict on the refusal either way.
+        if (err instanceof ScrapeFailure && !err.retryable && err.kind !== 'blocked' && err.kind !== 'browser_missing') pool.answered(exit, target);
+        else pool.released(target);
+        throw err;
+      }
+      // A tracker's refusal is evidence against the exit at once; an on-demand one is charged to
+      // the target only if the next exit refuses it too.
+      if (source === 'poll') {
+        const verdict = pool.refused(exit, session ?? null, target, { retryAfterMs: err.retryAfterMs, message: err.message }, source);
+        if (verdict.targetUntil !== null || tries >= maxTries || signal?.aborted) throw err;
+        continue;
+      }
+      refusedOn = { exit, session, failure: err };
+      if (tries >= maxTries || pool.exits.length === 1 || signal?.aborted) throw charge(pool, refusedOn, target, source);
     }
   }
+}
+
+/** Charges an on-demand refusal to its target (or, through an exit cooling already, to nothing new). */
+function charge(pool: ExitPool, refused: Refused, target: string, source: RefusalSource): ScrapeFailure {
+  pool.refused(refused.exit, refused.session ?? null, target, { retryAfterMs: refused.failure.retryAfterMs, message: refused.failure.message }, source);
+  return refused.failure;
 }

@@ -4,7 +4,7 @@
 // nowhere else. Failures are ScrapeFailures: `not_found`, `malformed`, or transient.
 //
 // With proxies for a marketplace (SCRAPE_PROXY_URLS, issue 27) each scrape goes out as a session
-// of a healthy exit, moving on to the next at a block (egress/through-exits.ts); every answer is
+// of a healthy exit, moving on to one more at a refusal (egress/through-exits.ts); every answer is
 // checked against the marketplace's challenge page either way.
 import { withBlockPage } from '../block-pages.ts';
 import type { ExitPools } from '../egress/exit-pool.ts';
@@ -26,13 +26,13 @@ export function createMarketplaceScrapers(http: PageFetcher, baseUrls: Record<'m
   const b = baseUrls.marketplace_b.replace(/\/+$/, '');
   const httpA = withBlockPage(http, marketplaceABlockPage);
   const httpB = withBlockPage(http, marketplaceBBlockPage);
-  const through = <T>(site: 'marketplace_a' | 'marketplace_b', init: Pick<FetchInit, 'signal'> | undefined, work: (init: FetchInit | undefined) => Promise<T>): Promise<T> => {
+  const through = <T>(site: 'marketplace_a' | 'marketplace_b', id: string, init: Pick<FetchInit, 'signal'> | undefined, work: (init: FetchInit | undefined) => Promise<T>): Promise<T> => {
     const pool = exits?.for(site);
     if (!pool?.proxied) return work(init);
-    return throughExits(pool, { signal: init?.signal }, (session) => work({ ...init, session }));
+    return throughExits(pool, { target: `${site}:${id}`, source: 'poll', signal: init?.signal }, (session) => work({ ...init, session }));
   };
   return {
-    marketplaceA: (id, init) => through('marketplace_a', init, (fetchInit) => scrapeMarketplaceA(httpA, a, id, fetchInit)),
-    marketplaceB: (id, init) => through('marketplace_b', init, (fetchInit) => scrapeMarketplaceB(httpB, b, id, fetchInit)),
+    marketplaceA: (id, init) => through('marketplace_a', id, init, (fetchInit) => scrapeMarketplaceA(httpA, a, id, fetchInit)),
+    marketplaceB: (id, init) => through('marketplace_b', id, init, (fetchInit) => scrapeMarketplaceB(httpB, b, id, fetchInit)),
   };
 }
