@@ -143,6 +143,8 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     retireAfterMs: config.MONITOR_RETIRE_AFTER_MS,
     order: config.MONITOR_POLL_ORDER,
   });
+  // Every configured proxy: what callers are told of a failed scrape never names one.
+  const proxies = Object.values(config.SCRAPE_PROXY_URLS).flat();
   const tracking = createTrackingActivities({
     db: deps.db,
     log: alog,
@@ -151,10 +153,11 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     limits: trackingLimits(config),
     http,
     exits,
+    proxies,
   });
   const delivery = deps.role === 'scrape' ? { activities: {}, webhookAttempts: undefined } : createDeliveryActivities({ config, log: alog, db: deps.db });
   return {
-    activities: { ...createScrapeActivities(scrapers, alog), ...polls.activities, ...createMonitorActivities({ db: deps.db }), ...tracking, ...delivery.activities },
+    activities: { ...createScrapeActivities(scrapers, alog, proxies), ...polls.activities, ...createMonitorActivities({ db: deps.db }), ...tracking, ...delivery.activities },
     handBack: polls.handBack,
     webhookAttempts: delivery.webhookAttempts,
     close: async () => {

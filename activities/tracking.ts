@@ -7,7 +7,9 @@
 // already is not scraped again). recordTrackingFailure keeps the tracking record's status and
 // last error. Scrape failures become ApplicationFailures typed by their kind, as on-demand
 // scrapes' do: only transient ones are retried within a tick, and only `not_found` ends the
-// tracking (the workflow records the others and tries the next tick).
+// tracking (the workflow records the others and tries the next tick). Their message, which
+// becomes the record's last_error, is the customer's text (src/scrapers/failure-detail.ts); the
+// log line says what really happened.
 import { Context } from '@temporalio/activity';
 import { scrapeActivityFailure } from './scrape.ts';
 import type { Db } from '../db/connection.ts';
@@ -18,6 +20,7 @@ import { applyTick, recordTickFailure, skippedTick, tickState, type ScrapedPage,
 import { createMarketplaceScrapers, type MarketplaceScrapers } from '../src/scrapers/marketplaces/index.ts';
 import { ScrapeFailure, type PageFetcher } from '../src/scrapers/types.ts';
 import type { ExitPools } from '../src/scrapers/egress/exit-pool.ts';
+import type { ProxyEndpoint } from '../src/scrapers/egress/proxy-urls.ts';
 
 /** Well inside the workflow's heartbeat timeout (5 s); the SDK throttles what it sends anyway. */
 const HEARTBEAT_EVERY_MS = 1_000;
@@ -61,6 +64,8 @@ export interface TrackingActivityOptions {
   http: PageFetcher;
   /** Where requests to the marketplaces leave from (SCRAPE_PROXY_URLS); none: direct. */
   exits?: ExitPools;
+  /** Every configured proxy: none may be named in last_error (src/scrapers/failure-detail.ts). */
+  proxies?: readonly ProxyEndpoint[];
 }
 
 async function scrape(scrapers: MarketplaceScrapers, marketplace: TrackableMarketplace, id: string, signal: AbortSignal): Promise<ScrapedPage> {
@@ -88,7 +93,7 @@ export function createTrackingActivities(opts: TrackingActivityOptions): Trackin
     } catch (err) {
       if (err instanceof ScrapeFailure) {
         log.warn({ ...fields, kind: err.kind, err: err.message }, 'tracking scrape failed');
-        throw scrapeActivityFailure(err);
+        throw scrapeActivityFailure(err, input.marketplace, opts.proxies ?? []);
       }
       throw err;
     }

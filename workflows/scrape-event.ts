@@ -59,8 +59,10 @@ export async function scrapeEvent(input: ScrapeEventInput): Promise<ScrapeRespon
       const cause = err.cause;
       if (cause instanceof TimeoutFailure) throw timedOut(input);
       if (cause instanceof ApplicationFailure) {
-        // The last attempt's failure, retyped as the run's own so callers read one level.
-        throw ApplicationFailure.create({ type: cause.type ?? 'internal', message: cause.message, nonRetryable: true });
+        // The last attempt's failure, retyped as the run's own so callers read one level. Its
+        // message is the customer's text; its cause (the ScrapeFailure, whose message names URLs
+        // and proxies) is kept for operators (ops scrapes:failed), never shown to a caller.
+        throw ApplicationFailure.create({ type: cause.type ?? 'internal', message: cause.message, nonRetryable: true, cause: cause.cause });
       }
     }
     throw err;

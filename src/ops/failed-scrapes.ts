@@ -10,7 +10,10 @@ export interface FailedScrape {
   run_id: string;
   status: string;
   failure_type: string | null;
+  /** What the client was told. */
   message: string | null;
+  /** What happened, for operators: the scrape failure's own message (proxies named by label). */
+  reason: string | null;
   platform: string | null;
   event_id: string | null;
   region: string | null;
@@ -34,13 +37,13 @@ export function parseSince(text: string, now = new Date()): Date {
   return new Date(now.getTime() - seconds * 1000);
 }
 
-async function failureOf(client: Client, workflowId: string, runId: string): Promise<{ type: string | null; message: string | null }> {
+async function failureOf(client: Client, workflowId: string, runId: string): Promise<{ type: string | null; message: string | null; reason: string | null }> {
   try {
     await client.workflow.getHandle(workflowId, runId).result();
-    return { type: null, message: null };
+    return { type: null, message: null, reason: null };
   } catch (err) {
     if (err instanceof WorkflowFailedError) return runFailure(err);
-    return { type: null, message: (err as Error).message };
+    return { type: null, message: (err as Error).message, reason: null };
   }
 }
 
@@ -63,6 +66,7 @@ export async function listFailedScrapes(client: Client, since: Date): Promise<Fa
       status: latest.status.name,
       failure_type: failure.type,
       message: failure.message,
+      reason: failure.reason,
       platform: input?.ref.platform ?? null,
       event_id: input?.ref.eventId ?? null,
       region: input?.ref.region ?? null,

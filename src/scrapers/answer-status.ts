@@ -7,7 +7,7 @@ import { blockedFailure, isBlockedStatus, ScrapeFailure } from './types.ts';
 
 /** The failure an answer with `status` means, or null when the adapter should read the page. */
 export function failureForStatus(url: string, status: number, retryAfter: string | null | undefined, nowMs: number): ScrapeFailure | null {
-  if (status >= 500) return new ScrapeFailure('upstream', `${url} answered ${status}`);
+  if (status >= 500) return new ScrapeFailure('upstream', `${url} answered ${status}`, { status });
   if (isBlockedStatus(status)) return blockedFailure(url, status, parseRetryAfter(retryAfter, nowMs));
   return null;
 }

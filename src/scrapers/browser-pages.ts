@@ -434,7 +434,7 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       }
       if (response && response.status() >= 500) {
         healthy = true;
-        throw new ScrapeFailure('upstream', `${url} answered ${response.status()}`);
+        throw new ScrapeFailure('upstream', `${url} answered ${response.status()}`, { status: response.status() });
       }
       if (response && isBlockedStatus(response.status())) {
         // Read here, where the response and its headers are: `use` only sees the page.

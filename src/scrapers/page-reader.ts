@@ -42,7 +42,7 @@ export class PageReader {
     }
     if (isBlockedStatus(page.status)) throw blockedFailure(`${this.platform}: ${what}`, page.status, null);
     if (page.status < 200 || page.status >= 300) {
-      throw new ScrapeFailure('upstream', `${this.platform}: ${what} answered ${page.status}`);
+      throw new ScrapeFailure('upstream', `${this.platform}: ${what} answered ${page.status}`, { status: page.status });
     }
   }
 

@@ -62,20 +62,31 @@ export class ScrapeFailure extends Error {
    * credentials), not the platform: the exit is set aside as for a block.
    */
   readonly proxyFailed: boolean;
-  /** What a customer may read of it (no exit, no proxy); the message is for operators. */
-  readonly detail: string;
+  /**
+   * The platform's HTTP status when the failure is its answer (a 5xx, a 429 or 403), else null:
+   * what the customer is told it answered (failure-detail.ts), without the URL around it.
+   */
+  readonly status: number | null;
+  /**
+   * What the customer may be told, when whoever raised the failure knows better than its kind's
+   * generic sentence (failure-detail.ts); null: that sentence. The message is the operators':
+   * it may name proxies, URLs and exits, and only logs see it. A detail must name no proxy,
+   * exit, address or credential; failure-detail.ts checks it again all the same.
+   */
+  readonly detail: string | null;
 
   constructor(
     readonly kind: ScrapeFailureKind,
     message: string,
-    options?: { cause?: unknown; retryAfterMs?: number | null; refusedByPlatform?: boolean; proxyFailed?: boolean; detail?: string },
+    options?: { cause?: unknown; retryAfterMs?: number | null; refusedByPlatform?: boolean; proxyFailed?: boolean; status?: number | null; detail?: string | null },
   ) {
     super(message, options);
-    this.detail = options?.detail ?? message;
     this.name = 'ScrapeFailure';
     this.retryAfterMs = options?.retryAfterMs ?? null;
     this.refusedByPlatform = options?.refusedByPlatform ?? false;
     this.proxyFailed = options?.proxyFailed ?? false;
+    this.status = options?.status ?? null;
+    this.detail = options?.detail ?? null;
   }
 
   /** The exit the request left through is at fault (a block, or its proxy failed), not the target. */
@@ -95,7 +106,7 @@ export function isBlockedStatus(status: number): boolean {
 /** The `blocked` failure for `where` (a URL, or "pf_NN: the event page") answering `status`. */
 export function blockedFailure(where: string, status: number, retryAfterMs: number | null): ScrapeFailure {
   const wait = retryAfterMs === null ? 'without a Retry-After' : `asking us to wait ${Math.ceil(retryAfterMs / 1000)} s`;
-  return new ScrapeFailure('blocked', `${where} answered ${status}, ${wait}`, { retryAfterMs, refusedByPlatform: true });
+  return new ScrapeFailure('blocked', `${where} answered ${status}, ${wait}`, { retryAfterMs, refusedByPlatform: true, status });
 }
 
 export interface ScrapeOptions {

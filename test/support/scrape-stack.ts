@@ -5,7 +5,7 @@
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll } from 'vitest';
 import { TemporalScrapeRunner } from '../../src/apis/live-availability/scrape-runs.ts';
-import { createLogger } from '../../src/logger.ts';
+import { createLogger, type Logger } from '../../src/logger.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { Registry } from 'prom-client';
 import { createActivities } from '../../activities/index.ts';
@@ -29,19 +29,21 @@ export interface ScrapeStack {
 /**
  * Starts the stack before the file's tests and stops it after. `timeoutMs` stands in for the
  * 60 s limit so time-outs are testable in seconds (each attempt gets a third of it). `env`:
- * settings of the worker on top of the stack's (e.g. a CHROMIUM_PATH that does not exist).
+ * settings of the worker on top of the stack's (e.g. a CHROMIUM_PATH that does not exist), or a
+ * function giving them when the stack starts (after the file's earlier beforeAll hooks, e.g. once
+ * its proxies listen). `log`: the worker's logger (default: TEST_LOG_LEVEL, silent).
  */
-export function useScrapeStack(opts: { timeoutMs?: number; env?: Record<string, string> } = {}): ScrapeStack {
+export function useScrapeStack(opts: { timeoutMs?: number; env?: Record<string, string> | (() => Record<string, string>); log?: Logger } = {}): ScrapeStack {
   const stack = {} as ScrapeStack;
   const cleanups: (() => Promise<void>)[] = [];
   beforeAll(async () => {
     const timeoutMs = opts.timeoutMs ?? 4_500;
-    const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+    const log = opts.log ?? createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
     const sim = await startSimulator({ empty: true });
     cleanups.push(() => sim.close());
     const taskQueue = uniqueTaskQueue('scrapes');
     // The worker reports its browser for its own queue, which is the one the runner reads reports of.
-    const config = testConfig({ SCRAPE_TIMEOUT_MS: String(timeoutMs), BROWSER_PAGES: '2', SCRAPE_CONCURRENCY: '10', SCRAPE_TASK_QUEUE: taskQueue, ...opts.env });
+    const config = testConfig({ SCRAPE_TIMEOUT_MS: String(timeoutMs), BROWSER_PAGES: '2', SCRAPE_CONCURRENCY: '10', SCRAPE_TASK_QUEUE: taskQueue, ...(typeof opts.env === 'function' ? opts.env() : opts.env) });
     const address = temporalAddress();
     const temporal = await connectTemporal({ address, namespace: TEST_NAMESPACE });
     cleanups.push(() => temporal.close());

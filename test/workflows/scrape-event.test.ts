@@ -155,6 +155,8 @@ describe('scrapeEvent workflow', () => {
       failed = await listFailedScrapes(stack.client, since);
     }
     expect(failed.find((f) => f.workflow_id === id)).toMatchObject({ status: 'FAILED', failure_type: 'malformed', platform: 'pf_03', event_id: url, region: 'fr' });
+    // What the client was told, and for operators what happened (the scrape failure's own message).
+    expect(failed.find((f) => f.workflow_id === id)).toMatchObject({ message: expect.stringMatching(/^pf_03/), reason: expect.stringMatching(/^pf_03: /) });
 
     // The ops CLI prints the same list as JSON.
     const cli = await runTs('src/ops/cli.ts', ['scrapes:failed', '--since', '10m'], { ...process.env, TEMPORAL_ADDRESS: temporalAddress(), LOG_LEVEL: 'silent' });

@@ -177,13 +177,15 @@ export class TemporalScrapeRunner implements ScrapeRunner {
 
 /**
  * What a failed run failed with: the failure type its workflow threw (`not_found`, `malformed`,
- * `timeout`, …; `timeout` too when the run itself timed out) and its message.
+ * `timeout`, …; `timeout` too when the run itself timed out), its message (the customer's text,
+ * src/scrapers/failure-detail.ts) and, for operators only, the scrape failure's own message
+ * (`reason`: it may name URLs and proxies by label), or null when the run kept none.
  */
-export function runFailure(err: WorkflowFailedError): { type: string; message: string } {
+export function runFailure(err: WorkflowFailedError): { type: string; message: string; reason: string | null } {
   const cause = err.cause;
-  if (cause instanceof TimeoutFailure) return { type: 'timeout', message: 'the run timed out' };
-  if (cause instanceof ApplicationFailure) return { type: cause.type ?? 'internal', message: cause.message };
-  return { type: 'internal', message: cause?.message ?? err.message };
+  if (cause instanceof TimeoutFailure) return { type: 'timeout', message: 'the run timed out', reason: null };
+  if (cause instanceof ApplicationFailure) return { type: cause.type ?? 'internal', message: cause.message, reason: cause.cause?.message ?? null };
+  return { type: 'internal', message: cause?.message ?? err.message, reason: null };
 }
 
 function toRunError(err: unknown, ref: EventRef, timeoutMs: number): ScrapeRunError {
@@ -194,9 +196,9 @@ function toRunError(err: unknown, ref: EventRef, timeoutMs: number): ScrapeRunEr
     if (type === 'timeout' || type === 'attempt_timeout') {
       return new ScrapeRunError('timeout', `${ref.platform} took longer than ${Math.round(timeoutMs / 1000)} seconds`);
     }
-    if (type === 'blocked') {
-      return new ScrapeRunError('blocked', `${ref.platform} is refusing our requests for now (${message}); the scrape was not retried, try again later`);
-    }
+    // The message is the customer's text already (failure-detail.ts): it says who refused and
+    // how long to wait; what the platform answered, and through which exit, is the log's.
+    if (type === 'blocked') return new ScrapeRunError('blocked', message);
     if (type === 'internal') return new ScrapeRunError('failed', 'unexpected error during the scrape', { cause: err });
     // The worker's message names its CHROMIUM_PATH and the fix: the operator's, in the worker's log.
     if (type === 'browser_missing') {
