@@ -100,7 +100,16 @@ async function main() {
     const server = await startDevServer({ binary, dataDir, port: 0, uiPort: 0, namespace: 'default', log });
     cleanups.push(() => server.stop());
 
-    const config = loadConfig({ ...process.env, DATABASE_URL: scratch.url, LOG_LEVEL: 'warn', SCRAPE_CONCURRENCY: '20', BROWSER_PAGES: '4' });
+    // One account sends every scrape: the per-platform limit (10 a minute by default) would
+    // answer most of them 429, so it is lifted out of the figures.
+    const config = loadConfig({
+      ...process.env,
+      DATABASE_URL: scratch.url,
+      LOG_LEVEL: 'warn',
+      SCRAPE_CONCURRENCY: '20',
+      BROWSER_PAGES: '4',
+      SCRAPE_REQUESTS_PER_PLATFORM_PER_MINUTE: '1000000',
+    });
     const temporal = await connectTemporal({ address: server.address, namespace: 'default' });
     cleanups.push(() => temporal.close());
     const db = createDb({ connectionString: scratch.url, poolMax: 10 });

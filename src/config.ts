@@ -103,6 +103,13 @@ const schema = z.object({
   RATE_LIMIT_PER_MINUTE: positiveInt.default(30),
   /** Requests per minute per client address that carry no valid key. */
   UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: positiveInt.default(30),
+  /**
+   * On-demand scrapes (POST /events/scrape) one account may send to one platform per calendar
+   * minute, over all its keys; a plan may set its own (plans.scrape_requests_per_platform_per_minute).
+   * On-demand scrapes are not paced per address (docs/scraping.md), so this is what keeps one
+   * account from spending a platform's request budget; why 10: docs/live-availability.md.
+   */
+  SCRAPE_REQUESTS_PER_PLATFORM_PER_MINUTE: positiveInt.max(1_000_000).default(10),
   /** Reservations older than this are released by the sweeper (a crashed request is never billed). */
   RESERVATION_TIMEOUT_MS: positiveInt.default(10 * 60_000),
   /** Most live (not deleted) watchlist items one account may hold. */

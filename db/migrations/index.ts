@@ -30,6 +30,7 @@ import * as m026 from './026_account_service.ts';
 import * as m027 from './027_tracking_limits.ts';
 import * as m028 from './028_retention.ts';
 import * as m029 from './029_target_retirement.ts';
+import * as m030 from './030_plan_scrape_limit.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -67,6 +68,7 @@ const migrations: Record<string, Migration> = {
   '027_tracking_limits': m027,
   '028_retention': m028,
   '029_target_retirement': m029,
+  '030_plan_scrape_limit': m030,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -4,6 +4,12 @@ export abstract class ApiError extends Error {
   abstract readonly status: number;
   /** Response headers to send with the error (e.g. Retry-After). */
   headers: Record<string, string> = {};
+  /**
+   * Whether a paid request answered with this error is billed when its status would be (2xx-4xx;
+   * a 5xx never is). Spec 7.7 bills a 4xx of the called API itself, never a denied or
+   * rate-limited request: the gateway's own refusals (GatewayError) are not billable.
+   */
+  readonly billable: boolean = true;
   abstract body(): unknown;
 }
 

@@ -35,8 +35,13 @@ const DEFAULT_MESSAGES: Record<GatewayErrorCode, string> = {
   service_unavailable: 'upstream service unavailable',
 };
 
+/**
+ * The gateway's own refusals and failures. Never billable (spec 7.7): one thrown after a paid
+ * request was admitted (a route's own rate limit, a backend found down) has its credits released.
+ */
 export class GatewayError extends ApiError {
   readonly status: number;
+  override readonly billable = false;
   constructor(
     readonly code: GatewayErrorCode,
     message: string = DEFAULT_MESSAGES[code],

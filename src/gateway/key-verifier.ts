@@ -14,6 +14,12 @@ export interface Principal {
   rateLimitPerMinute: number | null;
   /** Per-key override of the open stream connections it may hold; null means the service default. */
   streamConnectionLimit: number | null;
+  /**
+   * The account's plan's on-demand scrapes per platform per calendar minute; null means the
+   * service default (SCRAPE_REQUESTS_PER_PLATFORM_PER_MINUTE). Read with the key, so a plan change
+   * applies within the cache's TTL, as a key's own limits do.
+   */
+  scrapeRequestsPerPlatformPerMinute: number | null;
   hasBillingAccount: boolean;
   /** The account's subscription is served (account_served, db/migrations/026): the stream needs it. */
   served: boolean;
@@ -158,12 +164,15 @@ export class KeyVerifier {
   private async fetch(hashes: string[]): Promise<Map<string, Principal>> {
     const rows = await this.db('api_keys as k')
       .join('accounts as a', 'a.id', 'k.account_id')
+      // At most one subscription per account (its unique account_id); none leaves the plan's limit null.
+      .leftJoin('subscriptions as s', 's.account_id', 'a.id')
+      .leftJoin('plans as p', 'p.id', 's.plan_id')
       .whereIn(
         'k.hash',
         hashes.map((h) => Buffer.from(h, 'hex')),
       )
       .whereNull('k.revoked_at')
-      .select('k.hash', 'k.id', 'k.account_id', 'k.apis', 'k.rate_limit_per_minute', 'k.stream_connection_limit', 'k.expires_at', 'a.customer_id', this.db.raw('account_served(a.id) AS served'));
+      .select('k.hash', 'k.id', 'k.account_id', 'k.apis', 'k.rate_limit_per_minute', 'k.stream_connection_limit', 'p.scrape_requests_per_platform_per_minute', 'k.expires_at', 'a.customer_id', this.db.raw('account_served(a.id) AS served'));
     const found = new Map<string, Principal>();
     for (const row of rows) {
       found.set((row.hash as Buffer).toString('hex'), {
@@ -172,6 +181,7 @@ export class KeyVerifier {
         apis: row.apis as ApiName[],
         rateLimitPerMinute: row.rate_limit_per_minute,
         streamConnectionLimit: row.stream_connection_limit,
+        scrapeRequestsPerPlatformPerMinute: row.scrape_requests_per_platform_per_minute,
         hasBillingAccount: row.customer_id !== null,
         served: row.served === true,
         expiresAt: row.expires_at,

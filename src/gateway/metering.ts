@@ -1,11 +1,13 @@
 // Checks 3 and 4 of spec 5.6: the rate limit, then billing. A free request is only counted in
 // its key's window. A paid request is admitted in one step (BillingProvider.admit): counted,
 // and only when within the limit, its credits reserved. When the API answers, the reservation
-// is captured (2xx-4xx: served, or the API's own 4xx, billed once) or released (5xx: never
-// billed). A capture is not awaited: the response does not wait on bookkeeping, and a capture
-// lost to a crash is released by the sweeper (under-billing, never double-billing). A release is
-// awaited, so a 5xx's credits are back before its response and an immediate retry at the hard
-// cap is not refused.
+// is captured (2xx-4xx: served, or the API's own 4xx, billed once) or released (5xx, or a
+// refusal the gateway made after admission, such as the per-platform scrape limit: never
+// billed, spec 7.7). A capture is not awaited: the response does not wait on bookkeeping, and a
+// capture lost to a crash is released by the sweeper (under-billing, never double-billing). A
+// release is awaited, so the credits are back before the response and an immediate retry at the
+// hard cap is not refused. Either happens once: this `finally` runs once per request, and the
+// store settles only a reservation still reserved.
 import type { Middleware } from 'koa';
 import { BillingUnavailableError } from '../billing/provider.ts';
 import { ApiError } from './api-error.ts';
@@ -75,15 +77,17 @@ export function admit(op: Operation): Middleware<RequestState> {
     ctx.state.credits = credits;
 
     let status = 500;
+    let billable = true;
     try {
       await next();
       status = ctx.status;
     } catch (err) {
       status = err instanceof ApiError ? err.status : 500;
+      billable = err instanceof ApiError ? err.billable : true;
       throw err;
     } finally {
       const unsettled = (err: unknown) => log.error({ err }, 'could not settle reservation; the sweeper will release it');
-      if (status >= 500) {
+      if (status >= 500 || !billable) {
         ctx.state.credits = 0;
         // Awaited: the credits are back before the client hears of the failure, so a retry at
         // the hard cap fits. Rare, and one short statement.

@@ -118,9 +118,13 @@ export function buildOpenApi(routes: readonly RouteSpec[], opts: { localPort: nu
     const path = op.path.replace(/:([A-Za-z_]+)/g, '{$1}');
     const responses: Record<string, object> = {};
     for (const [status, r] of Object.entries(spec.responses)) {
-      responses[status] = r.schema
-        ? { description: r.description, content: { 'application/json': { schema: jsonSchema(r.schema, 'output') } } }
-        : { description: r.description };
+      responses[status] = {
+        description: r.description,
+        ...(r.headers
+          ? { headers: Object.fromEntries(Object.entries(r.headers).map(([name, h]) => [name, { description: h.description, schema: jsonSchema(h.schema, 'output') }])) }
+          : {}),
+        ...(r.schema ? { content: { 'application/json': { schema: jsonSchema(r.schema, 'output') } } } : {}),
+      };
     }
     for (const [status, description] of Object.entries(GATEWAY_DENIALS)) {
       if (status === '402' && op.cost === 0) continue;

@@ -2,6 +2,7 @@
 // upsert-and-return per request, so concurrent requests can never slip past the limit. Paid
 // requests are counted inside their admission (BillingProvider.admit) in the same round trip.
 import type { Context } from 'koa';
+import { z } from 'zod';
 import type { Pool } from '../../db/pool.ts';
 import { GatewayError } from './errors.ts';
 import type { AdmissionGroups } from './admissions.ts';
@@ -87,6 +88,16 @@ export function enforceRateDecision(ctx: Context, policy: string, d: RateDecisio
   if (!d.allowed) throw new GatewayError('rate_limited', `more than ${d.limit} requests in the current minute`);
 }
 
+/**
+ * Adds a further policy (a route's own limit) to the answer's RateLimit-Policy and RateLimit
+ * beside the key's: both fields are structured-field lists with one item per policy, and repeated
+ * header lines are one comma-joined list. Retry-After is the refusal's to set (one value).
+ */
+export function appendRateLimitHeaders(ctx: Context, policy: string, d: RateDecision): void {
+  const h = rateLimitHeaders(policy, { ...d, allowed: true });
+  for (const [name, value] of Object.entries(h)) ctx.append(name, value);
+}
+
 /** IETF draft RateLimit headers (draft-ietf-httpapi-ratelimit-headers), plus Retry-After on 429. */
 export function rateLimitHeaders(policy: string, d: RateDecision): Record<string, string> {
   const headers: Record<string, string> = {
@@ -96,3 +107,10 @@ export function rateLimitHeaders(policy: string, d: RateDecision): Record<string
   if (!d.allowed) headers['Retry-After'] = String(d.resetSeconds);
   return headers;
 }
+
+/** The headers of a 429, for a route that documents its own (RouteSpec responses). */
+export const RATE_LIMIT_RESPONSE_HEADERS = {
+  'Retry-After': { description: 'Whole seconds until the window ends: retry then, not before', schema: z.number().int().min(1) },
+  'RateLimit-Policy': { description: 'IETF draft: each limit that applies, as `"name";q=<requests>;w=60`', schema: z.string() },
+  RateLimit: { description: 'IETF draft: each limit\'s state, as `"name";r=<left>;t=<seconds to reset>`', schema: z.string() },
+};

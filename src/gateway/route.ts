@@ -11,6 +11,8 @@ export type RouteContext = ParameterizedContext<RequestState>;
 export interface ResponseSpec {
   description: string;
   schema?: z.ZodType;
+  /** Response headers worth documenting (e.g. Retry-After on a 429), by name. */
+  headers?: Record<string, { description: string; schema: z.ZodType }>;
 }
 
 export interface RouteSpec {

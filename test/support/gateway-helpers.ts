@@ -16,11 +16,13 @@ import { call, startTestGateway, type Reply, type TestGateway } from './harness.
 /**
  * Environment for gateways in these tests. Every gateway of the run shares one PostgreSQL, so
  * per-address windows are shared too: trust X-Forwarded-For and give each client its own
- * address, and keep the unauthenticated limit out of the way unless a test is about it.
+ * address, and keep the unauthenticated limit and the per-platform scrape limit (a property may
+ * send dozens of scrapes to one platform in a minute) out of the way unless a test is about it.
  */
 export const GATEWAY_ENV: Record<string, string> = {
   TRUST_PROXY: 'true',
   UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE: '1000000',
+  SCRAPE_REQUESTS_PER_PLATFORM_PER_MINUTE: '1000000',
 };
 
 /** A random private address, unique enough per test that windows never collide. */

@@ -1,16 +1,20 @@
 // Live Availability API (spec 4.2): the platform registry, on-demand scrapes run as Temporal
-// workflows (scrape-runs.ts), and the liveness probe. Every error is `{detail}` (spec 7.3).
+// workflows (scrape-runs.ts), and the liveness probe. Every error of the API itself is `{detail}`
+// (spec 7.3); the gateway's refusals (a backend down, the per-platform scrape limit of
+// scrape-limit.ts) are in the gateway envelope (spec 7.1).
 import { z } from 'zod';
 import type { ApiModule } from '../../gateway/app.ts';
 import { GatewayError } from '../../gateway/errors.ts';
 import { readJsonObject } from '../../gateway/json-body.ts';
 import { NotReadyError, notReadySchema } from '../../gateway/readiness.ts';
+import { RATE_LIMIT_RESPONSE_HEADERS } from '../../gateway/rate-limit.ts';
 import type { RouteContext } from '../../gateway/route.ts';
 import { parseEventRef, type EventRef } from '../../platform/event-ref.ts';
 import { isPlatformKey, PLATFORM_KEYS, PLATFORMS, type PlatformKey } from '../../platform/registry.ts';
 import { LiveAvailabilityError, liveAvailabilityFailures } from './errors.ts';
 import { detailSchema, platformsResponseSchema, scrapeRequestSchema, scrapeResponseSchema, type PlatformDegraded } from './schema.ts';
 import { ScrapeRunError, scrapeWorkflowId } from './scrape-runs.ts';
+import { enforceScrapeLimit, scrapeLimitedSchema } from './scrape-limit.ts';
 
 /**
  * The registry as spec 2.6 lists it (our internal fields stay inside), plus `degraded`: why the
@@ -76,6 +80,14 @@ export const liveAvailabilityApi: ApiModule = {
         400: { description: 'Unknown platform, bad event id or region, or a body that is not a JSON object', schema: detailSchema },
         404: { description: 'Event not found on the platform', schema: detailSchema },
         408: { description: 'The platform took longer than 60 seconds', schema: detailSchema },
+        429: {
+          description:
+            'Gateway envelope `rate_limited` (spec 7.1): the key\'s own limit (30 requests a minute by default), or more scrape ' +
+            'requests to this platform in the current calendar minute than the account\'s plan allows over all its keys (10 by ' +
+            'default); the message names the limit and the platform. Retry after `Retry-After` seconds, when the window ends. Not billed.',
+          schema: scrapeLimitedSchema,
+          headers: RATE_LIMIT_RESPONSE_HEADERS,
+        },
         500: {
           description: 'Unexpected error during the scrape, the platform refusing requests (429/403), or its browser missing on the server (see `degraded` in GET /events/platforms); not billed',
           schema: detailSchema,
@@ -83,6 +95,7 @@ export const liveAvailabilityApi: ApiModule = {
       },
       handler: async (ctx) => {
         const ref = await scrapeTarget(ctx);
+        await enforceScrapeLimit(ctx, ref.platform);
         const runner = ctx.state.services.scrapes;
         if (!runner) throw new GatewayError('service_unavailable', 'scrape backend not configured');
         try {

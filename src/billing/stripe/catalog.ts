@@ -41,6 +41,7 @@ interface PlanRow {
   hard_cap: number | null;
   overage_unit_price: string | null;
   monthly_price: string | null;
+  scrape_requests_per_platform_per_minute: number | null;
 }
 
 /** Canonical decimal text ("0.200" -> "0.2", "007" -> "7"), so amounts compare as text. */
@@ -60,13 +61,28 @@ export function usdToCents(usd: string): string {
   return canonicalDecimal(`${m[1]}${frac.slice(0, 2)}.${frac.slice(2) || '0'}`);
 }
 
-/** The metadata of both prices, in the exact form planTerms() parses back. */
-export function termsMetadata(plan: Pick<PlanRow, 'id' | 'included' | 'hard_cap'>): Record<string, string> {
+/**
+ * The metadata of both prices, in the exact form planTerms() parses back. The optional scrape
+ * limit is left out when the plan has none (the service default); an update that drops it clears
+ * it in Stripe (see metadataUpdate).
+ */
+export function termsMetadata(plan: Pick<PlanRow, 'id' | 'included' | 'hard_cap' | 'scrape_requests_per_platform_per_minute'>): Record<string, string> {
+  const scrapes = plan.scrape_requests_per_platform_per_minute;
   return {
     [PLAN_METADATA.plan]: plan.id,
     [PLAN_METADATA.included]: String(plan.included),
     [PLAN_METADATA.hardCap]: plan.hard_cap === null ? 'unlimited' : String(plan.hard_cap),
+    ...(scrapes === null ? {} : { [PLAN_METADATA.scrapeRequestsPerPlatformPerMinute]: String(scrapes) }),
   };
+}
+
+/** Our keys that are optional: a price carrying one the plan no longer sets must lose it. */
+const OPTIONAL_KEYS = [PLAN_METADATA.scrapeRequestsPerPlatformPerMinute];
+
+/** The metadata to send to bring `p`'s in line with `d`'s: Stripe deletes a key sent empty. */
+function metadataUpdate(p: Stripe.Price, d: DesiredPrice): Record<string, string> {
+  const stale = OPTIONAL_KEYS.filter((k) => !(k in d.metadata) && p.metadata?.[k] !== undefined);
+  return { ...d.metadata, ...Object.fromEntries(stale.map((k) => [k, ''])) };
 }
 
 interface Tier {
@@ -144,7 +160,8 @@ function sameAmounts(p: Stripe.Price, d: DesiredPrice, meterId: string): boolean
 
 /** Only our keys are compared: metadata someone else added to the price is left alone. */
 function metadataDiffers(p: Stripe.Price, d: DesiredPrice): boolean {
-  return Object.entries(d.metadata).some(([k, v]) => p.metadata?.[k] !== v) || (p.nickname ?? '') !== d.nickname;
+  // Stripe never stores an empty value, so a key to clear ('') differs exactly when it is there.
+  return Object.entries(metadataUpdate(p, d)).some(([k, v]) => (p.metadata?.[k] ?? '') !== v) || (p.nickname ?? '') !== d.nickname;
 }
 
 async function syncMeter(stripe: Stripe, eventName: string): Promise<CatalogReport['meter']> {
@@ -211,7 +228,9 @@ export async function pricesByLookupKey(stripe: Stripe, keys: readonly string[],
 
 /** Brings the Stripe catalog in line with the plans table; running it again changes nothing. */
 export async function syncCatalog(db: Db, stripe: Stripe, opts: { meterEventName: string }): Promise<CatalogReport> {
-  const rows: PlanRow[] = await db('plans').orderBy('id').select('id', 'name', 'included', 'hard_cap', 'overage_unit_price', 'monthly_price');
+  const rows: PlanRow[] = await db('plans')
+    .orderBy('id')
+    .select('id', 'name', 'included', 'hard_cap', 'overage_unit_price', 'monthly_price', 'scrape_requests_per_platform_per_minute');
   const skipped: CatalogReport['skipped'] = [];
   const plans = rows.filter((p) => {
     const reason =
@@ -236,7 +255,7 @@ export async function syncCatalog(db: Db, stripe: Stripe, opts: { meterEventName
     const row = { plan: d.plan, role: d.role, lookup_key: d.lookupKey };
     if (p && sameAmounts(p, d, meter.id)) {
       const update: Stripe.PriceUpdateParams = {};
-      if (metadataDiffers(p, d)) Object.assign(update, { metadata: d.metadata, nickname: d.nickname });
+      if (metadataDiffers(p, d)) Object.assign(update, { metadata: metadataUpdate(p, d), nickname: d.nickname });
       if (!p.active) update.active = true;
       if (Object.keys(update).length) await stripe.prices.update(p.id, update);
       prices.push({ ...row, id: p.id, action: !p.active ? 'reactivated' : update.metadata ? 'updated' : 'unchanged' });

@@ -16,11 +16,17 @@ import type { Db } from '../../../db/connection.ts';
 import { SUBSCRIPTION_STATUSES, type Plan, type Subscription, type SubscriptionStatus } from '../provider.ts';
 import { basePrice, subscriptionTerms } from './plan-terms.ts';
 
+/** A plan as mirrored: our billing type plus the limits the gateway reads with the key. */
+export interface MirroredPlan extends Plan {
+  /** null: the service default (SCRAPE_REQUESTS_PER_PLATFORM_PER_MINUTE). */
+  scrapeRequestsPerPlatformPerMinute: number | null;
+}
+
 /** The subscription and its plan as our billing types see them; a misconfigured price has no priceId. */
 export interface StripeSubscriptionView {
   customerId: string;
   subscription: Subscription;
-  plan: Plan;
+  plan: MirroredPlan;
   /**
    * Whether Stripe can charge the customer for overage without asking (admission refuses usage
    * past the included credits without it); null when the customer was not expanded in the read,
@@ -77,8 +83,16 @@ export function viewOf(sub: Stripe.Subscription): StripeSubscriptionView {
     },
     // One product holds every plan (billing:sync), so the price's nickname is the plan's name.
     plan: terms
-      ? { id: terms.planId, name: price!.nickname ?? product?.name ?? terms.planId, included: terms.included, hardCap: terms.hardCap, priceId: price!.id, productId }
-      : { id: unpricedPlanId(price), name: 'misconfigured Stripe price', included: 0, hardCap: 0, priceId: null, productId },
+      ? {
+          id: terms.planId,
+          name: price!.nickname ?? product?.name ?? terms.planId,
+          included: terms.included,
+          hardCap: terms.hardCap,
+          priceId: price!.id,
+          productId,
+          scrapeRequestsPerPlatformPerMinute: terms.scrapeRequestsPerPlatformPerMinute ?? null,
+        }
+      : { id: unpricedPlanId(price), name: 'misconfigured Stripe price', included: 0, hardCap: 0, priceId: null, productId, scrapeRequestsPerPlatformPerMinute: null },
   };
 }
 
@@ -116,9 +130,17 @@ export async function mirrorSubscription(db: Db, sub: Stripe.Subscription, readA
       trial_end: s.trialEnd,
     };
     await trx('plans')
-      .insert({ id: plan.id, name: plan.name, included: plan.included, hard_cap: plan.hardCap, price_id: plan.priceId, product_id: plan.productId })
+      .insert({
+        id: plan.id,
+        name: plan.name,
+        included: plan.included,
+        hard_cap: plan.hardCap,
+        price_id: plan.priceId,
+        product_id: plan.productId,
+        scrape_requests_per_platform_per_minute: plan.scrapeRequestsPerPlatformPerMinute,
+      })
       .onConflict('id')
-      .merge(['name', 'included', 'hard_cap', 'price_id', 'product_id']);
+      .merge(['name', 'included', 'hard_cap', 'price_id', 'product_id', 'scrape_requests_per_platform_per_minute']);
     const applied = await trx.raw(
       `? ON CONFLICT (id) DO UPDATE SET ${[...SUBSCRIPTION_COLUMNS, 'account_id', 'read_at'].map((c) => `${c} = EXCLUDED.${c}`).join(', ')}
        WHERE stripe_subscriptions.read_at <= EXCLUDED.read_at RETURNING id`,

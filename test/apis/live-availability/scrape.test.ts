@@ -1,7 +1,8 @@
 // The Live Availability API through the real gateway, Temporal server, worker, scrapers and
 // simulator: the registry exactly as spec 2.6 lists it, scrapes answering spec 2.5, every
 // status of 7.3 in its `{detail}` body, billing per section 8 (5 credits; 4xx from the API
-// billed once; 5xx never), the SSRF rule, and random bodies never answered with a 500.
+// billed once; 5xx never), a plan's per-platform scrape limit (scrape-limit.test.ts has the
+// rest), the SSRF rule, and random bodies never answered with a 500.
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import fc from 'fast-check';
@@ -9,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TemporalScrapeRunner } from '../../../src/apis/live-availability/scrape-runs.ts';
 import { scrapeResponseSchema } from '../../../src/scrapers/schema.ts';
 import { startTestGateway, newAccount, type TestAccount, type TestGateway } from '../../support/harness.ts';
-import { clientFor, gatewayCode, GATEWAY_ENV, ledgerRows, usedCredits } from '../../support/gateway-helpers.ts';
+import { awayFromMinuteEdge, clientFor, gatewayCode, GATEWAY_ENV, ledgerRows, usedCredits } from '../../support/gateway-helpers.ts';
 import { hits, putEvent, section, useScrapeStack } from '../../support/scrape-stack.ts';
 
 const stack = useScrapeStack({ timeoutMs: 4_500 });
@@ -109,6 +110,36 @@ describe('POST /events/scrape', () => {
       expect(r.status, `${region}: ${r.text}`).toBe(200);
       expect(r.body).toMatchObject({ success: true, platform: 'pf_08', event_id: url, region: 'nz', total_stock: 6 });
     }
+  });
+
+  it("429 rate_limited past the plan's scrapes per platform per minute (issue 36): the platform never sees the refused one, and it is not billed", async () => {
+    const plan = `scrape_once_${randomUUID().slice(0, 8)}`;
+    await gw.db('plans').insert({ id: plan, name: 'One scrape a minute', included: 1_000_000, hard_cap: null, price_id: `price_${plan}`, product_id: 'prod_api', scrape_requests_per_platform_per_minute: 1 });
+    acct = await newAccount(gw.db, { plan });
+    const url = `https://pf03.example/e/limited-${randomUUID().slice(0, 8)}`;
+    await putEvent(stack.sim, 'pf_03', url, { region: 'fr', sections: [section('Fosse', 59.9, 10)] });
+    await awayFromMinuteEdge(15_000); // both requests in one calendar minute
+    const served = await scrape({ platform: 'pf_03', event_id: url, region: 'fr' });
+    expect(served.status, served.text).toBe(200);
+    expect(served.body).toMatchObject({ success: true, total_stock: 10 });
+    expect(await hits(stack.sim, 'pf_03', url)).toBe(1);
+
+    const refused = await scrape({ platform: 'pf_03', event_id: url, region: 'fr' });
+    expect(refused.status, refused.text).toBe(429);
+    expect(refused.body).toEqual({ error: { code: 'rate_limited', message: 'more than 1 scrape requests to pf_03 in the current minute for this account' } });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(refused.headers.get('ratelimit-policy')).toContain('"scrape_pf_03";q=1;w=60');
+    expect(await hits(stack.sim, 'pf_03', url)).toBe(1);
+    // Another platform is another budget.
+    expect((await scrape({ platform: 'pf_06', event_id: 'Zz9Yy8Xx', region: 'us' })).status).toBe(404);
+
+    expect(await usedCredits(gw.db, acct.accountId)).toBe(10);
+    const rows = await ledgerRows(gw.db, acct.accountId);
+    expect(rows.map((row) => [row.request_id, row.state, row.status_code])).toEqual([
+      [served.headers.get('x-request-id'), 'charged', 200],
+      [refused.headers.get('x-request-id'), 'released', 429],
+      [expect.any(String), 'charged', 404],
+    ]);
   });
 
   it('answers a sold-out event with total_stock 0', async () => {

@@ -14,7 +14,7 @@ import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../../db/connection.ts';
 import { canonicalDecimal, usdToCents } from '../../../src/billing/stripe/catalog.ts';
-import { planTerms } from '../../../src/billing/stripe/plan-terms.ts';
+import { PLAN_METADATA, planTerms } from '../../../src/billing/stripe/plan-terms.ts';
 import { databaseUrl, runTs, type ProcessResult } from '../../support/harness.ts';
 import { startStripeProxy, type RecordedStripeRequest, type StripeProxy } from '../../support/stripe-mock.ts';
 
@@ -186,6 +186,24 @@ describe.sequential('billing:sync', () => {
     expect(report.prices.filter((p: { plan: string }) => p.plan === METERED).map((p: { action: string }) => p.action)).toEqual(['updated', 'updated']);
     await db('plans').where({ id: METERED }).update({ hard_cap: null });
     await adminOk(['billing:sync']);
+  });
+
+  it('a plan’s scrape limit (issue 36) is written as its optional metadata key, and cleared when the plan drops it', async () => {
+    const key = PLAN_METADATA.scrapeRequestsPerPlatformPerMinute;
+    const stored = () => [...proxy.store.prices.values()].filter((p) => p.lookup_key?.startsWith(`tm_${METERED}_`)).map((p) => p.metadata?.[key]);
+    await db('plans').where({ id: METERED }).update({ scrape_requests_per_platform_per_minute: 25 });
+    const set = await during(() => adminOk(['billing:sync']));
+    expect(writes(set.requests).map((r) => metadataOf(r.form)[key])).toEqual(['25', '25']);
+    expect(stored()).toEqual(['25', '25']);
+    for (const r of writes(set.requests)) expect(planTerms(metadataOf(r.form))).toMatchObject({ planId: METERED, scrapeRequestsPerPlatformPerMinute: 25 });
+    expect(writes((await during(() => adminOk(['billing:sync']))).requests)).toEqual([]);
+
+    await db('plans').where({ id: METERED }).update({ scrape_requests_per_platform_per_minute: null });
+    const cleared = await during(() => adminOk(['billing:sync']));
+    // Stripe deletes a metadata key sent empty: the prices go back to the service default.
+    expect(writes(cleared.requests).map((r) => metadataOf(r.form)[key])).toEqual(['', '']);
+    expect(stored()).toEqual([undefined, undefined]);
+    expect(writes((await during(() => adminOk(['billing:sync']))).requests)).toEqual([]);
   });
 });
 

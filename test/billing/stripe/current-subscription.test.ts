@@ -2,13 +2,15 @@
 // reads and derives the account's current one (a served status first, then the newest), and a
 // read older than the stored one changes nothing. The subscriptions are stripe-mock's, read as
 // Stripe serves them, then given the ids, statuses and creation times each test writes down;
-// the expected current subscription is worked out by the test from those, never read back.
+// the expected current subscription is worked out by the test from those, never read back. Also:
+// the plan's optional scrape limit reaches the plans row.
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../../db/connection.ts';
 import { MIRROR_EXPAND, mirrorSubscription } from '../../../src/billing/stripe/mirror.ts';
+import { basePrice, PLAN_METADATA } from '../../../src/billing/stripe/plan-terms.ts';
 import { testConfig } from '../../support/harness.ts';
 import { stripeMockUrl } from '../../support/stripe-mock.ts';
 
@@ -70,6 +72,20 @@ describe('the current subscription of a Stripe customer', () => {
     expect(await mirrorSubscription(db, subscription(customerId, id, 'canceled', 1_750_000_000), at(10))).toBe('mirrored');
     expect(await mirrorSubscription(db, subscription(customerId, id, 'active', 1_750_000_000), at(5))).toBe('stale');
     expect(await current(accountId)).toEqual({ id, status: 'canceled' });
+  });
+
+  it("mirrors the plan's optional scrape limit (issue 36) into plans, and its removal back to NULL (the service default)", async () => {
+    const { accountId, customerId } = await customer();
+    const plan = `mirrored_${accountId}`;
+    const sub = subscription(customerId, `sub_limit_${accountId}`, 'active', 1_760_000_000);
+    const base = basePrice(sub)!;
+    const limit = () => db('plans').where({ id: plan }).first('scrape_requests_per_platform_per_minute', 'price_id');
+    base.metadata = { [PLAN_METADATA.plan]: plan, [PLAN_METADATA.included]: '100', [PLAN_METADATA.hardCap]: '100', [PLAN_METADATA.scrapeRequestsPerPlatformPerMinute]: '7' };
+    expect(await mirrorSubscription(db, sub, at(1))).toBe('mirrored');
+    expect(await limit()).toEqual({ scrape_requests_per_platform_per_minute: 7, price_id: base.id });
+    delete base.metadata[PLAN_METADATA.scrapeRequestsPerPlatformPerMinute];
+    expect(await mirrorSubscription(db, sub, at(2))).toBe('mirrored');
+    expect(await limit()).toEqual({ scrape_requests_per_platform_per_minute: null, price_id: base.id });
   });
 
   it('when none is served, the newest is current (its status is what admission refuses with)', async () => {

@@ -7,6 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { PLAN_METADATA, planTerms } from '../../../src/billing/stripe/plan-terms.ts';
 import { viewOf } from '../../../src/billing/stripe/mirror.ts';
 
+const SCRAPES = PLAN_METADATA.scrapeRequestsPerPlatformPerMinute;
+
 const meta = (plan: string, included: string, hardCap: string) => ({ [PLAN_METADATA.plan]: plan, [PLAN_METADATA.included]: included, [PLAN_METADATA.hardCap]: hardCap });
 
 describe('plan terms from price metadata', () => {
@@ -35,6 +37,16 @@ describe('plan terms from price metadata', () => {
     }
   });
 
+  it('reads the optional scrape limit per platform per minute: absent is the service default, malformed a misconfigured plan', () => {
+    expect(planTerms({ ...meta('pro', '200000', 'unlimited'), [SCRAPES]: '25' })).toEqual({ planId: 'pro', included: 200_000, hardCap: null, scrapeRequestsPerPlatformPerMinute: 25 });
+    expect(planTerms({ ...meta('free', '1000', '1000'), [SCRAPES]: ' 1 ' })).toEqual({ planId: 'free', included: 1_000, hardCap: 1_000, scrapeRequestsPerPlatformPerMinute: 1 });
+    expect(planTerms({ ...meta('free', '1000', '1000'), [SCRAPES]: '1000000' })?.scrapeRequestsPerPlatformPerMinute).toBe(1_000_000);
+    expect(planTerms(meta('free', '1000', '1000'))).not.toHaveProperty('scrapeRequestsPerPlatformPerMinute');
+    for (const bad of ['', '0', '-1', '01', '1.5', '1e3', '0x10', 'unlimited', 'ten', '1000001', '9'.repeat(20)]) {
+      expect(planTerms({ ...meta('free', '1000', '1000'), [SCRAPES]: bad }), bad).toBeNull();
+    }
+  });
+
   it('on any metadata: null, or terms that are whole, non-negative and under their cap', () => {
     const value = fc.oneof(fc.string(), fc.nat().map(String), fc.constantFrom('unlimited', '0', ' 5 ', '1.5', '9'.repeat(20)));
     fc.assert(
@@ -44,6 +56,8 @@ describe('plan terms from price metadata', () => {
         expect(Number.isSafeInteger(t.included) && t.included >= 0).toBe(true);
         expect(t.hardCap === null || (Number.isSafeInteger(t.hardCap) && t.hardCap >= t.included)).toBe(true);
         expect(t.planId).toMatch(/^[a-z0-9][a-z0-9_-]*$/);
+        const scrapes = t.scrapeRequestsPerPlatformPerMinute;
+        expect(scrapes === undefined ? !(SCRAPES in m) : Number.isSafeInteger(scrapes) && scrapes >= 1 && scrapes <= 1_000_000).toBe(true);
       }),
       { numRuns: 2_000 },
     );
@@ -86,7 +100,14 @@ describe('a Stripe subscription as the mirror sees it', () => {
     const v = viewOf(subscription({ metered: true }));
     expect(v.customerId).toBe('cus_123');
     expect(v.subscription).toMatchObject({ id: 'sub_123', planId: 'starter', status: 'active', periodStart: new Date(1_764_000_000_000), periodEnd: new Date(1_766_592_000_000) });
-    expect(v.plan).toEqual({ id: 'starter', name: 'Ticket market API', included: 20_000, hardCap: 25_000, priceId: 'price_base', productId: 'prod_tm' });
+    expect(v.plan).toEqual({ id: 'starter', name: 'Ticket market API', included: 20_000, hardCap: 25_000, priceId: 'price_base', productId: 'prod_tm', scrapeRequestsPerPlatformPerMinute: null });
+  });
+
+  it("carries the plan's scrape limit when its metadata sets one (issue 36), null (the service default) when not", () => {
+    const v = viewOf(subscription({ metadata: { ...meta('starter', '20000', '25000'), [SCRAPES]: '25' } }));
+    expect(v.plan).toMatchObject({ id: 'starter', priceId: 'price_base', scrapeRequestsPerPlatformPerMinute: 25 });
+    const bad = viewOf(subscription({ metadata: { ...meta('starter', '20000', '25000'), [SCRAPES]: 'lots' } }));
+    expect(bad.plan).toMatchObject({ id: 'unpriced:price_base', priceId: null, scrapeRequestsPerPlatformPerMinute: null });
   });
 
   it('a price without valid terms is a plan without a price (402 plan_unavailable, /usage 502 bad_plan_pricing)', () => {

@@ -2454,15 +2454,22 @@ export interface operations {
                     "application/json": components["schemas"]["LiveAvailabilityError"];
                 };
             };
-            /** @description rate_limited; see Retry-After */
+            /** @description Gateway envelope `rate_limited` (spec 7.1): the key's own limit (30 requests a minute by default), or more scrape requests to this platform in the current calendar minute than the account's plan allows over all its keys (10 by default); the message names the limit and the platform. Retry after `Retry-After` seconds, when the window ends. Not billed. */
             429: {
                 headers: {
+                    /** @description Whole seconds until the window ends: retry then, not before */
+                    "Retry-After"?: number;
+                    /** @description IETF draft: each limit that applies, as `"name";q=<requests>;w=60` */
+                    "RateLimit-Policy"?: string;
+                    /** @description IETF draft: each limit's state, as `"name";r=<left>;t=<seconds to reset>` */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         error: {
-                            code: string;
+                            /** @constant */
+                            code: "rate_limited";
                             message: string;
                         };
                     };
