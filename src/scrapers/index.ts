@@ -7,15 +7,20 @@
 // the session and cools its exit down; a scrape whose exit was picked here moves to the next
 // healthy exit at once, as a user would expect an on-demand scrape not to fail because one
 // address of many was refused. A proxy that fails (unreachable, refusing our credentials) is set
-// aside the same way. Every fetch of an adapter checks its platform's challenge page.
+// aside the same way.
+//
+// An adapter reaches the network only through the fetchers each scrape is given (scrape-via.ts),
+// bound here to the scrape's session, signal and platform challenge page: with exit pools, the
+// session picked or handed; without, none, and the requests go out as they always did.
 import type { EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
-import { withBlockPage } from './block-pages.ts';
 import { createBrowserPages, type BrowserPages } from './browser-pages.ts';
 import type { ExitPool, ExitPools } from './egress/exit-pool.ts';
+import type { ScrapeSession } from './egress/scrape-session.ts';
 import { throughExits } from './egress/through-exits.ts';
 import { createHttpPages, type HttpPages } from './http-pages.ts';
 import { ADAPTER_FACTORIES, BLOCK_PAGES } from './platforms/index.ts';
+import { scrapeVia, type ScrapeFetchers } from './scrape-via.ts';
 import type { PageFetcher, PlatformAdapter, PlatformSessions, ScrapeData, ScrapeOptions } from './types.ts';
 
 interface ScraperSettings {
@@ -43,6 +48,12 @@ export type ScrapersOptions = ScraperSettings &
     exits?: ExitPools;
   };
 
+/** A platform's adapter, and the fetchers each of its scrapes is given bound (scrape-via.ts). */
+interface Platform {
+  adapter: PlatformAdapter;
+  fetchers: ScrapeFetchers;
+}
+
 export interface Scrapers {
   scrape(ref: EventRef, options?: ScrapeOptions): Promise<ScrapeData>;
   /** Starts the HTTP crawlers and launches the browser ahead of the first scrape. */
@@ -57,18 +68,21 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
   const http = 'http' in options ? options.http : own!;
   const ownBrowser = options.browser ? null : createBrowserPages({ pages: options.browserPages, chromiumPath: options.chromiumPath, timeoutMs: options.attemptTimeoutMs });
   const browser = options.browser ?? ownBrowser!;
-  const adapters = new Map<PlatformKey, PlatformAdapter>();
+  const platforms = new Map<PlatformKey, Platform>();
   for (const [platform, create] of Object.entries(ADAPTER_FACTORIES) as [PlatformKey, (typeof ADAPTER_FACTORIES)[PlatformKey]][]) {
     const baseUrl = options.baseUrls[platform];
     if (!baseUrl) throw new Error(`no base URL for ${platform}`);
-    adapters.set(platform, create({ baseUrl: baseUrl.replace(/\/+$/, ''), http: withBlockPage(http, BLOCK_PAGES[platform]), browser, sessions: options.sessions }));
+    // The browser-made sessions serve pf_01 alone (PlatformSessions.pf01): no other scrape makes a pool of them.
+    const fetchers = { http, browser, sessions: platform === 'pf_01' ? options.sessions : undefined };
+    platforms.set(platform, { adapter: create({ baseUrl: baseUrl.replace(/\/+$/, '') }), fetchers });
   }
   return {
     scrape: (ref, scrapeOptions = {}) => {
-      const adapter = adapters.get(ref.platform)!;
+      const platform = platforms.get(ref.platform)!;
       const pool = options.exits?.for(ref.platform);
-      // Without proxies a platform is scraped as it always was: one address, one header set.
-      return pool?.proxied ? scrapeThrough(pool, adapter, ref, scrapeOptions) : adapter.scrape(ref, scrapeOptions);
+      // Without proxies a platform is scraped as it always was: one address, one header set (no
+      // session, unless the caller hands one).
+      return pool?.proxied ? scrapeThrough(pool, platform, ref, scrapeOptions) : scrapeWith(platform, ref, scrapeOptions.session, scrapeOptions.signal);
     },
     warm: async () => {
       await Promise.all([http.warm?.(), browser.warm()]);
@@ -80,7 +94,12 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
   };
 }
 
+/** One scrape by `platform`'s adapter, every request of it made with `session` (scrape-via.ts). */
+function scrapeWith({ adapter, fetchers }: Platform, ref: EventRef, session: ScrapeSession | undefined, signal: AbortSignal | undefined): Promise<ScrapeData> {
+  return adapter.scrape(ref, scrapeVia(fetchers, { session, signal, blockPage: BLOCK_PAGES[ref.platform] }));
+}
+
 /** One scrape with a session of `pool` (egress/through-exits.ts says what a block does). */
-function scrapeThrough(pool: ExitPool, adapter: PlatformAdapter, ref: EventRef, options: ScrapeOptions): Promise<ScrapeData> {
-  return throughExits(pool, options, (session) => adapter.scrape(ref, { ...options, session }));
+function scrapeThrough(pool: ExitPool, platform: Platform, ref: EventRef, options: ScrapeOptions): Promise<ScrapeData> {
+  return throughExits(pool, options, (session) => scrapeWith(platform, ref, session, options.signal));
 }
