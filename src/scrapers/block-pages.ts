@@ -3,8 +3,8 @@
 // (answer-status.ts); these rules catch the walls a status alone would let through, to be read as
 // inventory. Each adapter says which wall its platform runs (its `blockPage`), from the three
 // families seen on ticketing sites; the fetchers check every answer they return against it, and
-// a match is a `blocked` failure like a 403: never a page, never an empty inventory.
-import type { PageFetcher } from './types.ts';
+// a match is a `blocked` failure like a 403: never a page, never an empty inventory. Each scrape's
+// fetchers carry their platform's rule bound (scrape-via.ts).
 
 /** What a fetcher shows a rule: the answer's status, headers (lower-case names) and body. */
 export interface AnswerSeen {
@@ -48,11 +48,3 @@ export const datadomeBlock: BlockPageRule = (answer) => {
 
 /** No wall is known: only 403 and 429 block. */
 export const noBlockPage: BlockPageRule = () => null;
-
-/** `http`, with `rule` checked on every answer: what an adapter or a marketplace scraper is given. */
-export function withBlockPage(http: PageFetcher, rule: BlockPageRule): PageFetcher {
-  return {
-    html: (url, init = {}) => http.html(url, { blockPage: rule, ...init }),
-    json: (url, init = {}) => http.json(url, { blockPage: rule, ...init }),
-  };
-}

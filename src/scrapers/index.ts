@@ -8,15 +8,20 @@
 //     is answered from its back-off without a request; else a healthy exit is picked in turn and a
 //     refusal moves the scrape to one more, charged to the target, never to an exit (issue 36).
 // Without proxies a platform is scraped as it always was (one address, no session), its one exit
-// keeping the same accounts. Every fetch of an adapter checks its platform's challenge page.
+// keeping the same accounts.
+//
+// An adapter reaches the network only through the fetchers each scrape is given (scrape-via.ts),
+// bound here to the scrape's session, signal and platform challenge page: with exit pools, the
+// session picked or handed; without, none, and the requests go out as they always did.
 import { targetKey, type EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
-import { withBlockPage } from './block-pages.ts';
 import { createBrowserPages, type BrowserPages } from './browser-pages.ts';
 import type { ExitPool, ExitPools } from './egress/exit-pool.ts';
+import type { ScrapeSession } from './egress/scrape-session.ts';
 import { throughExits } from './egress/through-exits.ts';
 import { createHttpPages, type HttpPages } from './http-pages.ts';
 import { ADAPTER_FACTORIES, BLOCK_PAGES } from './platforms/index.ts';
+import { scrapeVia, type ScrapeFetchers } from './scrape-via.ts';
 import type { PageFetcher, PlatformAdapter, PlatformSessions, ScrapeData, ScrapeOptions } from './types.ts';
 
 interface ScraperSettings {
@@ -46,6 +51,12 @@ export type ScrapersOptions = ScraperSettings &
     exitsChosenByCaller?: boolean;
   };
 
+/** A platform's adapter, and the fetchers each of its scrapes is given bound (scrape-via.ts). */
+interface Platform {
+  adapter: PlatformAdapter;
+  fetchers: ScrapeFetchers;
+}
+
 export interface Scrapers {
   scrape(ref: EventRef, options?: ScrapeOptions): Promise<ScrapeData>;
   /** Starts the HTTP crawlers and launches the browser ahead of the first scrape. */
@@ -60,17 +71,19 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
   const http = 'http' in options ? options.http : own!;
   const ownBrowser = options.browser ? null : createBrowserPages({ pages: options.browserPages, chromiumPath: options.chromiumPath, timeoutMs: options.attemptTimeoutMs });
   const browser = options.browser ?? ownBrowser!;
-  const adapters = new Map<PlatformKey, PlatformAdapter>();
+  const platforms = new Map<PlatformKey, Platform>();
   for (const [platform, create] of Object.entries(ADAPTER_FACTORIES) as [PlatformKey, (typeof ADAPTER_FACTORIES)[PlatformKey]][]) {
     const baseUrl = options.baseUrls[platform];
     if (!baseUrl) throw new Error(`no base URL for ${platform}`);
-    adapters.set(platform, create({ baseUrl: baseUrl.replace(/\/+$/, ''), http: withBlockPage(http, BLOCK_PAGES[platform]), browser, sessions: options.sessions }));
+    // The browser-made sessions serve pf_01 alone (PlatformSessions.pf01): no other scrape makes a pool of them.
+    const fetchers = { http, browser, sessions: platform === 'pf_01' ? options.sessions : undefined };
+    platforms.set(platform, { adapter: create({ baseUrl: baseUrl.replace(/\/+$/, '') }), fetchers });
   }
   return {
     scrape: (ref, scrapeOptions = {}) => {
-      const adapter = adapters.get(ref.platform)!;
+      const platform = platforms.get(ref.platform)!;
       const pool = options.exits?.for(ref.platform);
-      return pool && !options.exitsChosenByCaller ? scrapeThrough(pool, adapter, ref, scrapeOptions) : adapter.scrape(ref, scrapeOptions);
+      return pool && !options.exitsChosenByCaller ? scrapeThrough(pool, platform, ref, scrapeOptions) : scrapeWith(platform, ref, scrapeOptions.session, scrapeOptions.signal);
     },
     warm: async () => {
       await Promise.all([http.warm?.(), browser.warm()]);
@@ -82,7 +95,12 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
   };
 }
 
+/** One scrape by `platform`'s adapter, every request of it made with `session` (scrape-via.ts). */
+function scrapeWith({ adapter, fetchers }: Platform, ref: EventRef, session: ScrapeSession | undefined, signal: AbortSignal | undefined): Promise<ScrapeData> {
+  return adapter.scrape(ref, scrapeVia(fetchers, { session, signal, blockPage: BLOCK_PAGES[ref.platform] }));
+}
+
 /** One on-demand scrape through an exit of `pool` (egress/through-exits.ts says what a refusal does). */
-function scrapeThrough(pool: ExitPool, adapter: PlatformAdapter, ref: EventRef, options: ScrapeOptions): Promise<ScrapeData> {
-  return throughExits(pool, { target: targetKey(ref), source: 'on-demand', signal: options.signal }, (session) => adapter.scrape(ref, { ...options, session }));
+function scrapeThrough(pool: ExitPool, platform: Platform, ref: EventRef, options: ScrapeOptions): Promise<ScrapeData> {
+  return throughExits(pool, { target: targetKey(ref), source: 'on-demand', signal: options.signal }, (session) => scrapeWith(platform, ref, session, options.signal));
 }

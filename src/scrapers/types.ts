@@ -4,7 +4,8 @@
 import type { CheerioAPI } from 'cheerio';
 import type { z } from 'zod';
 import type { Page } from 'playwright-core';
-import type { Pf01Sessions } from './platforms/pf_01-session.ts';
+import type { Pf01Session, Pf01Sessions } from './platforms/pf_01-session.ts';
+import type { SessionPool } from './session-pool.ts';
 import type { EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
 import type { BlockPageRule } from './block-pages.ts';
@@ -109,13 +110,15 @@ export function blockedFailure(where: string, status: number, retryAfterMs: numb
   return new ScrapeFailure('blocked', `${where} answered ${status}, ${wait}`, { retryAfterMs, refusedByPlatform: true, status });
 }
 
+/** What a caller of the scrapers (index.ts) gives one scrape: never seen by an adapter. */
 export interface ScrapeOptions {
   /** Aborts the scrape (the attempt ran out of time, or the caller went away). */
   signal?: AbortSignal;
   /**
    * The session every request of the scrape is made with (egress/scrape-session.ts): its exit,
-   * headers and cookies. Adapters pass it on to each fetch; the scrapers (index.ts) pick one
-   * when the caller does not, and tell its pool how it went.
+   * headers and cookies. The scrapers pick one when the caller does not (a poller hands the one
+   * of the exit whose turn it is), bind it into the fetchers the adapter is given (ScrapeVia) and
+   * tell its pool how it went.
    */
   session?: ScrapeSession;
 }
@@ -123,7 +126,8 @@ export interface ScrapeOptions {
 /** One platform: turns an EventRef into ScrapeData, or throws a ScrapeFailure. */
 export interface PlatformAdapter {
   readonly platform: PlatformKey;
-  scrape(ref: EventRef, options?: ScrapeOptions): Promise<ScrapeData>;
+  /** `via`: this scrape's fetchers, the only way the adapter reaches the network. */
+  scrape(ref: EventRef, via: ScrapeVia): Promise<ScrapeData>;
 }
 
 /** A page or API answer below 500, other than 429 and 403 (a 404 is the adapter's to interpret). */
@@ -135,6 +139,10 @@ export interface FetchedPage {
   headers?: Readonly<Record<string, string | string[] | undefined>>;
 }
 
+/**
+ * What the fetchers themselves (http-pages.ts, fetch-pages.ts) take. Adapters never see it: they
+ * ask with ScrapeFetchInit, the rest bound for them (scrape-via.ts).
+ */
 export interface FetchInit {
   method?: 'GET' | 'POST';
   headers?: Record<string, string>;
@@ -153,7 +161,8 @@ export interface FetchInit {
 }
 
 /**
- * HTTP fetching through crawlee (http-pages.ts). A network error, a 5xx or a time-out throws a
+ * One of the process's HTTP fetchers: crawlee's (http-pages.ts) or the lean one (fetch-pages.ts).
+ * Only the scrapers hold one; adapters get it bound to their scrape (ScrapeFetcher). A network error, a 5xx or a time-out throws a
  * ScrapeFailure (`upstream` or `attempt_timeout`), a 429 or 403 one of kind `blocked` (with the
  * answer's Retry-After); anything else comes back as a page.
  */
@@ -164,7 +173,10 @@ export interface PageFetcher {
   json(url: string, init?: FetchInit): Promise<FetchedPage & { data: unknown }>;
 }
 
-/** Pages of the warm browser (browser-pages.ts), for platforms that render client-side. */
+/**
+ * Pages of the warm browser (browser-pages.ts), for platforms that render client-side. Held by
+ * the scrapers and pf_01's session maker; adapters get it bound to their scrape (ScrapeBrowser).
+ */
 export interface BrowserSession {
   /**
    * `session`: the page goes through its exit's proxy as its browser (user agent, language).
@@ -173,14 +185,59 @@ export interface BrowserSession {
   withPage<T>(url: string, use: (page: Page) => Promise<T>, options?: { signal?: AbortSignal; session?: ScrapeSession; blockPage?: BlockPageRule }): Promise<T>;
 }
 
-/** What an adapter factory is given: its platform's base URL and the shared fetchers. */
+/**
+ * What an adapter may ask of one fetch. Where the request leaves from (the scrape's session), when
+ * it stops (the scrape's signal) and which challenge page it is checked against (the platform's)
+ * were decided for the whole scrape and bound into the fetcher (scrape-via.ts). They are `never`
+ * here, not merely absent, so that no adapter can set them, nor pass on a FetchInit that does:
+ * an adapter that tried to choose or drop its session would not compile.
+ */
+export type ScrapeFetchInit = Pick<FetchInit, 'method' | 'headers' | 'body' | 'readStatuses'> & {
+  session?: never;
+  signal?: never;
+  blockPage?: never;
+};
+
+/** A PageFetcher bound to one scrape: every request goes out as that scrape's (ScrapeFetchInit). */
+export interface ScrapeFetcher {
+  html(url: string, init?: ScrapeFetchInit): Promise<FetchedPage & { $: CheerioAPI }>;
+  json(url: string, init?: ScrapeFetchInit): Promise<FetchedPage & { data: unknown }>;
+}
+
+/** The warm browser bound to one scrape: each page is opened through its session, checked against the platform's challenge page. */
+export interface ScrapeBrowser {
+  withPage<T>(url: string, use: (page: Page) => Promise<T>): Promise<T>;
+}
+
+/**
+ * The browser-made sessions one scrape may use (pf_01's tokens, pf_01-session.ts): those made
+ * through the scrape's own exit, the fetcher their requests go through (bound like ScrapeVia's
+ * `http`), and how this set of adapters uses them.
+ */
+export interface ScrapeBrowserMade {
+  pool: SessionPool<Pf01Session>;
+  http: ScrapeFetcher;
+  use: SessionUse;
+}
+
+/**
+ * How one scrape reaches the network: fetchers bound to its session (none without exit pools),
+ * its signal and its platform's challenge page, made once per scrape (scrape-via.ts, called by
+ * index.ts). An adapter has no other way out, so none can send from an address it was not given.
+ */
+export interface ScrapeVia {
+  /** Aborts the scrape; bound into every fetch already, given for the waits an adapter makes itself. */
+  readonly signal: AbortSignal | undefined;
+  readonly http: ScrapeFetcher;
+  readonly browser: ScrapeBrowser;
+  /** Present for the platform whose data endpoints need a session made in the browser (pf_01), when the process makes them. */
+  readonly browserMade?: ScrapeBrowserMade;
+}
+
+/** What an adapter factory is given, once: where its platform is. Its fetchers come per scrape (ScrapeVia). */
 export interface AdapterDeps {
   /** e.g. http://127.0.0.1:8090/pf_03 (no trailing slash); every fetch stays below it. */
   baseUrl: string;
-  http: PageFetcher;
-  browser: BrowserSession;
-  /** Sessions made in the browser, for the platforms whose data endpoints need one (pf_01). */
-  sessions?: PlatformSessions;
 }
 
 /**
@@ -190,7 +247,10 @@ export interface AdapterDeps {
  */
 export type SessionUse = 'always' | 'when-warm';
 
-/** The browser-made sessions adapters share, and how this set of adapters uses them. */
+/**
+ * The browser-made sessions a set of scrapers shares, and how it uses them; each scrape is given
+ * those of its own exit (ScrapeVia.browserMade).
+ */
 export interface PlatformSessions {
   pf01: Pf01Sessions;
   use: SessionUse;

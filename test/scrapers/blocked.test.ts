@@ -5,9 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseEventRef } from '../../src/platform/event-ref.ts';
 import { createBrowserPages, type BrowserPages } from '../../src/scrapers/browser-pages.ts';
 import { createPf01 } from '../../src/scrapers/platforms/pf_01.ts';
-import type { PageFetcher, PlatformAdapter } from '../../src/scrapers/types.ts';
+import type { PageFetcher } from '../../src/scrapers/types.ts';
 import { simEventInputSchema } from '../../src/simulator/state.ts';
-import { expectFailure, HTTP_PLATFORMS, startHarness, type Harness } from './platform-harness.ts';
+import { expectFailure, HTTP_PLATFORMS, startHarness, withFetchers, type BoundAdapter, type Harness } from './platform-harness.ts';
 
 const sections = [{ name: 'Floor', price: 10, stock: 2 }];
 
@@ -43,14 +43,14 @@ describe.each(HTTP_PLATFORMS)('%s', (platform) => {
 
 describe('pf_01 in the browser', () => {
   let browser: BrowserPages;
-  let pf01: PlatformAdapter;
+  let pf01: BoundAdapter;
   const noHttp: PageFetcher = {
     html: () => Promise.reject(new Error('pf_01 must not fetch over HTTP')),
     json: () => Promise.reject(new Error('pf_01 must not fetch over HTTP')),
   };
   beforeAll(() => {
     browser = createBrowserPages({ pages: 1, chromiumPath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', timeoutMs: 10_000 });
-    pf01 = createPf01({ baseUrl: h.sim.baseUrls.pf_01!, http: noHttp, browser });
+    pf01 = withFetchers(createPf01({ baseUrl: h.sim.baseUrls.pf_01! }), { http: noHttp, browser });
   });
   afterAll(async () => {
     await browser?.close();

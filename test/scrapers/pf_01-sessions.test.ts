@@ -15,7 +15,8 @@ import { createBrowserPages, type BrowserPages } from '../../src/scrapers/browse
 import { createFetchPages, type FetchPages } from '../../src/scrapers/fetch-pages.ts';
 import { createPf01 } from '../../src/scrapers/platforms/pf_01.ts';
 import { createPf01Sessions, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
-import { ScrapeFailure, type PageFetcher, type PlatformAdapter, type ScrapeData, type SessionUse } from '../../src/scrapers/types.ts';
+import { ScrapeFailure, type PageFetcher, type ScrapeData, type SessionUse } from '../../src/scrapers/types.ts';
+import { withFetchers, type BoundAdapter } from './platform-harness.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { simEventInputSchema } from '../../src/simulator/state.ts';
 import { inventory } from './inventory-arbitrary.ts';
@@ -27,15 +28,15 @@ let sim: Simulator;
 let browser: BrowserPages;
 let http: FetchPages;
 /** Today's adapter: every scrape renders the page. */
-let viaPage: PlatformAdapter;
+let viaPage: BoundAdapter;
 
 const noHttp: PageFetcher = {
   html: () => Promise.reject(new Error('the page path must not fetch over HTTP')),
   json: () => Promise.reject(new Error('the page path must not fetch over HTTP')),
 };
 
-function adapter(sessions: Pf01Sessions, use: SessionUse): PlatformAdapter {
-  return createPf01({ baseUrl: sim.baseUrls.pf_01!, http: noHttp, browser, sessions: { pf01: sessions, use } });
+function adapter(sessions: Pf01Sessions, use: SessionUse): BoundAdapter {
+  return withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser, sessions: { pf01: sessions, use } });
 }
 
 function sessions(size = 2, opts: { browser?: BrowserPages } = {}): Pf01Sessions {
@@ -68,7 +69,7 @@ beforeAll(async () => {
   sim = await startSimulator({ empty: true });
   browser = createBrowserPages({ pages: 2, chromiumPath: CHROMIUM, timeoutMs: TIMEOUT_MS });
   http = createFetchPages({ concurrency: 16, timeoutMs: TIMEOUT_MS });
-  viaPage = createPf01({ baseUrl: sim.baseUrls.pf_01!, http: noHttp, browser });
+  viaPage = withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser });
   await browser.warm();
 });
 
@@ -233,7 +234,7 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     try {
       const pool = sessions(1, { browser: missing });
       const ref = putEvent({ sections: [{ name: 'Floor', price: 40, stock: 12 }] });
-      const make = (use: SessionUse) => createPf01({ baseUrl: sim.baseUrls.pf_01!, http: noHttp, browser: missing, sessions: { pf01: pool, use } });
+      const make = (use: SessionUse) => withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser: missing, sessions: { pf01: pool, use } });
       const poll = (await make('always').scrape(ref).catch((e: unknown) => e)) as ScrapeFailure;
       expect(poll.kind).toBe('blocked');
       expect(poll.message).toMatch(/chromium/i);

@@ -7,9 +7,10 @@ import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
 import { createBrowserPages, type BrowserPages } from '../../src/scrapers/browser-pages.ts';
 import { createPf01, parsePf01, type Pf01Dom } from '../../src/scrapers/platforms/pf_01.ts';
 import { totalStock } from '../../src/scrapers/sections.ts';
-import { ScrapeFailure, type PageFetcher, type PlatformAdapter, type ScrapeData, type ScrapeFailureKind, type Seat, type SeatMapSection } from '../../src/scrapers/types.ts';
+import { ScrapeFailure, type PageFetcher, type ScrapeData, type ScrapeFailureKind, type Seat, type SeatMapSection } from '../../src/scrapers/types.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { simEventInputSchema } from '../../src/simulator/state.ts';
+import { withFetchers, type BoundAdapter } from './platform-harness.ts';
 import type { z } from 'zod';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -19,7 +20,7 @@ const TIMEOUT_MS = 4_000;
 
 let sim: Simulator;
 let browser: BrowserPages;
-let pf01: PlatformAdapter;
+let pf01: BoundAdapter;
 
 const noHttp: PageFetcher = {
   html: () => Promise.reject(new Error('pf_01 must not fetch over HTTP')),
@@ -105,7 +106,7 @@ function byType(standard: number, resale: number, platinum: number, general_admi
 beforeAll(async () => {
   sim = await startSimulator({ empty: true });
   browser = createBrowserPages({ pages: 2, chromiumPath: CHROMIUM, timeoutMs: TIMEOUT_MS });
-  pf01 = createPf01({ baseUrl: sim.baseUrls.pf_01!, http: noHttp, browser });
+  pf01 = withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser });
 });
 
 afterAll(async () => {

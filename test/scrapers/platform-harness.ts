@@ -1,12 +1,15 @@
 // Test harness for the platform adapters: one real simulator (empty) and one real crawlee
 // fetcher, every adapter of pf_02..pf_11 built on them, valid event ids per platform, and
-// inventory set through the simulator's control API, as a test or a demo would set it.
+// inventory set through the simulator's control API, as a test or a demo would set it. An
+// adapter is given its fetchers per scrape, bound (scrape-via.ts); withFetchers binds them as
+// createScrapers does without exit pools, so a test can hand an adapter a fetcher of its own.
 import { expect } from 'vitest';
 import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
 import { PLATFORMS, type PlatformKey } from '../../src/platform/registry.ts';
 import { createHttpPages, type HttpPages } from '../../src/scrapers/http-pages.ts';
-import { ADAPTER_FACTORIES } from '../../src/scrapers/platforms/index.ts';
-import { ScrapeFailure, type BrowserSession, type OfferSection, type PageFetcher, type PlatformAdapter, type ScrapeData, type ScrapeFailureKind } from '../../src/scrapers/types.ts';
+import { ADAPTER_FACTORIES, BLOCK_PAGES } from '../../src/scrapers/platforms/index.ts';
+import { scrapeVia, type ScrapeFetchers } from '../../src/scrapers/scrape-via.ts';
+import { ScrapeFailure, type BrowserSession, type OfferSection, type PageFetcher, type PlatformAdapter, type ScrapeData, type ScrapeFailureKind, type ScrapeOptions } from '../../src/scrapers/types.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import type { SimSection } from '../../src/simulator/state.ts';
 
@@ -85,10 +88,23 @@ const noBrowser: BrowserSession = {
   withPage: () => Promise.reject(new Error('no browser in HTTP adapter tests')),
 };
 
+/** An adapter with its fetchers: each scrape is given them bound to its session (if any) and signal. */
+export interface BoundAdapter {
+  readonly platform: PlatformAdapter['platform'];
+  scrape(ref: EventRef, options?: ScrapeOptions): Promise<ScrapeData>;
+}
+
+export function withFetchers(adapter: PlatformAdapter, fetchers: ScrapeFetchers): BoundAdapter {
+  return {
+    platform: adapter.platform,
+    scrape: (ref, options = {}) => adapter.scrape(ref, scrapeVia(fetchers, { session: options.session, signal: options.signal, blockPage: BLOCK_PAGES[adapter.platform] })),
+  };
+}
+
 export interface Harness {
   sim: Simulator;
   http: HttpPages;
-  adapter(platform: HttpPlatform, http?: PageFetcher): PlatformAdapter;
+  adapter(platform: HttpPlatform, http?: PageFetcher): BoundAdapter;
   /** Sets an event through the control API; returns the ref to scrape it with. */
   put(platform: HttpPlatform, n: number, body: Record<string, unknown>, options?: { scrapeRegion?: string }): Promise<EventRef>;
   scrape(ref: EventRef, signal?: AbortSignal): Promise<ScrapeData>;
@@ -99,7 +115,7 @@ export async function startHarness(options: { timeoutMs?: number; concurrency?: 
   const sim = await startSimulator({ empty: true });
   const http = createHttpPages({ concurrency: options.concurrency ?? 16, timeoutMs: options.timeoutMs ?? 2_000 });
   await warmUp(http, `${sim.url}/_sim/health`);
-  const adapter = (platform: HttpPlatform, fetcher: PageFetcher = http) => ADAPTER_FACTORIES[platform]({ baseUrl: sim.baseUrls[platform]!, http: fetcher, browser: noBrowser });
+  const adapter = (platform: HttpPlatform, fetcher: PageFetcher = http) => withFetchers(ADAPTER_FACTORIES[platform]({ baseUrl: sim.baseUrls[platform]! }), { http: fetcher, browser: noBrowser });
   const adapters = new Map(HTTP_PLATFORMS.map((p) => [p, adapter(p)]));
   return {
     sim,

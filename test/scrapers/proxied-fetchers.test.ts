@@ -22,9 +22,9 @@ import { cloudflareChallenge, datadomeBlock, perimeterxBlock, type BlockPageRule
 import { ExitPool, type ExitPoolSettings } from '../../src/scrapers/egress/exit-pool.ts';
 import { parseProxyUrl } from '../../src/scrapers/egress/proxy-urls.ts';
 import { browserHeaderSet, type ScrapeSession } from '../../src/scrapers/egress/scrape-session.ts';
-import { ScrapeFailure, type PageFetcher, type PlatformAdapter } from '../../src/scrapers/types.ts';
+import { ScrapeFailure, type PageFetcher } from '../../src/scrapers/types.ts';
 import { startLoopbackProxies, type LoopbackProxies } from '../support/loopback-proxies.ts';
-import { expectFailure } from './platform-harness.ts';
+import { expectFailure, withFetchers, type BoundAdapter } from './platform-harness.ts';
 
 /** The proxies' password: it must reach the proxies and nothing else. */
 const PASSWORD = 'pw-7Hq2-not-for-logs';
@@ -313,7 +313,7 @@ describe('pf_01 through proxies: browser sessions made through the exit their po
   let browser: BrowserPages;
   let lean: FetchPages;
   let pf01: Pf01Sessions;
-  let polls: PlatformAdapter;
+  let polls: BoundAdapter;
   let serial = 0;
   const noHttp: PageFetcher = {
     html: () => Promise.reject(new Error('pf_01 fetches over its sessions or in the browser only')),
@@ -325,7 +325,7 @@ describe('pf_01 through proxies: browser sessions made through the exit their po
     browser = createBrowserPages({ pages: 2, chromiumPath: CHROMIUM, timeoutMs: LIMIT_MS });
     lean = createFetchPages({ concurrency: 8, timeoutMs: LIMIT_MS });
     pf01 = createPf01Sessions({ browser, http: lean, baseUrl: sim.baseUrls.pf_01!, size: 1, makeTimeoutMs: LIMIT_MS * 2, challengeWaitMs: LIMIT_MS / 2 });
-    polls = createPf01({ baseUrl: sim.baseUrls.pf_01!, http: noHttp, browser, sessions: { pf01, use: 'always' } });
+    polls = withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser, sessions: { pf01, use: 'always' } });
   });
   afterAll(async () => {
     await pf01?.pool.close();
@@ -427,7 +427,7 @@ describe('pf_01 through proxies: browser sessions made through the exit their po
   });
 
   it('opens the event page through the exit on demand, and a challenge page there is a block', async () => {
-    const onDemand = createPf01({ baseUrl: sim.baseUrls.pf_01!, http: noHttp, browser });
+    const onDemand = withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser });
     const pool = exitPool('pf_01');
     const session = pool.session(pool.exits[1]!);
     const ref = putEvent();

@@ -7,7 +7,7 @@ import { createHttpPages, type HttpPages } from '../../src/scrapers/http-pages.t
 import { ADAPTER_FACTORIES } from '../../src/scrapers/platforms/index.ts';
 import { totalStock } from '../../src/scrapers/sections.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
-import { HTTP_PLATFORMS, warmUp } from '../scrapers/platform-harness.ts';
+import { HTTP_PLATFORMS, warmUp, withFetchers } from '../scrapers/platform-harness.ts';
 
 let sim: Simulator;
 let http: HttpPages;
@@ -26,7 +26,7 @@ it.each(HTTP_PLATFORMS)('%s serves its demo event', async (platform) => {
   const region = platform === 'pf_08' ? 'au' : ((info.regions as readonly string[] | null)?.[0] ?? 'us');
   const parsed = parseEventRef(platform, info.event_id_example, region);
   if (!parsed.ok) throw new Error(parsed.message);
-  const adapter = ADAPTER_FACTORIES[platform]({ baseUrl: sim.baseUrls[platform]!, http, browser: { withPage: () => Promise.reject(new Error('no browser')) } });
+  const adapter = withFetchers(ADAPTER_FACTORIES[platform]({ baseUrl: sim.baseUrls[platform]! }), { http, browser: { withPage: () => Promise.reject(new Error('no browser')) } });
   const data = await adapter.scrape(parsed.ref);
   const seeded = sim.store.get(platform, parsed.ref.key)!;
   expect(Object.keys(data.sections).sort()).toEqual(seeded.sections.map((s) => s.name).sort());

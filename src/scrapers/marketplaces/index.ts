@@ -5,11 +5,14 @@
 //
 // With proxies for a marketplace (SCRAPE_PROXY_URLS, issue 27) each scrape goes out as a session
 // of a healthy exit, moving on to one more at a refusal (egress/through-exits.ts); every answer is
-// checked against the marketplace's challenge page either way.
-import { withBlockPage } from '../block-pages.ts';
+// checked against the marketplace's challenge page either way. A marketplace scraper is given
+// only a fetcher bound to its scrape (../scrape-via.ts): its session, signal and challenge page.
+import type { BlockPageRule } from '../block-pages.ts';
 import type { ExitPools } from '../egress/exit-pool.ts';
+import type { ScrapeSession } from '../egress/scrape-session.ts';
 import { throughExits } from '../egress/through-exits.ts';
-import type { FetchInit, PageFetcher } from '../types.ts';
+import { bindFetcher } from '../scrape-via.ts';
+import type { FetchInit, PageFetcher, ScrapeFetcher } from '../types.ts';
 import { blockPage as marketplaceABlockPage, scrapeMarketplaceA } from './marketplace-a.ts';
 import { blockPage as marketplaceBBlockPage, scrapeMarketplaceB } from './marketplace-b.ts';
 import type { MarketplaceAEventPage, MarketplaceBEventPage } from './types.ts';
@@ -24,15 +27,17 @@ export interface MarketplaceScrapers {
 export function createMarketplaceScrapers(http: PageFetcher, baseUrls: Record<'marketplace_a' | 'marketplace_b', string>, exits?: ExitPools): MarketplaceScrapers {
   const a = baseUrls.marketplace_a.replace(/\/+$/, '');
   const b = baseUrls.marketplace_b.replace(/\/+$/, '');
-  const httpA = withBlockPage(http, marketplaceABlockPage);
-  const httpB = withBlockPage(http, marketplaceBBlockPage);
-  const through = <T>(site: 'marketplace_a' | 'marketplace_b', id: string, init: Pick<FetchInit, 'signal'> | undefined, work: (init: FetchInit | undefined) => Promise<T>): Promise<T> => {
+  const blockPages: Record<'marketplace_a' | 'marketplace_b', BlockPageRule> = { marketplace_a: marketplaceABlockPage, marketplace_b: marketplaceBBlockPage };
+  const through = <T>(site: 'marketplace_a' | 'marketplace_b', id: string, init: Pick<FetchInit, 'signal'> | undefined, work: (http: ScrapeFetcher) => Promise<T>): Promise<T> => {
+    const signal = init?.signal;
+    const bound = (session: ScrapeSession | undefined) => bindFetcher(http, { session, signal, blockPage: blockPages[site] });
     const pool = exits?.for(site);
-    if (!pool?.proxied) return work(init);
-    return throughExits(pool, { target: `${site}:${id}`, source: 'poll', signal: init?.signal }, (session) => work({ ...init, session }));
+    // Without proxies, no session: the marketplace is scraped as it always was.
+    if (!pool?.proxied) return work(bound(undefined));
+    return throughExits(pool, { target: `${site}:${id}`, source: 'poll', signal }, (session) => work(bound(session)));
   };
   return {
-    marketplaceA: (id, init) => through('marketplace_a', id, init, (fetchInit) => scrapeMarketplaceA(httpA, a, id, fetchInit)),
-    marketplaceB: (id, init) => through('marketplace_b', id, init, (fetchInit) => scrapeMarketplaceB(httpB, b, id, fetchInit)),
+    marketplaceA: (id, init) => through('marketplace_a', id, init, (bound) => scrapeMarketplaceA(bound, a, id)),
+    marketplaceB: (id, init) => through('marketplace_b', id, init, (bound) => scrapeMarketplaceB(bound, b, id)),
   };
 }

@@ -3,7 +3,7 @@
 // network failure is transient; a body that is not the API's shape is `malformed`.
 import { MARKETPLACE_INFO, publicEventUrl } from '../../market-data/tracking-ref.ts';
 import { label, type JsonObject } from '../page-reader.ts';
-import type { FetchInit, PageFetcher, TicketType } from '../types.ts';
+import type { ScrapeFetcher, TicketType } from '../types.ts';
 import { marketplaceReader, optionalCountryCode, optionalHttpUrl, type MarketplaceAEventPage, type MaListing, type MaSale } from './types.ts';
 import { cloudflareChallenge } from '../block-pages.ts';
 
@@ -112,8 +112,9 @@ export function parseMarketplaceA(id: string, data: unknown): MarketplaceAEventP
 /** Behind Cloudflare's managed challenge (block-pages.ts). */
 export const blockPage = cloudflareChallenge;
 
-export async function scrapeMarketplaceA(http: PageFetcher, baseUrl: string, id: string, init?: FetchInit): Promise<MarketplaceAEventPage> {
-  const answer = await http.json(`${baseUrl}/api/events/${encodeURIComponent(id)}`, init);
+/** `http`: bound to this scrape (its session, signal and challenge page; ../scrape-via.ts). */
+export async function scrapeMarketplaceA(http: ScrapeFetcher, baseUrl: string, id: string): Promise<MarketplaceAEventPage> {
+  const answer = await http.json(`${baseUrl}/api/events/${encodeURIComponent(id)}`);
   read.expectFound(answer, 'the event API');
   return parseMarketplaceA(id, answer.data);
 }

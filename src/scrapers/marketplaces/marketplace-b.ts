@@ -5,7 +5,7 @@
 // table or the region block is `malformed`.
 import type { CheerioAPI } from 'cheerio';
 import { publicEventUrl } from '../../market-data/tracking-ref.ts';
-import type { FetchInit, PageFetcher } from '../types.ts';
+import type { ScrapeFetcher } from '../types.ts';
 import { marketplaceReader, optionalCountryCode, type MarketplaceBEventPage, type MbOfferType } from './types.ts';
 import { cloudflareChallenge } from '../block-pages.ts';
 
@@ -80,8 +80,9 @@ export function parseMarketplaceB(id: string, $: CheerioAPI): MarketplaceBEventP
 /** Behind Cloudflare's managed challenge (block-pages.ts). */
 export const blockPage = cloudflareChallenge;
 
-export async function scrapeMarketplaceB(http: PageFetcher, baseUrl: string, id: string, init?: FetchInit): Promise<MarketplaceBEventPage> {
-  const page = await http.html(`${baseUrl}/event/${encodeURIComponent(id)}`, init);
+/** `http`: bound to this scrape (its session, signal and challenge page; ../scrape-via.ts). */
+export async function scrapeMarketplaceB(http: ScrapeFetcher, baseUrl: string, id: string): Promise<MarketplaceBEventPage> {
+  const page = await http.html(`${baseUrl}/event/${encodeURIComponent(id)}`);
   read.expectFound(page, 'the event page');
   return parseMarketplaceB(id, page.$);
 }

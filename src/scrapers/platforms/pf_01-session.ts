@@ -111,7 +111,7 @@ export interface Pf01Sessions {
   pool: Omit<SessionPool<Pf01Session>, 'stats'> & { stats(): Pf01SessionStats };
   /** The pool a poll made with `session` uses: its exit's if that is a proxy, else the plain one. */
   poolFor(session: ScrapeSession | undefined): SessionPool<Pf01Session>;
-  /** The lean fetcher the session's requests go through. */
+  /** The lean fetcher the session's requests go through; the adapter gets it bound to its scrape (scrape-via.ts). */
   http: PageFetcher;
 }
 

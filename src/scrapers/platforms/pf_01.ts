@@ -6,19 +6,19 @@
 // - both arms over plain HTTP with a session made in the browser (pf_01-session.ts): the
 //   monitors' polls always, on-demand scrapes when a session is ready. domFromArms turns the
 //   two answers into the DOM the page would have drawn from them.
-// A scrape made with a scrape session (issue 27) goes through its exit both ways: the page is
-// opened through it, and the arms are polled through it with a browser session made through it
-// (the exit's own pool). Both check pf_01's Cloudflare challenge page, a block the platform
-// answered; the arms' own `challenge_required` 403 is not one, but a refused browser session.
+// Both ways come bound to the scrape (ScrapeVia, issue 36): the page is opened through the
+// scrape's session, and the arms are polled through it with a browser session made through the
+// same exit (the exit's own pool, `via.browserMade`). Both check pf_01's Cloudflare challenge
+// page, a block the platform answered; the arms' own `challenge_required` 403 is not one, but a
+// refused browser session.
 import type { Page } from 'playwright-core';
 import type { EventRef } from '../../platform/event-ref.ts';
 import { eventInfo, publicUrl } from '../event-info.ts';
 import { PageReader } from '../page-reader.ts';
 import { SeatMapSectionsBuilder } from '../sections.ts';
 import { failureForStatus } from '../answer-status.ts';
-import { blockedFailure, isBlockedStatus, ScrapeFailure, type AdapterDeps, type Degraded, type FetchedPage, type PlatformAdapter, type ScrapeData, type TicketType } from '../types.ts';
-import type { ScrapeSession } from '../egress/scrape-session.ts';
-import { PF01_BLOCK_PAGE, sessionHeaders, type Pf01Session, type Pf01Sessions } from './pf_01-session.ts';
+import { blockedFailure, isBlockedStatus, ScrapeFailure, type AdapterDeps, type Degraded, type FetchedPage, type PlatformAdapter, type ScrapeBrowser, type ScrapeData, type ScrapeFetcher, type TicketType } from '../types.ts';
+import { PF01_BLOCK_PAGE, sessionHeaders, type Pf01Session } from './pf_01-session.ts';
 
 const read = new PageReader('pf_01');
 
@@ -293,17 +293,11 @@ function isChallenge(page: FetchedPage): boolean {
   }
 }
 
-/** How one scrape reaches pf_01: its signal, and the scrape session whose exit it leaves through. */
-interface Via {
-  signal: AbortSignal | undefined;
-  scrape: ScrapeSession | undefined;
-}
-
-async function fetchArm(sessions: Pf01Sessions, url: string, session: Pf01Session, via: Via): Promise<ArmOutcome> {
+async function fetchArm(http: ScrapeFetcher, url: string, session: Pf01Session): Promise<ArmOutcome> {
   let page: FetchedPage & { data: unknown };
   try {
-    // The challenge page is checked on the 403s read here too: Cloudflare's answers 403.
-    page = await sessions.http.json(url, { headers: sessionHeaders(session), readStatuses: [403], signal: via.signal, session: via.scrape, blockPage: PF01_BLOCK_PAGE });
+    // The challenge page (bound: PF01_BLOCK_PAGE) is checked on the 403s read here too: Cloudflare's answers 403.
+    page = await http.json(url, { headers: sessionHeaders(session), readStatuses: [403] });
   } catch (err) {
     // 5xx, the network, a time-out: the page would draw this arm as unavailable. A block is not
     // an arm's trouble but the platform's word on us, and is thrown as it is.
@@ -329,13 +323,12 @@ function retryAfterOf(page: FetchedPage): string | undefined {
 }
 
 /** Both arms over HTTP with one session; 'refused' when the platform did not take the session. */
-async function scrapeWithSession(ref: EventRef, baseUrl: string, sessions: Pf01Sessions, session: Pf01Session, via: Via): Promise<ScrapeData | 'refused'> {
-  const { signal } = via;
+async function scrapeWithSession(ref: EventRef, baseUrl: string, http: ScrapeFetcher, session: Pf01Session, signal: AbortSignal | undefined): Promise<ScrapeData | 'refused'> {
   const query = `?region=${encodeURIComponent(ref.region)}`;
   const key = encodeURIComponent(ref.key);
   const [v2, v1] = await Promise.all([
-    fetchArm(sessions, `${baseUrl}/api/v2/events/${key}/seats${query}`, session, via),
-    fetchArm(sessions, `${baseUrl}/api/v1/events/${key}/availability${query}`, session, via),
+    fetchArm(http, `${baseUrl}/api/v2/events/${key}/seats${query}`, session),
+    fetchArm(http, `${baseUrl}/api/v1/events/${key}/availability${query}`, session),
   ]);
   if (v2.kind === 'refused' || v1.kind === 'refused') return 'refused';
   if (v2.kind === 'failed' && v1.kind === 'failed') {
@@ -350,36 +343,32 @@ async function scrapeWithSession(ref: EventRef, baseUrl: string, sessions: Pf01S
 /** pf_01 is behind Cloudflare's managed challenge (block-pages.ts). */
 export const blockPage = PF01_BLOCK_PAGE;
 
-export function createPf01({ baseUrl, browser, sessions }: AdapterDeps): PlatformAdapter {
-  const viaBrowser = async (ref: EventRef, via: Via): Promise<ScrapeData> => {
+export function createPf01({ baseUrl }: AdapterDeps): PlatformAdapter {
+  const viaBrowser = async (ref: EventRef, browser: ScrapeBrowser): Promise<ScrapeData> => {
     const url = `${baseUrl}/event/${encodeURIComponent(ref.key)}?region=${encodeURIComponent(ref.region)}`;
-    const dom = await browser.withPage(url, loadDom, { signal: via.signal, session: via.scrape, blockPage: PF01_BLOCK_PAGE });
-    return parsePf01(ref, dom);
+    return parsePf01(ref, await browser.withPage(url, loadDom));
   };
   return {
     platform: 'pf_01',
-    async scrape(ref, options) {
-      const via: Via = { signal: options?.signal, scrape: options?.session };
-      const signal = via.signal;
-      const pf01 = sessions?.pf01;
-      if (!pf01) return viaBrowser(ref, via);
-      // Browser sessions made through the exit this scrape leaves from.
-      const pool = pf01.poolFor(via.scrape);
-      const first = sessions.use === 'always' ? await pool.acquire(signal) : pool.ready();
-      if (!first) return viaBrowser(ref, via);
-      const answer = await scrapeWithSession(ref, baseUrl, pf01, first.session, via);
+    async scrape(ref, { signal, browser, browserMade }) {
+      if (!browserMade) return viaBrowser(ref, browser);
+      // Browser sessions made through the exit this scrape leaves from, and its fetcher.
+      const { pool, http, use } = browserMade;
+      const first = use === 'always' ? await pool.acquire(signal) : pool.ready();
+      if (!first) return viaBrowser(ref, browser);
+      const answer = await scrapeWithSession(ref, baseUrl, http, first.session, signal);
       if (answer !== 'refused') return answer;
       // Refused before its time (revoked, or the platform's rules changed): the session is
       // renewed once, and every poll that meets the same refusal waits for that one renewal.
       pool.refused(first);
-      if (sessions.use === 'when-warm') return viaBrowser(ref, via);
+      if (use === 'when-warm') return viaBrowser(ref, browser);
       const refusedAt = pool.now();
       // The pool's other sessions may have been refused too (a revocation takes them all): each
       // is reported and renewed in turn, until one made after the first refusal answers or is
       // refused as well, which is the platform refusing what its own challenge just gave.
       for (let tries = 0; tries <= pool.stats().size; tries++) {
         const next = await pool.acquire(signal);
-        const again = await scrapeWithSession(ref, baseUrl, pf01, next.session, via);
+        const again = await scrapeWithSession(ref, baseUrl, http, next.session, signal);
         if (again !== 'refused') return again;
         pool.refused(next);
         if (next.madeAt >= refusedAt) break;

@@ -69,13 +69,13 @@ export function parsePf02(ref: EventRef, stateText: string | null, url: string):
 /** pf_02 is behind PerimeterX's CAPTCHA (block-pages.ts). */
 export const blockPage = perimeterxBlock;
 
-export function createPf02({ baseUrl, http }: AdapterDeps): PlatformAdapter {
+export function createPf02({ baseUrl }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_02',
-    async scrape(ref, options) {
+    async scrape(ref, { http }) {
       // The URL's locale segment is the region (uk, us, nu, de), as on the public site.
       const path = `/${encodeURIComponent(ref.region)}/event/${encodeURIComponent(ref.key)}`;
-      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal, session: options?.session });
+      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`);
       read.expectFound(page, 'the event page');
       const script = page.$('script#__STATE__');
       return parsePf02(ref, script.length ? script.text() : null, publicUrl('pf_02', path));

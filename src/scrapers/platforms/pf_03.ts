@@ -60,12 +60,12 @@ export function parsePf03(ref: EventRef, $: CheerioAPI, url: string): ScrapeData
 /** pf_03 is behind Cloudflare's managed challenge (block-pages.ts). */
 export const blockPage = cloudflareChallenge;
 
-export function createPf03({ baseUrl, http }: AdapterDeps): PlatformAdapter {
+export function createPf03({ baseUrl }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_03',
-    async scrape(ref, options) {
+    async scrape(ref, { http }) {
       const path = `/e/${encodeURIComponent(ref.key)}`;
-      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal, session: options?.session });
+      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`);
       read.expectFound(page, 'the event page');
       return parsePf03(ref, page.$, publicUrl('pf_03', path));
     },

@@ -90,20 +90,20 @@ export function parsePf04Page(ref: EventRef, $: CheerioAPI, url: string): Scrape
 /** pf_04 is behind DataDome's CAPTCHA (block-pages.ts). */
 export const blockPage = datadomeBlock;
 
-export function createPf04({ baseUrl, http }: AdapterDeps): PlatformAdapter {
+export function createPf04({ baseUrl }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_04',
-    async scrape(ref, options) {
+    async scrape(ref, { http }) {
       const region = encodeURIComponent(ref.region);
       const key = encodeURIComponent(ref.key);
       const pagePath = `/${region}/tickets/${key}`;
       const url = publicUrl('pf_04', pagePath);
       if (PF04_API_REGIONS.includes(ref.region)) {
-        const answer = await http.json(`${baseUrl}/api/events/${key}/offers?region=${region}`, { signal: options?.signal, session: options?.session });
+        const answer = await http.json(`${baseUrl}/api/events/${key}/offers?region=${region}`);
         read.expectFound(answer, 'the offers API');
         return parsePf04Api(ref, answer.data, url);
       }
-      const page = await http.html(`${baseUrl}${pagePath}`, { signal: options?.signal, session: options?.session });
+      const page = await http.html(`${baseUrl}${pagePath}`);
       read.expectFound(page, 'the event page');
       return parsePf04Page(ref, page.$, url);
     },

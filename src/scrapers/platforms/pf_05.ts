@@ -47,12 +47,12 @@ export function parsePf05(ref: EventRef, data: unknown, url: string): ScrapeData
 /** pf_05 is behind DataDome's CAPTCHA (block-pages.ts). */
 export const blockPage = datadomeBlock;
 
-export function createPf05({ baseUrl, http }: AdapterDeps): PlatformAdapter {
+export function createPf05({ baseUrl }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_05',
-    async scrape(ref, options) {
+    async scrape(ref, { http }) {
       const key = encodeURIComponent(ref.key);
-      const answer = await http.json(`${baseUrl}/api/eventi/${key}/settori?regione=${encodeURIComponent(ref.region)}`, { signal: options?.signal, session: options?.session });
+      const answer = await http.json(`${baseUrl}/api/eventi/${key}/settori?regione=${encodeURIComponent(ref.region)}`);
       read.expectFound(answer, 'the settori API');
       return parsePf05(ref, answer.data, publicUrl('pf_05', `/evento/${key}`));
     },

@@ -69,13 +69,13 @@ export function parsePf06(ref: EventRef, pages: readonly unknown[], url: string)
 /** pf_06 is behind PerimeterX's CAPTCHA (block-pages.ts). */
 export const blockPage = perimeterxBlock;
 
-export function createPf06({ baseUrl, http }: AdapterDeps): PlatformAdapter {
+export function createPf06({ baseUrl }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_06',
-    async scrape(ref, options) {
+    async scrape(ref, { http }) {
       const key = encodeURIComponent(ref.key);
       const fetchPage = async (page: number) => {
-        const answer = await http.json(`${baseUrl}/v1/events/${key}/listings?region=${encodeURIComponent(ref.region)}&page=${page}`, { signal: options?.signal, session: options?.session });
+        const answer = await http.json(`${baseUrl}/v1/events/${key}/listings?region=${encodeURIComponent(ref.region)}&page=${page}`);
         read.expectFound(answer, `listings page ${page}`);
         return answer.data;
       };

@@ -87,19 +87,19 @@ export function parsePf07UkMonitor(ref: EventRef, data: unknown, url: string): S
 /** pf_07 is behind DataDome's CAPTCHA (block-pages.ts). */
 export const blockPage = datadomeBlock;
 
-export function createPf07({ baseUrl, http }: AdapterDeps): PlatformAdapter {
+export function createPf07({ baseUrl }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_07',
-    async scrape(ref, options) {
+    async scrape(ref, { http }) {
       const key = encodeURIComponent(ref.key);
       const region = encodeURIComponent(ref.region);
       const path = `/event/${key}`;
       if (isPf07UkEvent(ref)) {
-        const answer = await http.json(`${baseUrl}/uk/monitor/${key}?region=${region}`, { signal: options?.signal, session: options?.session });
+        const answer = await http.json(`${baseUrl}/uk/monitor/${key}?region=${region}`);
         read.expectFound(answer, 'the UK monitor');
         return parsePf07UkMonitor(ref, answer.data, publicUrl('pf_07', path, UK_HOST));
       }
-      const answer = await http.json(`${baseUrl}/api/events/${key}/listings?region=${region}`, { signal: options?.signal, session: options?.session });
+      const answer = await http.json(`${baseUrl}/api/events/${key}/listings?region=${region}`);
       read.expectFound(answer, 'the listings API');
       return parsePf07Listings(ref, answer.data, publicUrl('pf_07', path));
     },

@@ -55,13 +55,13 @@ export function parsePf08(ref: EventRef, $: CheerioAPI, url: string): ScrapeData
 /** pf_08 is behind Cloudflare's managed challenge (block-pages.ts). */
 export const blockPage = cloudflareChallenge;
 
-export function createPf08({ baseUrl, http }: AdapterDeps): PlatformAdapter {
+export function createPf08({ baseUrl }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_08',
-    async scrape(ref, options) {
+    async scrape(ref, { http }) {
       const path = `/event/${encodeURIComponent(ref.key)}`;
       // The simulator (and base URL) is one site for all domains, so the region travels along.
-      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal, session: options?.session });
+      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`);
       read.expectFound(page, 'the event page');
       return parsePf08(ref, page.$, publicUrl('pf_08', path, ref.host ?? undefined));
     },

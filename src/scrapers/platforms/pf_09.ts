@@ -65,12 +65,12 @@ export function parsePf09(ref: EventRef, $: CheerioAPI, url: string): ScrapeData
 /** pf_09 is behind PerimeterX's CAPTCHA (block-pages.ts). */
 export const blockPage = perimeterxBlock;
 
-export function createPf09({ baseUrl, http }: AdapterDeps): PlatformAdapter {
+export function createPf09({ baseUrl }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_09',
-    async scrape(ref, options) {
+    async scrape(ref, { http }) {
       const path = `/akce/${encodeURIComponent(ref.key)}`;
-      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal, session: options?.session });
+      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`);
       read.expectFound(page, 'the event page');
       return parsePf09(ref, page.$, publicUrl('pf_09', path));
     },

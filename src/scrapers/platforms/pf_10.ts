@@ -73,16 +73,14 @@ export function parsePf10(ref: EventRef, data: unknown, url: string): ScrapeData
 /** pf_10 is behind DataDome's CAPTCHA (block-pages.ts). */
 export const blockPage = datadomeBlock;
 
-export function createPf10({ baseUrl, http }: AdapterDeps): PlatformAdapter {
+export function createPf10({ baseUrl }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_10',
-    async scrape(ref, options) {
+    async scrape(ref, { http }) {
       const answer = await http.json(`${baseUrl}/graphql`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ query: PF10_EVENT_QUERY, variables: { id: ref.key, region: ref.region } }),
-        signal: options?.signal,
-        session: options?.session,
       });
       read.expectFound(answer, 'the GraphQL API');
       return parsePf10(ref, answer.data, publicUrl('pf_10', `/events/${encodeURIComponent(ref.key)}`));

@@ -49,12 +49,12 @@ export function parsePf11(ref: EventRef, $: CheerioAPI, url: string): ScrapeData
 /** pf_11 is behind Cloudflare's managed challenge (block-pages.ts). */
 export const blockPage = cloudflareChallenge;
 
-export function createPf11({ baseUrl, http }: AdapterDeps): PlatformAdapter {
+export function createPf11({ baseUrl }: AdapterDeps): PlatformAdapter {
   return {
     platform: 'pf_11',
-    async scrape(ref, options) {
+    async scrape(ref, { http }) {
       const path = `/event/${encodeURIComponent(ref.key)}`;
-      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`, { signal: options?.signal, session: options?.session });
+      const page = await http.html(`${baseUrl}${path}?region=${encodeURIComponent(ref.region)}`);
       read.expectFound(page, 'the event page');
       return parsePf11(ref, page.$, publicUrl('pf_11', path));
     },
