@@ -160,6 +160,8 @@ class ShardLoop {
   private waitingForRoom = false;
   /** A poll's exit was blocked and the target is due again now: its end wakes the loop. */
   private rerouted = false;
+  /** Targets whose back-off an exit's fault lifted while their poll was still out (cleared). */
+  private readonly clearWhenDone = new Set<string>();
   private readonly memory = new Map<string, TargetMemory>();
   private readonly needsBaseline = new Set<string>();
   /** Target → when the earliest held cooldown of its members ends (ms). */
@@ -265,10 +267,14 @@ class ShardLoop {
     let any = false;
     for (const key of targets) {
       const t = this.schedule.targets.get(key);
-      if (!t || t.inFlight || t.blockedUntil === null) continue;
-      t.dueAt = now;
-      t.blockedUntil = null;
-      any = true;
+      if (!t) continue;
+      // Its poll is still recording the refusal: cleared when it ends (launch).
+      if (t.inFlight) this.clearWhenDone.add(key);
+      else if (t.blockedUntil !== null) {
+        t.dueAt = now;
+        t.blockedUntil = null;
+        any = true;
+      }
     }
     if (any) this.wakeUp();
   }
@@ -409,6 +415,11 @@ class ShardLoop {
     this.fair.started(t.key);
     const p = this.poll(t, sendAt, exit).finally(() => {
       t.inFlight = false;
+      if (this.clearWhenDone.delete(t.key) && t.blockedUntil !== null) {
+        t.dueAt = Date.now();
+        t.blockedUntil = null;
+        this.rerouted = true;
+      }
       this.inFlight.delete(p);
       this.fair.finished(t.key);
       if (this.waitingForRoom || this.rerouted) {

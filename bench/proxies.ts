@@ -12,6 +12,10 @@
 //      =pf_03=BENCH_PROXY_RPS, the simulator limiting pf_03 to BENCH_SIM_LIMIT_PER_MIN requests per
 //      address per minute (a ban of BENCH_SIM_BAN_MS past it); a quiet window: polls/s, CPU per poll
 //      against the direct one, the most any address sent in 60 s, the limiter's bans;
+//   r. one event the platform refuses (403 to everything) watched and scraped on demand 60 times,
+//      three at a time, in the soak's first part (issue 36): the other targets' polls/s against
+//      their schedule, every proxy still carrying its share, the refused event asked once per
+//      back-off step (bench/proxies/refused-event.ts); the soak's notification check covers it;
 //   c. BENCH_BANNED proxies banned at once during a soak with inventory changes (bench:monitors'
 //      churn, each change written down before it is made): how long the targets of the banned
 //      addresses waited for a poll through a healthy one, what each banned address cost in refused
@@ -38,7 +42,8 @@ import { neededRps, proxiesBenchConfig, proxiesCommandLine } from './proxies/con
 import { acrossBan, evenness, intervalsBy, peaksPer60s, perAddress, waitsAfterRefusal } from './proxies/figures.ts';
 import { proxyStats, startProxiesProcess } from './proxies/proxies-process.ts';
 import { renderProxiesReport, type ProxiedWindow } from './proxies/report.ts';
-import { RequestLogCopy, SimControl } from './proxies/simulator.ts';
+import { refusedEventFigures, runRefusedEvent } from './proxies/refused-event.ts';
+import { RequestLogCopy, SimControl, type LoggedRequest } from './proxies/simulator.ts';
 
 setProgressLabel('bench:proxies');
 const life = new Lifecycle();
@@ -162,6 +167,24 @@ async function main(): Promise<string> {
   // Observed here and awaited below: a failure of the soak must not be an unhandled rejection meanwhile.
   soaking.catch(() => {});
   const soakStart = Date.now();
+  // r: one refused event, watched and scraped on demand, in the soak's first part, before any ban.
+  const refusedRun = await runRefusedEvent({
+    shape: stack.shape,
+    eventIndex: bench.targets,
+    simUrl: stack.sim.url,
+    gatewayUrl: stack.gatewayUrl,
+    accountKey: accounts[0]!.key,
+    client: stack.temporal.client,
+    taskQueue: stack.config.SCRAPE_TASK_QUEUE,
+    windowMs: cfg.banAfterMs - 3 * bench.intervalMs,
+    life,
+  });
+  await log.pull();
+  const refused = refusedEventFigures(refusedRun, log.between(refusedRun.from, refusedRun.to), new Set(keys), proxies.addresses, bench.intervalMs);
+  const notRefusedEvent = (reqs: LoggedRequest[]) => reqs.filter((r) => r.key !== refusedRun.key);
+  progress(
+    `  other targets ${refused.othersRate.toFixed(1)} polls/s of ${refused.othersExpected.toFixed(1)}; the refused event asked at ${refused.asked.map((t) => (t / 1000).toFixed(1)).join(', ')} s`,
+  );
   await untilTime(soakStart + cfg.banAfterMs);
   progress(`phase c: banning ${cfg.banned} proxies at once (${bannedFirst[0]}..${bannedFirst.at(-1)}, ${cfg.banMs / 1000} s, answered ${cfg.banAnswer}), ${(cfg.banAfterMs / 1000).toFixed(0)} s into the soak...`);
   await sim.ban(bannedFirst, cfg.banMs);
@@ -175,17 +198,17 @@ async function main(): Promise<string> {
   await log.pull();
   const limitsC1 = await sim.limits();
   const bannedSet = new Set(bannedFirst);
-  const afterBan = log.between(banAt, soaked.endedAt);
+  const afterBan = notRefusedEvent(log.between(banAt, soaked.endedAt));
   const cFigures = {
     soak: soaked,
     integrity,
     banned: bannedFirst,
     banAt,
-    acrossBan: acrossBan(log.between(banAt - 3 * bench.intervalMs, cEnd), bannedSet, banAt),
+    acrossBan: acrossBan(notRefusedEvent(log.between(banAt - 3 * bench.intervalMs, cEnd)), bannedSet, banAt),
     setAsideMs: SET_ASIDE_MS,
-    refusedSetAside: perAddress(log.between(banAt, banAt + SET_ASIDE_MS).filter((r) => bannedSet.has(r.address))),
-    refusedAll: perAddress(log.between(banAt, soaked.endedAt).filter((r) => bannedSet.has(r.address))),
-    waitsAfterRefusal: waitsAfterRefusal(log.between(banAt, cEnd), bannedSet, soaked.endedAt),
+    refusedSetAside: perAddress(notRefusedEvent(log.between(banAt, banAt + SET_ASIDE_MS)).filter((r) => bannedSet.has(r.address))),
+    refusedAll: perAddress(notRefusedEvent(log.between(banAt, soaked.endedAt)).filter((r) => bannedSet.has(r.address))),
+    waitsAfterRefusal: waitsAfterRefusal(notRefusedEvent(log.between(banAt, cEnd)), bannedSet, soaked.endedAt),
     healthyPeaks: peaksPer60s(
       log.between(soaked.startedAt - 60_000, cEnd).filter((r) => !bannedSet.has(r.address)),
       soaked.startedAt,
@@ -213,7 +236,7 @@ async function main(): Promise<string> {
   await log.pull();
   const limitsD1 = await sim.limits();
   const healthySet = new Set(proxies.addresses.slice(cfg.proxies - cfg.fewHealthy));
-  const dRequests = log.between(d0.wall, d1.wall);
+  const dRequests = notRefusedEvent(log.between(d0.wall, d1.wall));
   const shardRows = (await stack.pool.query<{ key: string; shard: number }>(`SELECT DISTINCT ref->>'key' AS key, shard FROM monitor_members WHERE platform = $1`, [PLATFORM])).rows;
   const shardOf = new Map(shardRows.map((row) => [row.key, row.shard]));
   // The fair share (issue 25) divides a shard's slots between accounts: how many targets a
@@ -274,6 +297,8 @@ async function main(): Promise<string> {
     expected,
     direct,
     proxied,
+    refused,
+    targetBackoffMs: stack.config.SCRAPE_TARGET_BACKOFF_MS,
     c: cFigures,
     d: dFigures,
     logLost: log.lost,

@@ -77,7 +77,8 @@ export class Lifecycle {
       async (report) => {
         await this.cleanup();
         console.log(report);
-        process.exit(0);
+        // Non-zero when the report found a target missed (report.ts, targetsSection).
+        process.exit(process.exitCode ?? 0);
       },
       async (err: unknown) => {
         if (!this.interrupted) console.error(err);

@@ -211,6 +211,8 @@ export function targetsSection(rows: readonly TargetRow[], pg: PgCpu | null, run
   const passed = rows.filter((x) => x.pass === true).length;
   const failed = rows.filter((x) => x.pass === false);
   out.push('', `${passed} of ${rows.length} targets met${failed.length ? `; missed: ${failed.map((f) => f.name).join('; ')}` : ''}.`);
+  // A bench whose verdict failed exits non-zero once its report is out (Lifecycle.finish).
+  if (failed.length) process.exitCode = 1;
   if (failed.some((f) => f.window)) {
     out.push('', '### Where the missed targets ran out', '');
     for (const f of failed) {

@@ -12,6 +12,7 @@ import { cell, pct, targetsSection, type RunContext, type TargetRow } from '../m
 import type { SoakResult } from '../monitors/soak.ts';
 import { fmt1, fmtMs } from '../monitors/support.ts';
 import { neededRps, type ProxiesBenchConfig } from './config.ts';
+import { ON_DEMAND, oncePerStep, type RefusedEventFigures } from './refused-event.ts';
 import { spread, type AcrossBan, type AddressCounts, type AddressPeak, type Evenness, type GroupIntervals } from './figures.ts';
 
 /** Worker CPU per poll through the proxies, at most this many times the direct one (issue 27). */
@@ -57,6 +58,10 @@ export interface ProxiesResults {
   expected: number;
   direct: DirectWindow;
   proxied: ProxiedWindow;
+  /** Phase r (issue 36): one refused event, watched and scraped on demand. */
+  refused: RefusedEventFigures;
+  /** The worker's SCRAPE_TARGET_BACKOFF_MS. */
+  targetBackoffMs: number;
   c: {
     soak: SoakResult;
     integrity: IntegrityResult;
@@ -149,6 +154,12 @@ export function renderProxiesReport(r: ProxiesResults): string {
   const dPeak = r.d.peaks[0];
   const ops = r.d.ops;
 
+  const rf = r.refused;
+  const rfShares = [...rf.perAddress.values()];
+  const rfTotal = rfShares.reduce((a, b) => a + b, 0);
+  const rfLeast = rfShares.length ? Math.min(...rfShares) : 0;
+  const rfSteps = oncePerStep(rf.asked, r.targetBackoffMs);
+  const rfWindow = ((rf.run.to - rf.run.from) / 1000).toFixed(0);
   const rows: TargetRow[] = [
     {
       name: `through ${cfg.proxies} proxies: polls per second at least ${RATE_TARGET * 100}% of targets/interval`,
@@ -166,6 +177,24 @@ export function renderProxiesReport(r: ProxiesResults): string {
       name: `through ${cfg.proxies} proxies: no address past the simulator's ${limit}/min, no ban by its limiter`,
       measured: `most requests any address sent in any 60 s: ${bPeak?.peak ?? 0} (${bPeak?.address ?? 'none'}); limiter bans ${r.proxied.limiterBans}; ${r.proxied.refused} requests refused`,
       pass: (bPeak?.peak ?? 0) <= limit && r.proxied.limiterBans === 0,
+    },
+    {
+      name: `one event refused (403) and scraped on demand ${ON_DEMAND} times: the other targets keep at least ${RATE_TARGET * 100}% of their polls`,
+      measured: `${fmt1(rf.othersRate)}/s = ${pct((100 * rf.othersRate) / rf.othersExpected)} of ${fmt1(rf.othersExpected)}/s (${rfWindow} s from the watch; simulator's request log)`,
+      pass: rf.othersRate >= RATE_TARGET * rf.othersExpected,
+    },
+    {
+      name: 'one event refused: every proxy keeps carrying traffic (each at least half its even share)',
+      measured: `least any of the ${rfShares.length} proxies carried: ${rfLeast} of the others' ${rfTotal} requests (even share ${fmt1(rfTotal / Math.max(1, rfShares.length))})`,
+      pass: rfShares.length > 0 && rfTotal > 0 ? rfLeast >= (0.5 * rfTotal) / rfShares.length : null,
+    },
+    {
+      name: `one event refused: it is asked once per back-off step (step k at least 0.9 × ${r.targetBackoffMs / 1000} s × 2^(k−1)), and on demand answered from its back-off`,
+      measured:
+        `asked at ${rf.asked.map((t) => (t / 1000).toFixed(1)).join(', ')} s; on demand ${Object.entries(rf.run.onDemand)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(', ')}, slowest ${fmtMs(rf.run.slowestOnDemandMs)}`,
+      pass: rfSteps.ok === null ? null : rfSteps.ok && (rf.run.onDemand.served ?? 0) === 0,
     },
     {
       name: `${proxiesN(cfg.banned)} banned at once: every target whose last poll went through one is polled through a healthy one within an interval (${s1(allowedGap)}: ${interval / 1000} s + ${Math.round(r.jitterRatio * 100)}% jitter)`,

@@ -50,7 +50,7 @@ const stepArb = (exits: number, targets: number) =>
 
 /** A rule that charges every refusal to its exit (before issue 36): the twin the properties must catch. */
 class ExitCharged extends Refusals {
-  override charge(r: Parameters<Refusals['charge']>[0]) {
+  override charge(_r: Parameters<Refusals["charge"]>[0]) {
     return { exitAtFault: true, targetUntil: null, cleared: [] as string[] };
   }
 }
@@ -145,6 +145,23 @@ describe('who a refusal is charged to', () => {
   });
 });
 
+describe('the probe of an ended back-off step', () => {
+  it('goes to the first to ask; the others wait for its answer, and a probe without a verdict lets the next ask', () => {
+    const rule = new Refusals({ targetBackoffMs: BACKOFF_MS });
+    rule.charge({ exit: 0, target: 'x', retryAfterMs: null, source: 'poll', now: T0 });
+    expect(rule.ask('x', T0 + 1)).toEqual({ waitUntil: T0 + BACKOFF_MS, probe: false });
+    const after = T0 + BACKOFF_MS;
+    expect(rule.ask('x', after)).toEqual({ waitUntil: 0, probe: true });
+    expect(rule.ask('x', after + 1).waitUntil).toBeGreaterThan(after);
+    rule.released('x');
+    expect(rule.ask('x', after + 2)).toEqual({ waitUntil: 0, probe: true });
+    // Refused again: the next step, twice as long.
+    expect(rule.charge({ exit: 1, target: 'x', retryAfterMs: null, source: 'poll', now: after + 3 }).targetUntil).toBe(after + 3 + 2 * BACKOFF_MS);
+    // A target never refused is asked freely, no probe.
+    expect(rule.ask('y', after)).toEqual({ waitUntil: 0, probe: false });
+  });
+});
+
 describe('an on-demand scrape through the exits', () => {
   it('tries one more exit at most, charges the target only, and is then answered from its back-off without a request', async () => {
     const pool = poolOf(5);
@@ -181,6 +198,23 @@ describe('an on-demand scrape through the exits', () => {
     expect(value).toBe('page');
     expect(pool.targetBlockedUntil('pf_06:e:gb')).toBe(0);
     expect(pool.stats().healthy).toBe(3);
+  });
+
+  it("a tracker's scrape refused through one exit and answered through the next is evidence against the first, and charges nothing", async () => {
+    const pool = poolOf(2);
+    const [dead, live] = pool.exits;
+    const asked: string[] = [];
+    for (const [i, key] of ['m:a', 'm:b', 'm:c'].entries()) {
+      await throughExits(pool, { target: key, source: 'poll' }, async (session) => {
+        asked.push(session!.exit.label);
+        if (session!.exit === dead) throw new ScrapeFailure('upstream', 'the proxy refused our credentials (407)', { proxyFailed: true });
+        return 'page';
+      }).catch(() => {});
+      expect(pool.targetBlockedUntil(key)).toBe(0);
+      expect(dead!.healthy(Date.now())).toBe(i < 2);
+    }
+    expect(live!.healthy(Date.now())).toBe(true);
+    expect(asked.filter((label) => label === dead!.label)).toHaveLength(3);
   });
 
   it('polls that meet a banned address cool it, and the tracker-like source moves on to a healthy exit', async () => {

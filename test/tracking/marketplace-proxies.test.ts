@@ -10,7 +10,7 @@ import { createMarketplaceScrapers } from '../../src/scrapers/marketplaces/index
 import { DEMO_IDS } from '../../src/simulator/marketplaces/demo.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { startLoopbackProxies, type LoopbackProxies } from '../support/loopback-proxies.ts';
-import { putEvent } from '../support/simulator.ts';
+import { hits, putEvent } from '../support/simulator.ts';
 import { failureOf } from '../scrapers/platform-harness.ts';
 
 let sim: Simulator;
@@ -65,23 +65,39 @@ describe('the tracker through proxies', () => {
     expect(plain.message).toMatch(/Cloudflare challenge page/);
     const exits = exitsFor(`marketplace_a=${proxies.setting}`);
     try {
-      const proxied = await failureOf(createMarketplaceScrapers(http, urls(), exits).marketplaceA('E-7301'));
+      const scrapers = createMarketplaceScrapers(http, urls(), exits);
+      const hitsBefore = await hits(sim, 'marketplace_a', 'E-7301');
+      const proxied = await failureOf(scrapers.marketplaceA('E-7301'));
       expect(proxied.kind).toBe('blocked');
-      // Both proxies were tried and both cool down: the challenge answered each.
-      expect(exits.for('marketplace_a')!.stats().healthy).toBe(0);
+      // Both proxies were tried (one more after the first refusal), and the refusal is charged to
+      // the event, which never passed anywhere: no proxy cools down (issue 36).
+      expect(await hits(sim, 'marketplace_a', 'E-7301')).toBe(hitsBefore + 2);
+      const stats = exits.for('marketplace_a')!.stats();
+      expect(stats.healthy).toBe(2);
+      expect(stats.targets_backing_off).toBe(1);
+      // Asked again during its back-off: answered from it, without a request.
+      expect((await failureOf(scrapers.marketplaceA('E-7301'))).kind).toBe('blocked');
+      expect(await hits(sim, 'marketplace_a', 'E-7301')).toBe(hitsBefore + 2);
     } finally {
       exits.close();
     }
   });
 
-  it('moves to the next proxy at once when one fails, and never names its credentials', async () => {
+  it('moves to the next proxy at once when one fails, sets it aside once events that pass elsewhere show it, and never names its credentials', async () => {
     const dead = 'http://tracker:tracker-pw-2207@127.0.0.1:1';
     const exits = exitsFor(`marketplace_a=${dead},${proxies.proxies[1]!.url}`);
     try {
       const scrapers = createMarketplaceScrapers(http, urls(), exits);
-      // The pool picks the dead proxy first (in turn), then the live one.
+      // The pool picks the dead proxy first (in turn), then the live one: the page is read.
       const page = await scrapers.marketplaceA(DEMO_IDS.concertA);
       expect(page.id).toBe('E-104729');
+      expect(exits.for('marketplace_a')!.stats().healthy).toBe(2);
+      // Each event that fails through it and passes through the other is evidence against it
+      // (refusals.ts): the third sets it aside.
+      for (const id of ['E-7402', 'E-7403']) {
+        await putEvent(sim, 'marketplace_a', id, {});
+        await scrapers.marketplaceA(id);
+      }
       const stats = exits.for('marketplace_a')!.stats();
       expect(stats.exits.map((e) => [e.exit, e.healthy])).toEqual([
         ['http://127.0.0.1:1', false],

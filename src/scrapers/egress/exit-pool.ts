@@ -224,6 +224,22 @@ export class ExitPool {
     return { exitCooledUntil: until, targetUntil: null };
   }
 
+  /**
+   * `target` was refused through `refusedOn` by a poll-like scrape (the tracker's), then answered
+   * through `exit`: evidence against `refusedOn` (refusals.ts), which cools when it completes it.
+   */
+  passedElsewhere(refusedOn: Exit, session: ScrapeSession | null, exit: Exit, target: string, failure: { retryAfterMs: number | null; message: string }, now = this.now()): void {
+    this.answered(exit, target, now);
+    if (!refusedOn.healthy(now) || refusedOn.streak > 0) {
+      this.cool(refusedOn, session, failure.retryAfterMs, failure.message, now);
+      return;
+    }
+    const cleared = this.refusals.passedElsewhere(refusedOn.index, target, now);
+    if (cleared.length === 0) return;
+    this.cool(refusedOn, session, failure.retryAfterMs, failure.message, now);
+    for (const listener of this.clearedListeners) listener(cleared);
+  }
+
   /** The platform answered `target` through `exit` with anything but a refusal (a page, a 404). */
   answered(exit: Exit, target: string, now = this.now()): void {
     exit.streak = 0;

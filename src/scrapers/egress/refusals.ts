@@ -142,20 +142,36 @@ export class Refusals {
     remember(this.passed, target, now);
   }
 
+  /**
+   * A poll's target was refused through `exit` and then answered through another: evidence
+   * against `exit`, and nothing charged to the target. Returns the targets cleared when that
+   * shows the exit at fault (the exit is then to cool), else none.
+   */
+  passedElsewhere(exit: number, target: string, now: number): string[] {
+    remember(this.passed, target, now);
+    this.backoffs.delete(target);
+    return this.addEvidence(exit, target, now);
+  }
+
+  /** Adds `target` to the evidence against `exit`; the targets cleared when that shows it at fault, else none. */
+  private addEvidence(exit: number, target: string, now: number): string[] {
+    let seen = this.evidence.get(exit);
+    if (!seen) this.evidence.set(exit, (seen = new Map()));
+    for (const [key, at] of seen) if (now - at > EVIDENCE_WINDOW_MS) seen.delete(key);
+    seen.set(target, now);
+    if (seen.size < EXIT_FAULT_TARGETS) return [];
+    this.evidence.delete(exit);
+    const cleared = [...seen.keys()];
+    for (const key of cleared) this.backoffs.delete(key);
+    return cleared;
+  }
+
   /** A refusal: charged to its target, unless it completes the evidence against its exit. */
   charge(r: Refusal): Charge {
     const { exit, target, now } = r;
     if (r.source === 'poll' && this.passed.has(target) && !this.backoffs.has(target)) {
-      let seen = this.evidence.get(exit);
-      if (!seen) this.evidence.set(exit, (seen = new Map()));
-      for (const [key, at] of seen) if (now - at > EVIDENCE_WINDOW_MS) seen.delete(key);
-      seen.set(target, now);
-      if (seen.size >= EXIT_FAULT_TARGETS) {
-        this.evidence.delete(exit);
-        const cleared = [...seen.keys()];
-        for (const key of cleared) this.backoffs.delete(key);
-        return { exitAtFault: true, targetUntil: null, cleared };
-      }
+      const cleared = this.addEvidence(exit, target, now);
+      if (cleared.length > 0) return { exitAtFault: true, targetUntil: null, cleared };
     }
     this.charged++;
     const streak = (this.backoffs.get(target)?.streak ?? 0) + 1;

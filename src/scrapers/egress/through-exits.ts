@@ -7,10 +7,11 @@
 //     no request: asking again before the platform's wait is over would only be refused again.
 //   - A healthy exit is picked in turn. A refusal (or a failed proxy) moves the scrape to one more
 //     healthy exit at most, so a refused event costs a platform two requests, not one per exit.
-//   - An on-demand refusal is charged to its target only, never to an exit the monitors use
-//     (anyone with a key chooses what to scrape); the tracker's count as evidence against the exit,
-//     as polls do. The second refusal charges the target; one that passes on the second exit
-//     leaves it clean.
+//   - The second refusal is charged as a poll's would be (refusals.ts): to the target, or for the
+//     tracker to the exit when it completes the evidence. One that passes on the second exit leaves
+//     the target clean; for the tracker, the first exit refused a target that passes elsewhere,
+//     evidence against it. An on-demand refusal is never evidence against an exit the monitors
+//     use: anyone with a key chooses what to scrape.
 // Used by the platform scrapers (../index.ts) and the tracker's marketplace scrapers
 // (../marketplaces/index.ts), with proxies or without (a direct exit gives no session).
 import { ScrapeFailure } from '../types.ts';
@@ -75,7 +76,10 @@ export async function throughExits<T>(pool: ExitPool, choice: ExitChoice, work: 
     const session: ScrapeSession | undefined = pool.proxied ? pool.session(exit, now) : undefined;
     try {
       const value = await work(session);
-      pool.answered(exit, target);
+      // Refused through the first exit, answered through this one: for a poll-like scrape, the
+      // first exit refused a target that passes (evidence against it); on demand, nothing.
+      if (refusedOn && source === 'poll') pool.passedElsewhere(refusedOn.exit, refusedOn.session ?? null, exit, target, refusedOn.failure);
+      else pool.answered(exit, target);
       return value;
     } catch (err) {
       if (!(err instanceof ScrapeFailure) || !err.exitAtFault) {
@@ -85,20 +89,14 @@ export async function throughExits<T>(pool: ExitPool, choice: ExitChoice, work: 
         else pool.released(target);
         throw err;
       }
-      // A tracker's refusal is evidence against the exit at once; an on-demand one is charged to
-      // the target only if the next exit refuses it too.
-      if (source === 'poll') {
-        const verdict = pool.refused(exit, session ?? null, target, { retryAfterMs: err.retryAfterMs, message: err.message }, source);
-        if (verdict.targetUntil !== null || tries >= maxTries || signal?.aborted) throw err;
-        continue;
-      }
+      // Charged to the target only if the next exit refuses it too (refusals.ts judges that one).
       refusedOn = { exit, session, failure: err };
       if (tries >= maxTries || pool.exits.length === 1 || signal?.aborted) throw charge(pool, refusedOn, target, source);
     }
   }
 }
 
-/** Charges an on-demand refusal to its target (or, through an exit cooling already, to nothing new). */
+/** Charges the last refusal as a poll's would be (ExitPool.refused), or on demand to the target only. */
 function charge(pool: ExitPool, refused: Refused, target: string, source: RefusalSource): ScrapeFailure {
   pool.refused(refused.exit, refused.session ?? null, target, { retryAfterMs: refused.failure.retryAfterMs, message: refused.failure.message }, source);
   return refused.failure;
