@@ -1,4 +1,5 @@
 // Each proxy's figures per platform in /metrics (issue 27): requests sent through it, blocks met,
+// refusals through it charged to their events instead (issue 36),
 // time spent cooling down, whether it is healthy now, and each platform's budget (the healthy
 // proxies' requests per second). Read from the exit pools' own counters at scrape time
 // (prom-client's collect), so a poll does no metrics work of its own. Proxies are named by label
@@ -17,7 +18,7 @@ export function registerProxyMetrics(registry: Registry, exits: ExitPools): void
     if (total > before) counter.inc(labels, total - before);
     seen.set(key, total);
   };
-  const perProxy = (name: string, help: string, read: (e: { requests: number; blocks: number; cooling_ms: number }) => number) =>
+  const perProxy = (name: string, help: string, read: (e: { requests: number; blocks: number; target_refusals: number; cooling_ms: number }) => number) =>
     new Counter({
       name,
       help,
@@ -28,7 +29,8 @@ export function registerProxyMetrics(registry: Registry, exits: ExitPools): void
       },
     });
   perProxy('scrape_proxy_requests_total', 'Requests sent to the platform through the proxy', (e) => e.requests);
-  perProxy('scrape_proxy_blocks_total', 'Answers of the platform that blocked the proxy: 403, 429 or its challenge page', (e) => e.blocks);
+  perProxy('scrape_proxy_blocks_total', 'Times the proxy was found at fault and set aside (refusals of events that pass elsewhere, or refused again right after a cool-down)', (e) => e.blocks);
+  perProxy('scrape_proxy_target_refusals_total', 'Refusals through the proxy charged to the event asked for, not to the proxy (issue 36)', (e) => e.target_refusals);
   perProxy('scrape_proxy_cooling_seconds_total', 'Time the proxy spent cooling down after blocks (no request of the platform went through it)', (e) => e.cooling_ms / 1000);
   new Gauge({
     name: 'scrape_proxy_healthy',
