@@ -46,7 +46,7 @@ describe('an exit pool', () => {
     clock.t += 20_000;
     expect(pool.blocked(pool.session(a!), null, 'challenge')).toBe(clock.t + 40_000);
     clock.t += 40_000;
-    pool.succeeded(pool.session(a!));
+    pool.answered(a!, 'pf_03:us:e1');
     expect(pool.blocked(pool.session(a!), null, 'challenge')).toBe(clock.t + 10_000);
     const stats = pool.stats();
     expect(stats.exits[0]).toMatchObject({ exit: 'http://10.0.0.1:8000', blocks: 4, healthy: false, last_block: { reason: 'challenge' } });

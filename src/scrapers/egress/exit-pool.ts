@@ -305,10 +305,6 @@ export class ExitPool {
     return exit.coolingUntil;
   }
 
-  /** A request of `session` was answered: its exit is not blocked. */
-  succeeded(session: ScrapeSession): void {
-    session.exit.streak = 0;
-  }
 
   /** Requests per second the healthy exits may send now. */
   budgetRps(now = this.now()): number {

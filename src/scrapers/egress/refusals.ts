@@ -91,8 +91,6 @@ export class Refusals {
   private readonly passed = new Map<string, number>();
   /** Per exit: passing targets refused through it since its last answer, with when. */
   private readonly evidence = new Map<number, Map<string, number>>();
-  /** Refusals charged to targets so far (not to an exit). */
-  charged = 0;
 
   constructor(private readonly settings: RefusalSettings) {}
 
@@ -173,7 +171,6 @@ export class Refusals {
       const cleared = this.addEvidence(exit, target, now);
       if (cleared.length > 0) return { exitAtFault: true, targetUntil: null, cleared };
     }
-    this.charged++;
     const streak = (this.backoffs.get(target)?.streak ?? 0) + 1;
     const doubling = Math.min(TARGET_BACKOFF_MAX_MS, this.settings.targetBackoffMs * 2 ** Math.min(20, streak - 1));
     // The platform's own wait first; refused again right after it, the back-off doubles on.
