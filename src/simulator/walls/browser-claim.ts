@@ -23,13 +23,13 @@ const MAX_UA_LENGTH = 1024;
 /**
  * The claim of `userAgent`, or null when it names no browser (curl, python-requests, node, empty).
  * Chrome on iOS (CriOS) and Firefox on iOS (FxiOS) run on WebKit's network stack, so they are
- * Safari on the wire; Edge (Edg/), Opera (OPR/) and every other Chromium are Chrome.
+ * Safari on the wire; Edge (Edg/), Opera (OPR/), HeadlessChrome and every other Chromium are Chrome.
  */
 export function browserClaim(userAgent: string | undefined): BrowserClaim | null {
   if (!userAgent || userAgent.length > MAX_UA_LENGTH || !userAgent.startsWith('Mozilla/5.0 (')) return null;
   const os = claimedOs(userAgent);
   if (/\b(?:CriOS|FxiOS|EdgiOS)\/\d/.test(userAgent)) return { family: 'safari', major: versionOf(userAgent, /\bVersion\/(\d+)/), os };
-  const chrome = /\b(?:Chrome|Chromium)\/(\d+)\./.exec(userAgent);
+  const chrome = /\b(?:Headless)?(?:Chrome|Chromium)\/(\d+)\./.exec(userAgent);
   if (chrome) return { family: 'chrome', major: Number(chrome[1]), os };
   const firefox = /\bFirefox\/(\d+)\./.exec(userAgent);
   if (firefox && userAgent.includes('Gecko/')) return { family: 'firefox', major: Number(firefox[1]), os };
