@@ -234,6 +234,14 @@ describe("the simulator's walls", () => {
     expect((await control('GET', '/health')).status).toBe(200);
   });
 
+  it('stand in front of the address limits: a request the wall refuses is never counted by them', async () => {
+    await control('PUT', '/pf_03/limits', { requests_per_minute: 1 });
+    for (let i = 0; i < 3; i++) expect((await fetch(`${sim.url}/pf_03/e/walled-2`)).headers.get('cf-mitigated')).toBe('challenge');
+    expect((await control('GET', '/pf_03/limits')).body.totals).toMatchObject({ bans_issued: 0, refused: 0 });
+    expect(sim.walls.site('pf_03').stats().refused.plaintext).toBeGreaterThanOrEqual(3);
+    await control('PUT', '/pf_03/limits', { requests_per_minute: null });
+  });
+
   it('take settings at run time (POST /_sim/walls) and go back to their start on POST /_sim/reset', async () => {
     const changed = await control('POST', '/walls', { all: { enabled: true }, sites: { pf_03: { plaintext: false, tls: false, http2: false, headers: false, cookieRotateMs: 1_000 } } });
     expect(changed.status).toBe(200);
