@@ -2,7 +2,8 @@
 // instead of the page or API answer asked for. 403 and 429 are blocks whatever the body
 // (answer-status.ts); these rules catch the walls a status alone would let through, to be read as
 // inventory. Each adapter says which wall its platform runs (its `blockPage`), from the three
-// families seen on ticketing sites; the fetchers check every answer they return against it, and
+// families seen on ticketing sites (and Akamai, whose refusal is a 403 the status already blocks:
+// its rule names the wall); the fetchers check every answer they return against it, and
 // a match is a `blocked` failure like a 403: never a page, never an empty inventory. Each scrape's
 // fetchers carry their platform's rule bound (scrape-via.ts).
 
@@ -43,6 +44,17 @@ export const perimeterxBlock: BlockPageRule = (answer) => {
 /** DataDome: its captcha-delivery.com page or JSON, or its `x-datadome` header on a refusal. */
 export const datadomeBlock: BlockPageRule = (answer) => {
   if (head(answer.body).includes('captcha-delivery.com')) return 'a DataDome CAPTCHA (captcha-delivery.com)';
+  return null;
+};
+
+/**
+ * Akamai: its edge's "Access Denied" page with a "Reference #" (HTML-escaped as `&#32;&#35;` by
+ * the edge), or its `Server: AkamaiGHost` on a 403.
+ */
+export const akamaiBlock: BlockPageRule = (answer) => {
+  const start = head(answer.body);
+  if (/<title>\s*Access Denied\s*<\/title>/i.test(start) && /Reference(?: |&#32;)(?:#|&#35;)/.test(start)) return 'an Akamai "Access Denied" page (Reference #)';
+  if (answer.status === 403 && header(answer, 'server') === 'AkamaiGHost') return 'an Akamai refusal (403 from AkamaiGHost)';
   return null;
 };
 

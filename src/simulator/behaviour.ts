@@ -58,7 +58,7 @@ export function failurePage(type: 'html' | 'json', status: FailureStatus): PageC
 export interface Answers {
   page(variant: { malformed: boolean }): void;
   failure(status: FailureStatus): void;
-  /** The site's bot challenge for the route (challenge-pages.ts), status 200. */
+  /** The site's bot challenge for the route (challenge-pages.ts): status 200, Akamai's 403. */
   challenge(): void;
 }
 

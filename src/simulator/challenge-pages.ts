@@ -2,15 +2,17 @@
 // is banned with `ban_answer: 'challenge'` (address-limits.ts) and for an event whose behaviour is
 // `challenge` (behaviour.ts). Real anti-bot vendors answer a suspected bot with status 200 and an
 // interstitial, not with an error status, so a scraper that only reads the status takes the
-// challenge for the page; a scraper must recognise these by their headers and bodies. Each
-// platform stands behind one vendor's look (docs/simulator.md, "Limits and bans by address").
+// challenge for the page; a scraper must recognise these by their headers and bodies. Akamai is
+// the exception, as it is in the field: its edge refuses with a bare 403 "Access Denied" page and
+// a reference number. Each platform stands behind one vendor's look (docs/simulator.md, "Limits
+// and bans by address" and "Bot walls"); the walls (walls/) answer with the same pages.
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import type { MarketplaceKey } from '../market-data/tracking-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
 import { answerPage, type PageContent } from './behaviour.ts';
 
-export const CHALLENGE_FAMILIES = ['cloudflare', 'perimeterx', 'datadome'] as const;
+export const CHALLENGE_FAMILIES = ['cloudflare', 'perimeterx', 'datadome', 'akamai'] as const;
 export type ChallengeFamily = (typeof CHALLENGE_FAMILIES)[number];
 
 export const PLATFORM_CHALLENGE_FAMILY: Readonly<Record<PlatformKey, ChallengeFamily>> = {
@@ -20,8 +22,8 @@ export const PLATFORM_CHALLENGE_FAMILY: Readonly<Record<PlatformKey, ChallengeFa
   pf_04: 'datadome',
   pf_05: 'datadome',
   pf_06: 'perimeterx',
-  pf_07: 'datadome',
-  pf_08: 'cloudflare',
+  pf_07: 'akamai',
+  pf_08: 'akamai',
   pf_09: 'perimeterx',
   pf_10: 'datadome',
   pf_11: 'cloudflare',
@@ -32,9 +34,9 @@ export function challengeFamilyOf(site: PlatformKey | MarketplaceKey): Challenge
   return (PLATFORM_CHALLENGE_FAMILY as Record<string, ChallengeFamily>)[site] ?? 'cloudflare';
 }
 
-/** A challenge as a route answers it: always status 200, with the vendor's headers. */
+/** A challenge as a route answers it: status 200 (403 for Akamai's refusal), with the vendor's headers. */
 export interface ChallengePage extends PageContent {
-  status: 200;
+  status: 200 | 403;
   headers: Record<string, string>;
 }
 
@@ -55,6 +57,29 @@ const DATADOME_HTML = [
   '<iframe src="https://geo.captcha-delivery.com/captcha/?initialCid=sim"></iframe></body></html>',
 ].join('\n');
 
+/**
+ * Akamai's edge refusal, as its servers write it: upper-case tags, the URL and the reference
+ * number HTML-escaped character by character. The reference is
+ * `18.{edge id}.{epoch seconds}.{request id}`, new on every refusal.
+ */
+function akamaiHtml(): string {
+  const escape = (text: string) => text.replace(/[^A-Za-z0-9]/g, (c) => `&#${c.charCodeAt(0)};`);
+  const reference = `18.${randomBytes(4).toString('hex')}.${Math.floor(Date.now() / 1000)}.${randomBytes(4).toString('hex')}`;
+  return [
+    '<HTML><HEAD>',
+    '<TITLE>Access Denied</TITLE>',
+    '</HEAD><BODY>',
+    '<H1>Access Denied</H1>',
+    ' ',
+    `You don't have permission to access "${escape('/')}" on this server.<P>`,
+    `${escape(`Reference #${reference}`)}`,
+    '<P>https&#58;&#47;&#47;errors&#46;edgesuite&#46;net&#47;' + escape(reference),
+    '</BODY>',
+    '</HTML>',
+    '',
+  ].join('\n');
+}
+
 /** The challenge of `family` for a route of `type`; the random ids are new on every call, as the vendors' are. */
 export function renderChallengeOf(family: ChallengeFamily, type: 'html' | 'json'): ChallengePage {
   switch (family) {
@@ -74,6 +99,9 @@ export function renderChallengeOf(family: ChallengeFamily, type: 'html' | 'json'
       return type === 'json'
         ? { status: 200, type: 'json', headers: { 'x-datadome': 'protected' }, body: { url: `https://geo.captcha-delivery.com/captcha/?initialCid=sim&cid=${randomBytes(12).toString('hex')}` } }
         : { status: 200, type: 'html', headers: { 'x-datadome': 'protected' }, body: DATADOME_HTML };
+    case 'akamai':
+      // The same HTML page whatever the route asked for, as Akamai's edge answers an XHR too.
+      return { status: 403, type: 'html', headers: { server: 'AkamaiGHost', 'mime-version': '1.0' }, body: akamaiHtml() };
   }
 }
 

@@ -5,7 +5,9 @@
 //   GET    /_sim/events                        every event
 //   GET    /_sim/requests?since=&platform=&address=  the event requests that arrived since an epoch ms (request-log.ts)
 //   POST   /_sim/reset                         back to the seeded demo events (and pf_01's protection, the
-//                                               address limits and bans to their start)
+//                                               address limits and bans, the bot walls to their start)
+//   GET    /_sim/walls                         every site's bot wall: settings, passed, refusals by reason (walls/)
+//   POST   /_sim/walls                         change walls' settings (body: wallsInputSchema); answers as GET
 //   GET    /_sim/pf_01/protection              pf_01's protection: settings and counts
 //   PUT    /_sim/pf_01/protection              change its settings (body: protectionInputSchema)
 //   POST   /_sim/pf_01/protection/revoke       revoke every session token issued
@@ -24,6 +26,8 @@ import { isPlatformKey, PLATFORM_KEYS, type PlatformKey } from '../platform/regi
 import { BAN_ANSWERS, isAddress, normalizeAddress, type AddressLimits } from './address-limits.ts';
 import { CHALLENGE_MODES, type Pf01Protection } from './platforms/pf_01-protection.ts';
 import type { RequestLog } from './request-log.ts';
+import { wallSettingsInputSchema } from './walls/settings.ts';
+import { WALLED_SITES, type Walls } from './walls/wall.ts';
 import { eventKeyFromPath, simEventInputSchema, type SimStore } from './state.ts';
 
 const MAX_BODY_BYTES = 1_048_576;
@@ -47,12 +51,21 @@ export const banInputSchema = z.strictObject({
   ms: z.number().int().min(1).max(86_400_000).optional(),
 });
 
+/**
+ * Body of `POST /_sim/walls`: `all` applies to every site first, then `sites` per site
+ * (`{all: {enabled: true}, sites: {pf_03: {cookieRotateMs: 2000}}}`).
+ */
+export const wallsInputSchema = z.strictObject({
+  all: wallSettingsInputSchema.optional(),
+  sites: z.partialRecord(z.enum(WALLED_SITES as [string, ...string[]]), wallSettingsInputSchema).optional(),
+});
+
 function fail(ctx: Context, status: number, error: string): void {
   ctx.status = status;
   ctx.body = { error };
 }
 
-export function controlRouter(store: SimStore, protection: Pf01Protection, requests: RequestLog, limits: AddressLimits): Router {
+export function controlRouter(store: SimStore, protection: Pf01Protection, requests: RequestLog, limits: AddressLimits, walls: Walls): Router {
   const router = new Router({ prefix: '/_sim' });
 
   const platformOf = (ctx: Context): PlatformKey | null => {
@@ -112,7 +125,18 @@ export function controlRouter(store: SimStore, protection: Pf01Protection, reque
     store.reset();
     protection.reset();
     limits.reset();
+    walls.reset();
     ctx.status = 204;
+  });
+  router.get('/walls', (ctx) => {
+    ctx.body = { sites: walls.stats() };
+  });
+  router.post('/walls', async (ctx) => {
+    const input = await parseBody(ctx, wallsInputSchema);
+    if (!input) return;
+    if (input.all) walls.configureAll(input.all);
+    for (const [site, settings] of Object.entries(input.sites ?? {})) if (settings) walls.site(site as (typeof WALLED_SITES)[number]).configure(settings);
+    ctx.body = { sites: walls.stats() };
   });
   router.put('/limits', async (ctx) => {
     const input = await parseBody(ctx, limitsInputSchema);

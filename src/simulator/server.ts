@@ -1,7 +1,8 @@
 // The platform simulator: a local stand-in for pf_01..pf_11 and marketplaces A, B and C (real
 // sites cannot be reached from here). Each platform is mounted under /{platform}/ and each
-// marketplace under /{marketplace}/ in its own shape; /_sim/ is the control API. The platforms'
-// limits by source address (address-limits.ts) stand in front of all their routes. Started by
+// marketplace under /{marketplace}/ in its own shape; /_sim/ is the control API. Every site's bot
+// wall (walls/) stands in front of it, then the platforms' limits by source address
+// (address-limits.ts) in front of all their routes. Started by
 // `npm start` on SIM_PORT, by tests on a free port, or alone (main.ts).
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +18,9 @@ import { DEFAULT_SESSION_TTL_MS, Pf01Protection } from './platforms/pf_01-protec
 import { RequestLog } from './request-log.ts';
 import { createServe } from './serve.ts';
 import { SimStore } from './state.ts';
+import type { KnownFingerprint } from './walls/tls-check.ts';
+import { wallsMiddleware } from './walls/middleware.ts';
+import { Walls, type WallsOption } from './walls/wall.ts';
 
 export interface Simulator {
   /** Base URL, e.g. http://127.0.0.1:8090; platform pf_03 lives under `${url}/pf_03`. */
@@ -34,6 +38,8 @@ export interface Simulator {
   requests: RequestLog;
   /** The platforms' limits and bans by source address (`limits.platform('pf_03')`; also /_sim/{platform}/limits). */
   limits: AddressLimits;
+  /** Every platform's and marketplace's bot wall: settings and refusals by reason (also /_sim/walls). */
+  walls: Walls;
   close(): Promise<void>;
 }
 
@@ -53,6 +59,16 @@ export interface SimulatorOptions {
    * (unset fields: no limit, a ban of 10 minutes, answered with the challenge page).
    */
   addressLimits?: Partial<Record<PlatformKey, LimitSettingsInput>>;
+  /**
+   * The bot walls (docs/simulator.md, "Bot walls"): 'off' (the default) for every site, 'on' with
+   * every check on every site, or per site the settings over the defaults (a site named is on
+   * unless it says `enabled: false`). POST /_sim/reset goes back to these.
+   */
+  walls?: WallsOption;
+  /** Which JA4 fingerprints are which browser's, for the walls' TLS check (default: Chrome's cipher suites). */
+  knownFingerprint?: KnownFingerprint;
+  /** Bot cookies each wall remembers at most (100,000); small in tests. */
+  wallCookies?: number;
 }
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
@@ -66,10 +82,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     maxTokens: options.pf01Limits?.tokens,
   });
   const limits = new AddressLimits(options.addressLimits);
+  const walls = new Walls(options.walls ?? 'off', { knownFingerprint: options.knownFingerprint, maxCookies: options.wallCookies });
+  const routers = new Map<PlatformKey, Router>();
+  // First of all, as a CDN's wall is in front of the origin: the marketplaces' pages are mounted
+  // with their control routes just below. It judges only /{site}/ paths, so /_sim/ never meets it.
+  app.use(wallsMiddleware(walls, { requests, eventKey: (platform, ctx) => refusedEventKey(routers.get(platform), platform, ctx) }));
   // Before the platforms' control router, which would take /_sim/marketplace_a/... for a platform.
   const marketplaces = mountMarketplaces(app, { seed: !options.empty });
-  app.use(controlRouter(store, protection, requests, limits).routes());
-  const routers = new Map<PlatformKey, Router>();
+  app.use(controlRouter(store, protection, requests, limits, walls).routes());
   for (const platform of SIM_PLATFORMS) {
     const router = new Router({ prefix: `/${platform.platform}` });
     // pf_01 shares its protection with the control API and the Simulator object.
@@ -107,6 +127,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     protection,
     requests,
     limits,
+    walls,
     close: async () => {
       clearInterval(drift);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -186,11 +186,12 @@ describe('ban expiry', () => {
   it('admits the address again when its ban ends', async () => {
     await putEvent(sim, 'pf_08', 'exp-1', { region: 'au', sections });
     expect(await control('POST', '/pf_08/bans', { address: '127.0.0.9', ms: 300 })).toMatchObject({ status: 201 });
-    expect((await send('/pf_08/event/exp-1', '127.0.0.9')).headers['cf-mitigated']).toBe('challenge');
+    // pf_08 stands behind Akamai: its refusal is a 403 from AkamaiGHost.
+    expect((await send('/pf_08/event/exp-1', '127.0.0.9')).headers.server).toBe('AkamaiGHost');
     await sleep(400);
     const page = await send('/pf_08/event/exp-1', '127.0.0.9');
     expect(page.status).toBe(200);
-    expect(page.headers['cf-mitigated']).toBeUndefined();
+    expect(page.headers.server).toBeUndefined();
     expect((await control('GET', '/pf_08/limits')).body.addresses['127.0.0.9']).toBeUndefined();
   });
 
@@ -217,7 +218,7 @@ describe('control API', () => {
     expect((await control('POST', '/pf_07/bans', { address: '::1', ms: 5_000 })).status).toBe(201);
     expect((await control('POST', '/pf_04/bans', { address: '127.0.0.11', ms: 5_000 })).status).toBe(201);
     expect(Object.keys((await control('GET', '/pf_07/limits')).body.addresses).sort()).toEqual(['127.0.0.11', '127.0.0.12', '::1']);
-    expect((await send('/pf_07/api/events/1/listings', '127.0.0.11')).headers['x-datadome']).toBe('protected');
+    expect((await send('/pf_07/api/events/1/listings', '127.0.0.11')).headers.server).toBe('AkamaiGHost');
 
     expect((await control('DELETE', '/pf_07/bans')).status).toBe(204);
     expect((await send('/pf_07/api/events/1/listings', '127.0.0.11')).status).toBe(404);

@@ -6,7 +6,7 @@ import { eventInfo, publicUrl } from '../event-info.ts';
 import { label, PageReader } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData } from '../types.ts';
-import { datadomeBlock } from '../block-pages.ts';
+import { akamaiBlock } from '../block-pages.ts';
 
 const read = new PageReader('pf_07');
 const UK_HOST = 'www.pf07.example.co.uk';
@@ -85,7 +85,7 @@ export function parsePf07UkMonitor(ref: EventRef, data: unknown, url: string): S
 }
 
 /** pf_07 is behind DataDome's CAPTCHA (block-pages.ts). */
-export const blockPage = datadomeBlock;
+export const blockPage = akamaiBlock;
 
 export function createPf07({ baseUrl }: AdapterDeps): PlatformAdapter {
   return {

@@ -7,7 +7,7 @@ import { eventInfo, publicUrl } from '../event-info.ts';
 import { PageReader } from '../page-reader.ts';
 import { OfferSectionsBuilder } from '../sections.ts';
 import type { AdapterDeps, PlatformAdapter, ScrapeData, TicketType } from '../types.ts';
-import { cloudflareChallenge } from '../block-pages.ts';
+import { akamaiBlock } from '../block-pages.ts';
 
 const read = new PageReader('pf_08');
 const KIND: Record<string, TicketType> = { standard: 'standard', resale: 'resale', platinum: 'platinum', general_admission: 'general_admission' };
@@ -53,7 +53,7 @@ export function parsePf08(ref: EventRef, $: CheerioAPI, url: string): ScrapeData
 }
 
 /** pf_08 is behind Cloudflare's managed challenge (block-pages.ts). */
-export const blockPage = cloudflareChallenge;
+export const blockPage = akamaiBlock;
 
 export function createPf08({ baseUrl }: AdapterDeps): PlatformAdapter {
   return {
