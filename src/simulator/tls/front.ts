@@ -15,7 +15,7 @@ import { EventEmitter } from 'node:events';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type Http2Session } from 'node:http2';
 import net, { type Socket } from 'node:net';
-import tls from 'node:tls';
+import type tls from 'node:tls';
 import type { Context, Middleware } from 'koa';
 import type { Logger } from '../../logger.ts';
 import { MAX_HELLO_BYTES, parseClientHello } from './client-hello.ts';
@@ -123,6 +123,11 @@ export class SimulatorFront extends EventEmitter<FrontEvents> {
   /** Live connections (raw and TLS sockets), for tests of the bound and of close(). */
   get connections(): number {
     return this.sockets.size;
+  }
+
+  /** ClientHellos whose TLS handshake has not finished (for tests of the bound). */
+  get pendingHandshakes(): number {
+    return this.pending.size;
   }
 
   /** Stops listening and destroys every connection, HTTP/2 sessions included. */
