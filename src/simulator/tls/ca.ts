@@ -52,6 +52,18 @@ function rsaKeys(): KeyPair {
 
 let processKeys: { ca: KeyPair; leaf: KeyPair } | null = null;
 
+/** Temporary CA directories not yet disposed: removed when the process exits, so a test that never closes its simulator leaves none behind. */
+const liveDirs = new Set<string>();
+let exitHookInstalled = false;
+function removeOnExit(dir: string): void {
+  liveDirs.add(dir);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const d of liveDirs) rmSync(d, { recursive: true, force: true });
+  });
+}
+
 /** Signs `cert` with node:crypto: forge computes the to-be-signed bytes and hands them to `sign`. */
 function signWith(cert: forge.pki.Certificate, key: KeyObject): void {
   let tbs = '';
@@ -127,6 +139,7 @@ export function makeCertificates(options: CertificateOptions = {}): SimulatorCer
   let dir: string | null = null;
   if (!caFile) {
     dir = mkdtempSync(join(tmpdir(), 'sim-ca-'));
+    removeOnExit(dir);
     caFile = join(dir, 'ca.pem');
   }
   writeFileSync(caFile, caPem);
@@ -137,7 +150,9 @@ export function makeCertificates(options: CertificateOptions = {}): SimulatorCer
     keyPem: leafKeys.pem,
     tookMs: performance.now() - started,
     dispose: () => {
-      if (dir) rmSync(dir, { recursive: true, force: true });
+      if (!dir) return;
+      rmSync(dir, { recursive: true, force: true });
+      liveDirs.delete(dir);
     },
   };
 }
