@@ -10,6 +10,7 @@ import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
 import { promisify } from 'node:util';
+import fc from 'fast-check';
 import { Impit } from 'impit';
 import Koa from 'koa';
 import { chromium } from 'playwright-core';
@@ -18,7 +19,7 @@ import { CHROMIUM_ARGS } from '../../src/scrapers/browser-pages.ts';
 import { sourceAddress } from '../../src/simulator/address-limits.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { makeCertificates } from '../../src/simulator/tls/ca.ts';
-import { SimulatorFront, wireMiddleware } from '../../src/simulator/tls/front.ts';
+import { readFirstSettings, SimulatorFront, wireMiddleware } from '../../src/simulator/tls/front.ts';
 import { BROWSER_FAMILIES, knownFingerprint, withSni } from '../../src/simulator/tls/known-fingerprints.ts';
 import type { ClientHelloFacts, WireFacts } from '../../src/simulator/tls/wire-facts.ts';
 
@@ -210,6 +211,27 @@ describe('the simulator front', () => {
     for (let round = 0; round < 5; round++) await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? h2Request() : h1Request())));
     await expect.poll(() => echo.front.connections, { timeout: 15_000 }).toBe(0);
     expect(echo.front.pendingHandshakes).toBe(0);
+  });
+});
+
+describe('readFirstSettings', () => {
+  const preface = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
+  it('reads the settings in the order sent, waits for a whole frame, and never throws', () => {
+    const frame = Buffer.from('00000c040000000000' + '0001' + '00010000' + '0003' + '00000064', 'hex');
+    const bytes = Buffer.concat([preface, frame]);
+    for (let end = 0; end < bytes.length; end++) expect(readFirstSettings(bytes.subarray(0, end))).toBeUndefined();
+    expect(Object.entries(readFirstSettings(bytes)!)).toEqual([
+      ['headerTableSize', 65536],
+      ['maxConcurrentStreams', 100],
+    ]);
+    expect(readFirstSettings(Buffer.from('GET / HTTP/1.1\r\n'))).toEqual({});
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), fc.boolean(), (tail, withPreface) => {
+        const result = readFirstSettings(withPreface ? Buffer.concat([preface, tail]) : Buffer.from(tail));
+        expect(result === undefined || typeof result === 'object').toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 
