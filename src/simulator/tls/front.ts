@@ -23,7 +23,7 @@ import type { ClientHelloFacts, WireFacts } from './wire-facts.ts';
 
 /** A client that has not sent its whole ClientHello (or h2 preface and SETTINGS) by then is dropped. */
 export const HELLO_TIMEOUT_MS = 10_000;
-/** Connections open at once at most; past it the kernel's backlog holds new ones (net.Server.maxConnections). */
+/** Connections open at once at most (net.Server.maxConnections): past it a new connection is closed at once. */
 export const MAX_CONNECTIONS = 10_000;
 
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
