@@ -74,7 +74,8 @@ describe('the simulator front', () => {
     } finally {
       await browser.close();
     }
-  });
+    // A browser launch on a loaded machine can take tens of seconds.
+  }, 90_000);
 
   it("negotiates HTTP/2 with impit's chrome profile and records its SETTINGS and pseudo-header order", async () => {
     // ignoreTlsErrors: only here, to measure the client; product code trusts the CA instead.
@@ -211,7 +212,7 @@ describe('the simulator front', () => {
     for (let round = 0; round < 5; round++) await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? h2Request() : h1Request())));
     await expect.poll(() => echo.front.connections, { timeout: 15_000 }).toBe(0);
     expect(echo.front.pendingHandshakes).toBe(0);
-  });
+  }, 60_000);
 });
 
 describe('readFirstSettings', () => {
