@@ -2,9 +2,10 @@
 // sites cannot be reached from here). Each platform is mounted under /{platform}/ and each
 // marketplace under /{marketplace}/ in its own shape; /_sim/ is the control API. Every site's bot
 // wall (walls/) stands in front of it, then the platforms' limits by source address
-// (address-limits.ts) in front of all their routes. Started by
-// `npm start` on SIM_PORT, by tests on a free port, or alone (main.ts).
-import type { Server } from 'node:http';
+// (address-limits.ts) in front of all their routes. Started by `npm start` on SIM_PORT, by tests
+// on a free port, or alone (main.ts). One port serves plain HTTP and HTTPS (HTTP/2 and HTTP/1.1)
+// with a CA made at start; tls/front.ts records what each client shows on the wire
+// (`ctx.state.wire`) for the walls.
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import Koa, { type Context } from 'koa';
@@ -21,17 +22,30 @@ import { SimStore } from './state.ts';
 import type { KnownFingerprint } from './walls/tls-check.ts';
 import { wallsMiddleware } from './walls/middleware.ts';
 import { Walls, type WallsOption } from './walls/wall.ts';
+import { makeCertificates } from './tls/ca.ts';
+import { SimulatorFront, wireMiddleware } from './tls/front.ts';
+import { knownFingerprint } from './tls/known-fingerprints.ts';
 
 export interface Simulator {
   /** Base URL, e.g. http://127.0.0.1:8090; platform pf_03 lives under `${url}/pf_03`. */
   url: string;
+  /** The same port over TLS, e.g. https://127.0.0.1:8090 (HTTP/2 or HTTP/1.1 by ALPN). */
+  httpsUrl: string;
   port: number;
+  /** The CA that signed the HTTPS certificate (PEM), and the file it is written to (for a client's CA setting). */
+  caPem: string;
+  caFile: string;
+  /** The front: its 'hello' event gives every ClientHello read (tls/front.ts). */
+  front: SimulatorFront;
   store: SimStore;
   /** Base URL of every platform, in the shape platformBaseUrls() gives the scrapers. */
   baseUrls: Record<string, string>;
+  /** The same over HTTPS. */
+  httpsBaseUrls: Record<string, string>;
   /** Marketplaces A, B and C: their inventory, and their base URLs (`${url}/marketplace_a`, ...). */
   marketplaces: MarketplaceStore;
   marketplaceUrls: Record<'marketplace_a' | 'marketplace_b' | 'marketplace_c', string>;
+  httpsMarketplaceUrls: Record<'marketplace_a' | 'marketplace_b' | 'marketplace_c', string>;
   /** pf_01's anti-bot protection: its settings, counts and sessions (docs/simulator.md). */
   protection: Pf01Protection;
   /** Every platform event request as it arrived (the last 100,000; also GET /_sim/requests). */
@@ -65,10 +79,12 @@ export interface SimulatorOptions {
    * unless it says `enabled: false`). POST /_sim/reset goes back to these.
    */
   walls?: WallsOption;
-  /** Which JA4 fingerprints are which browser's, for the walls' TLS check (default: Chrome's cipher suites). */
+  /** Which JA4 fingerprints are which browser's, for the walls' TLS check (default: real browsers', tls/known-fingerprints.ts). */
   knownFingerprint?: KnownFingerprint;
   /** Bot cookies each wall remembers at most (100,000); small in tests. */
   wallCookies?: number;
+  /** Write the CA's PEM here (default: a fresh temporary directory, removed on close). */
+  caFile?: string;
 }
 
 export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
@@ -82,7 +98,9 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     maxTokens: options.pf01Limits?.tokens,
   });
   const limits = new AddressLimits(options.addressLimits);
-  const walls = new Walls(options.walls ?? 'off', { knownFingerprint: options.knownFingerprint, maxCookies: options.wallCookies });
+  // First: every request's wire facts, before anything can answer it.
+  app.use(wireMiddleware());
+  const walls = new Walls(options.walls ?? 'off', { knownFingerprint: options.knownFingerprint ?? knownFingerprint, maxCookies: options.wallCookies });
   const routers = new Map<PlatformKey, Router>();
   // First of all, as a CDN's wall is in front of the origin: the marketplaces' pages are mounted
   // with their control routes just below. It judges only /{site}/ paths, so /_sim/ never meets it.
@@ -102,11 +120,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   for (const router of routers.values()) app.use(router.routes()).use(router.allowedMethods());
 
   const host = options.host ?? '127.0.0.1';
-  const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(options.port ?? 0, host);
-    s.once('listening', () => resolve(s));
-    s.once('error', reject);
-  });
+  const certificates = makeCertificates({ caFile: options.caFile });
+  const front = new SimulatorFront(app.callback(), { certPem: certificates.certPem, keyPem: certificates.keyPem });
+  try {
+    await front.listen(options.port ?? 0, host);
+  } catch (error) {
+    certificates.dispose();
+    throw error;
+  }
   const drift = options.driftMs
     ? setInterval(() => {
         store.drift();
@@ -115,25 +136,33 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     : undefined;
   drift?.unref();
 
-  const port = (server.address() as AddressInfo).port;
-  const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  const port = (front.server.address() as AddressInfo).port;
+  const hostPort = `${host === '0.0.0.0' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${port}`;
+  const url = `http://${hostPort}`;
+  const httpsUrl = `https://${hostPort}`;
+  const marketplaceUrls = (base: string) => ({ marketplace_a: `${base}/marketplace_a`, marketplace_b: `${base}/marketplace_b`, marketplace_c: `${base}/marketplace_c` });
   return {
     url,
+    httpsUrl,
     port,
+    caPem: certificates.caPem,
+    caFile: certificates.caFile,
+    front,
     store,
     baseUrls: Object.fromEntries(SIM_PLATFORMS.map((p) => [p.platform, `${url}/${p.platform}`])),
+    httpsBaseUrls: Object.fromEntries(SIM_PLATFORMS.map((p) => [p.platform, `${httpsUrl}/${p.platform}`])),
     marketplaces,
-    marketplaceUrls: { marketplace_a: `${url}/marketplace_a`, marketplace_b: `${url}/marketplace_b`, marketplace_c: `${url}/marketplace_c` },
+    marketplaceUrls: marketplaceUrls(url),
+    httpsMarketplaceUrls: marketplaceUrls(httpsUrl),
     protection,
     requests,
     limits,
     walls,
     close: async () => {
       clearInterval(drift);
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Hanging pages hold their sockets open by design; closing the server releases them.
-      server.closeAllConnections();
-      await closed;
+      // Hanging pages hold their sockets open by design; the front destroys every connection.
+      await front.close();
+      certificates.dispose();
     },
   };
 }

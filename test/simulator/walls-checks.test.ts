@@ -9,7 +9,7 @@ import { browserClaim } from '../../src/simulator/walls/browser-claim.ts';
 import { checkHeaders, clientHintBrands, orderBroken, ORDER_RULES } from '../../src/simulator/walls/header-check.ts';
 import { checkHttp2 } from '../../src/simulator/walls/http2-check.ts';
 import { DEFAULT_WALL_SETTINGS, withSettings } from '../../src/simulator/walls/settings.ts';
-import { checkTls, chromeCiphersOnly } from '../../src/simulator/walls/tls-check.ts';
+import { checkTls } from '../../src/simulator/walls/tls-check.ts';
 import { REFUSAL_REASONS, SiteWall, Walls } from '../../src/simulator/walls/wall.ts';
 import type { WireFacts } from '../../src/simulator/tls/wire-facts.ts';
 import {
@@ -67,13 +67,6 @@ describe('the TLS check', () => {
 
   it('refuses rather than throws when the list of fingerprints throws', () => {
     expect(checkTls(chromeWire(), chrome, () => { throw new Error('broken list'); })).toMatch(/no chrome's/);
-  });
-
-  it('knows Chrome by its cipher suites when no list is given', () => {
-    expect(chromeCiphersOnly('chrome', JA4.chromium)).toBe(true);
-    expect(chromeCiphersOnly('chrome', JA4.impitChrome)).toBe(true);
-    expect(chromeCiphersOnly('chrome', JA4.node)).toBe(false);
-    expect(chromeCiphersOnly('firefox', JA4.chromium)).toBe(false);
   });
 });
 
@@ -280,7 +273,7 @@ describe('properties', () => {
   const userAgent = fc.oneof(fc.string(), fc.constantFrom(CHROME_UA, HEADLESS_UA, FIREFOX_UA, CURL_UA), fc.string().map((s) => `Mozilla/5.0 (${s}) Chrome/${s}.0 Firefox/${s}.`));
   const wire: fc.Arbitrary<WireFacts> = fc.record({
     scheme: fc.constantFrom('http' as const, 'https' as const),
-    hello: fc.option(fc.record({ ja4: fc.oneof(fc.string(), fc.constantFrom(...Object.values(JA4))), ciphers: fc.array(fc.integer()), extensions: fc.array(fc.integer()), alpn: fc.array(fc.string()), sni: fc.option(fc.string()) })),
+    hello: fc.option(fc.record({ ja4: fc.oneof(fc.string(), fc.constantFrom(...Object.values(JA4))), ciphers: fc.array(fc.integer()), extensions: fc.array(fc.integer()), alpn: fc.array(fc.string()), sni: fc.option(fc.string()), signatureAlgorithms: fc.array(fc.integer()), tlsVersion: fc.integer() })),
     httpVersion: fc.oneof(fc.constantFrom('1.0', '1.1', '2.0'), fc.string()),
     h2Settings: fc.option(fc.dictionary(fc.string(), fc.oneof(fc.integer(), fc.boolean()))),
     pseudoHeaderOrder: fc.array(fc.string()),

@@ -135,7 +135,7 @@ const SETTING_NAMES: Record<number, string> = { 1: 'headerTableSize', 2: 'enable
 /** The facts a front would record for `request`, with the SETTINGS the connection really sent. */
 function factsOf(request: Seen, raw: [number, number][]): WireFacts {
   const h2Settings = Object.fromEntries(raw.map(([id, value]) => [SETTING_NAMES[id] ?? String(id), id === 2 || id === 8 ? value === 1 : value]));
-  return { scheme: 'https', hello: { ja4: '', ciphers: [], extensions: [], alpn: ['h2', 'http/1.1'], sni: null }, httpVersion: request.httpVersion, h2Settings, pseudoHeaderOrder: request.pseudo, headerOrder: request.headers };
+  return { scheme: 'https', hello: { ja4: '', ciphers: [], extensions: [], alpn: ['h2', 'http/1.1'], sni: null, signatureAlgorithms: [], tlsVersion: 0x0304 }, httpVersion: request.httpVersion, h2Settings, pseudoHeaderOrder: request.pseudo, headerOrder: request.headers };
 }
 
 describe('measured on this machine', () => {

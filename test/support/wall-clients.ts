@@ -62,7 +62,7 @@ export const CHROME_H2 = { headerTableSize: 65536, enablePush: false, initialWin
 export function chromeWire(headers: [string, string][] = chromeHeaders(), ja4: string = JA4.chromium): WireFacts {
   return {
     scheme: 'https',
-    hello: { ja4, ciphers: [], extensions: [], alpn: ['h2', 'http/1.1'], sni: 'localhost' },
+    hello: { ja4, ciphers: [], extensions: [], alpn: ['h2', 'http/1.1'], sni: 'localhost', signatureAlgorithms: [], tlsVersion: 0x0304 },
     httpVersion: '2.0',
     h2Settings: { ...CHROME_H2 },
     pseudoHeaderOrder: [':method', ':authority', ':scheme', ':path'],
@@ -73,7 +73,7 @@ export function chromeWire(headers: [string, string][] = chromeHeaders(), ja4: s
 export function firefoxWire(headers: [string, string][] = firefoxHeaders()): WireFacts {
   return {
     scheme: 'https',
-    hello: { ja4: JA4.firefox, ciphers: [], extensions: [], alpn: ['h2', 'http/1.1'], sni: 'localhost' },
+    hello: { ja4: JA4.firefox, ciphers: [], extensions: [], alpn: ['h2', 'http/1.1'], sni: 'localhost', signatureAlgorithms: [], tlsVersion: 0x0304 },
     httpVersion: '2.0',
     h2Settings: { headerTableSize: 65536, initialWindowSize: 131072, maxFrameSize: 16384 },
     pseudoHeaderOrder: [':method', ':path', ':authority', ':scheme'],
@@ -83,11 +83,11 @@ export function firefoxWire(headers: [string, string][] = firefoxHeaders()): Wir
 
 /** Node's https: 59 cipher suites, no ALPN, HTTP/1.1. */
 export function nodeWire(headerOrder: string[] = ['host', 'connection']): WireFacts {
-  return { scheme: 'https', hello: { ja4: JA4.node, ciphers: [], extensions: [], alpn: [], sni: null }, httpVersion: '1.1', h2Settings: null, pseudoHeaderOrder: [], headerOrder };
+  return { scheme: 'https', hello: { ja4: JA4.node, ciphers: [], extensions: [], alpn: [], sni: null, signatureAlgorithms: [], tlsVersion: 0x0304 }, httpVersion: '1.1', h2Settings: null, pseudoHeaderOrder: [], headerOrder };
 }
 
 export function curlWire(headerOrder: string[] = ['host', 'user-agent', 'accept']): WireFacts {
-  return { scheme: 'https', hello: { ja4: JA4.curl, ciphers: [], extensions: [], alpn: ['h2', 'http/1.1'], sni: 'localhost' }, httpVersion: '2.0', h2Settings: { maxConcurrentStreams: 100, initialWindowSize: 10485760, enablePush: false }, pseudoHeaderOrder: [':method', ':path', ':scheme', ':authority'], headerOrder };
+  return { scheme: 'https', hello: { ja4: JA4.curl, ciphers: [], extensions: [], alpn: ['h2', 'http/1.1'], sni: 'localhost', signatureAlgorithms: [], tlsVersion: 0x0304 }, httpVersion: '2.0', h2Settings: { maxConcurrentStreams: 100, initialWindowSize: 10485760, enablePush: false }, pseudoHeaderOrder: [':method', ':path', ':scheme', ':authority'], headerOrder };
 }
 
 export function headerRecord(headers: [string, string][]): Record<string, string> {

@@ -16,6 +16,10 @@ export interface ClientHelloFacts {
   alpn: string[];
   /** The server name asked for (SNI), or null. */
   sni: string | null;
+  /** Signature algorithms in the order sent, GREASE values left out (JA4's c part hashes them). */
+  signatureAlgorithms: number[];
+  /** Highest TLS version offered (supported_versions, else the hello's legacy version): 0x0304 for TLS 1.3. */
+  tlsVersion: number;
 }
 
 export interface WireFacts {

@@ -9,15 +9,6 @@ import type { BrowserClaim, BrowserFamily } from './browser-claim.ts';
 /** Is `ja4` a fingerprint that a real browser of `family` sends? */
 export type KnownFingerprint = (family: BrowserFamily, ja4: string) => boolean;
 
-/**
- * JA4's middle part, the hash of the sorted cipher suites, of every Chrome since 110 (Chromium
- * 156 and impit's Chrome profile alike, measured in issue 37). A fallback for a simulator started
- * without a list of known fingerprints: it knows Chrome only, by its cipher suites.
- */
-export const CHROME_CIPHER_HASH = '8daaf6152771';
-
-export const chromeCiphersOnly: KnownFingerprint = (family, ja4) => family === 'chrome' && /^t13d\d{4}h2_/.test(ja4) && ja4.slice(11, 23) === CHROME_CIPHER_HASH;
-
 /** Why the request fails the check, or null when it passes. */
 export function checkTls(wire: WireFacts, claim: BrowserClaim | null, known: KnownFingerprint): string | null {
   if (!wire.hello) return 'no ClientHello: the request did not come over TLS';

@@ -14,7 +14,8 @@ import { browserClaim } from './browser-claim.ts';
 import { checkHeaders, type HeaderValues } from './header-check.ts';
 import { checkHttp2 } from './http2-check.ts';
 import { DEFAULT_WALL_SETTINGS, withSettings, type WallSettings, type WallSettingsInput } from './settings.ts';
-import { checkTls, chromeCiphersOnly, type KnownFingerprint } from './tls-check.ts';
+import { knownFingerprint } from '../tls/known-fingerprints.ts';
+import { checkTls, type KnownFingerprint } from './tls-check.ts';
 
 export type WalledSite = PlatformKey | MarketplaceKey;
 export const WALLED_SITES: readonly WalledSite[] = [...PLATFORM_KEYS, ...MARKETPLACES];
@@ -140,7 +141,7 @@ export class Walls {
   private readonly walls = new Map<string, SiteWall>();
 
   constructor(option: WallsOption = 'off', options: WallsOptions = {}) {
-    const known = options.knownFingerprint ?? chromeCiphersOnly;
+    const known = options.knownFingerprint ?? knownFingerprint;
     for (const site of WALLED_SITES) {
       const input: WallSettingsInput | undefined = option === 'on' ? { enabled: true } : option === 'off' ? undefined : option[site];
       const initial = withSettings(DEFAULT_WALL_SETTINGS, input ? { enabled: true, ...input } : {});
