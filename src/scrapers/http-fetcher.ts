@@ -28,7 +28,7 @@ import { trustScrapeCa } from './scrape-trust.ts';
 import { ScrapeFailure, type FetchedPage, type FetchInit, type PageFetcher } from './types.ts';
 
 // impit is CommonJS; its error classes are set on its exports in a way Node's ESM named imports do not see.
-const { Impit, ProxyAuthRequired, ProxyTunnelError, TimeoutError } = impit;
+const { Impit, ProxyAuthRequired, ProxyTunnelError, RemoteProtocolError, TimeoutError } = impit;
 type ImpitClient = InstanceType<typeof Impit>;
 type ImpitAnswer = Awaited<ReturnType<ImpitClient['fetch']>>;
 
@@ -260,6 +260,17 @@ function reasonOf(err: Error): string {
 /** Why a request was cut short: its time ran out, or its caller gave up. */
 type Cut = 'timeout' | 'aborted';
 
+/** An empty POST body: impit takes an empty string for no body at all. */
+const NO_BYTES = new Uint8Array(0);
+
+/**
+ * Clients that have had an answer, so hold kept-alive connections. A connection the server closed
+ * just as it was reused fails before any answer (hyper: a remote protocol error); that request is
+ * sent once more, on a fresh connection, as Node's own client and browsers do. A client's first
+ * request has no connection to reuse: its failure is the platform's.
+ */
+const answeredBefore = new WeakSet<object>();
+
 export function createHttpFetcher(options: HttpFetcherOptions): HttpFetcher {
   const slots = new Slots(options.concurrency);
   const own = options.clients ? null : createHttpClients({ caFile: options.caFile });
@@ -305,21 +316,32 @@ export function createHttpFetcher(options: HttpFetcherOptions): HttpFetcher {
         let target = asked;
         for (let hop = 0; ; hop++) {
           const headers = onTheWire(kind, identity.requestHeaders(kind, target.href, init.headers), target, method);
+          // An empty POST says so, as Chrome's does, where Chrome puts it; hyper leaves it out.
+          if (method === 'POST' && !init.body) headers.splice(target.protocol === 'http:' ? 2 : 0, 0, ['content-length', '0']);
           session?.sent();
-          let answer: ImpitAnswer;
-          try {
-            answer = await client.fetch(target.href, {
+          const send = () =>
+            client.fetch(target.href, {
               method,
               headers,
-              body: method === 'POST' ? (init.body ?? '') : undefined,
+              body: method === 'POST' ? (init.body ? init.body : NO_BYTES) : undefined,
               signal: controller.signal,
-              // impit's own bound as well: an abort stops the wait, its timeout the request itself.
+              // impit's own bound as well: an abort ends the wait for the answer, but only impit's
+              // timeout ends the request itself (impit 0.14.5 cannot cancel one in flight).
               timeout: Math.max(1, options.timeoutMs - (Date.now() - started)),
               redirect: 'manual',
             });
+          let answer: ImpitAnswer;
+          try {
+            try {
+              answer = await send();
+            } catch (err) {
+              if (!(err instanceof RemoteProtocolError) || cut || !answeredBefore.has(client)) throw err;
+              answer = await send();
+            }
           } catch (err) {
             throw failureOf(err, url, proxy, cut, cutShort, options.timeoutMs);
           }
+          answeredBefore.add(client);
           const status = answer.status;
           if (status === 407 && proxy) {
             await discard(answer);
