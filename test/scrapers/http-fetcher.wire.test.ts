@@ -102,7 +102,7 @@ afterAll(async () => {
 
 /** The last request the servers saw for `path`. */
 function lastSeen(path: string): Seen {
-  const found = seen.findLast((s) => s.path === path);
+  const found = [...seen].reverse().find((s) => s.path === path);
   if (!found) throw new Error(`no request for ${path}`);
   return found;
 }

@@ -25,7 +25,7 @@ function keyPair(): { forgeKey: forge.pki.rsa.PrivateKey; forgePublic: forge.pki
 
 let serial = 1;
 
-function certificate(subject: string, publicKey: forge.pki.PublicKey, issuer: { name: string; key: forge.pki.PrivateKey }, ca: boolean): forge.pki.Certificate {
+function certificate(subject: string, publicKey: forge.pki.PublicKey, issuer: { name: string; key: forge.pki.rsa.PrivateKey }, ca: boolean): forge.pki.Certificate {
   const cert = forge.pki.createCertificate();
   cert.publicKey = publicKey;
   cert.serialNumber = (serial++).toString(16).padStart(2, '0');
