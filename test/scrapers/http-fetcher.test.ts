@@ -5,7 +5,8 @@
 // holds across html() and json(), and bodies parse as Cheerio over htmlparser2. What it looks like
 // on the wire (TLS, HTTP/2, header order, cookies, CAs) is http-fetcher.wire.test.ts's.
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { createHttpFetcher } from '../../src/scrapers/http-fetcher.ts';
+import { ExitPool } from '../../src/scrapers/egress/exit-pool.ts';
+import { createHttpClients, createHttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import type { PageFetcher } from '../../src/scrapers/types.ts';
 import { listen, usePageServers } from './page-server.ts';
 import { expectFailure } from './platform-harness.ts';
@@ -336,6 +337,36 @@ describe('kept-alive sockets', () => {
     } finally {
       fetcher.close();
       server.close();
+    }
+  });
+});
+
+describe('clients', () => {
+  it('keeps one client per session while it lives, drops a retired session\'s, and keeps at most its bound', async () => {
+    const clients = createHttpClients({ maxClients: 3 });
+    const fetcher = createHttpFetcher({ concurrency: 2, timeoutMs: 5_000, clients });
+    const pool = new ExitPool('pf_03', [], { rpsPerExit: 10, sessionMaxRequests: 2, sessionMaxAgeMs: 60_000, cooldownMs: 1_000 });
+    try {
+      const first = pool.session(pool.exits[0]!);
+      await fetcher.json(`${server.url}/json`, { session: first });
+      await fetcher.json(`${server.url}/json`, { session: first });
+      expect(clients.size).toBe(1);
+      // Two requests: the session ages out, and the next one's client replaces its client.
+      const second = pool.session(pool.exits[0]!);
+      expect(first.retired).toBe(true);
+      await fetcher.json(`${server.url}/json`, { session: second });
+      expect(clients.size).toBe(1);
+      // The origin's default client is one more, another platform's session one more.
+      await fetcher.json(`${server.url}/json`);
+      const pools = ['pf_04', 'pf_05'].map((p) => new ExitPool(p as 'pf_04', [], { rpsPerExit: 10, sessionMaxRequests: 100, sessionMaxAgeMs: 60_000, cooldownMs: 1_000 }));
+      await fetcher.json(`${server.url}/json`, { session: pools[0]!.session(pools[0]!.exits[0]!) });
+      expect(clients.size).toBe(3);
+      // Past the bound, the least recently used client goes.
+      await fetcher.json(`${server.url}/json`, { session: pools[1]!.session(pools[1]!.exits[0]!) });
+      expect(clients.size).toBe(3);
+    } finally {
+      fetcher.close();
+      clients.close();
     }
   });
 });
