@@ -53,6 +53,8 @@ export interface HttpClients {
   clientOf(identity: ClientIdentity, proxy: ProxyEndpoint | null): ImpitClient;
   /** The identity requests to `origin` made without a session go out as. */
   defaultIdentity(origin: string): ClientIdentity;
+  /** Sets up the CA trust now (scrape-trust.ts), so that a bad CA file is said at start. */
+  warm(): void;
   /** Clients kept now. */
   readonly size: number;
   close(): void;
@@ -69,12 +71,14 @@ export function createHttpClients(options: HttpClientsOptions = {}): HttpClients
   const clients = new Map<ClientIdentity, ImpitClient>();
   const defaults = new Map<string, ClientIdentity>();
   let trusted = false;
+  const trust = () => {
+    if (trusted) return;
+    trustScrapeCa(options.caFile);
+    trusted = true;
+  };
 
   const make = (proxy: ProxyEndpoint | null): ImpitClient => {
-    if (!trusted) {
-      trustScrapeCa(options.caFile);
-      trusted = true;
-    }
+    trust();
     // Redirects are followed here (each hop checked against the origin, its cookies kept), and
     // no timeout is impit's: each request is given the time it has left.
     return new Impit({ browser: CHROME_PROFILE, followRedirects: false, ...(proxy ? { proxyUrl: impitProxyUrl(proxy) } : {}) });
@@ -104,6 +108,7 @@ export function createHttpClients(options: HttpClientsOptions = {}): HttpClients
       }
       return identity;
     },
+    warm: trust,
     get size() {
       return clients.size;
     },
@@ -121,7 +126,7 @@ export interface HttpFetcherOptions {
   timeoutMs: number;
   /** A PEM file of CAs to trust beside the system store (SCRAPE_CA_FILE), for clients of its own. */
   caFile?: string;
-  /** Clients shared with the process's other fetchers (their owner closes them); else its own. */
+  /** Clients shared with the process's other fetchers (their owner closes them, and set their CAs); else its own. */
   clients?: HttpClients;
 }
 
@@ -380,7 +385,8 @@ export function createHttpFetcher(options: HttpFetcherOptions): HttpFetcher {
             if (cut) throw cutShort(err);
             // impit's own bound (the same limit) may end the read a moment before our timer does.
             if (err instanceof TimeoutError || /\bTimedOut\b/.test((err as Error).message)) throw new ScrapeFailure('attempt_timeout', `no answer from ${url} within ${options.timeoutMs} ms`, { cause: err });
-            throw new ScrapeFailure('upstream', `reading ${url} failed: ${scrub(reasonOf(err as Error), proxy)}`, { cause: err });
+            const cause = proxy ? Object.assign(new Error(scrub((err as Error).message, proxy)), { name: (err as Error).name }) : err;
+            throw new ScrapeFailure('upstream', `reading ${url} failed: ${scrub(reasonOf(err as Error), proxy)}`, { cause });
           }
           const page: FetchedPage = { status, url: target.href, body, headers: headersOf(answer.headers) };
           const wall = init.blockPage?.({ status, headers: page.headers!, body });
@@ -412,7 +418,7 @@ export function createHttpFetcher(options: HttpFetcherOptions): HttpFetcher {
       return { ...page, data };
     },
     async warm() {
-      trustScrapeCa(options.caFile);
+      clients.warm();
     },
     close() {
       own?.close();
