@@ -8,8 +8,7 @@ import { DEFAULT_SCRAPE_RPS, marketplaceBaseUrls, platformBaseUrls, scrapeRpsPer
 import { ExitPools } from '../src/scrapers/egress/exit-pool.ts';
 import { registerProxyMetrics } from '../src/scrapers/egress/proxy-metrics.ts';
 import type { Logger } from '../src/logger.ts';
-import { createFetchPages } from '../src/scrapers/fetch-pages.ts';
-import { createHttpPages } from '../src/scrapers/http-pages.ts';
+import { createHttpClients, createHttpFetcher } from '../src/scrapers/http-fetcher.ts';
 import { startBrowserReports } from '../src/scrapers/browser-reports.ts';
 import { createBrowserPages } from '../src/scrapers/browser-pages.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
@@ -55,21 +54,24 @@ export interface ActivityDeps {
 
 export async function createActivities(deps: ActivityDeps): Promise<Activities> {
   const { config, log } = deps;
-  // One crawlee fetcher for the platform scrapers and the event tracker: one concurrency bound.
+  // One browser-grade HTTP client per identity (http-fetcher.ts), shared by the two fetchers
+  // below: a session's cookies and connections are the same whichever of them sends its request.
+  const httpClients = createHttpClients({ caFile: config.SCRAPE_CA_FILE });
+  // The fetcher of the platform scrapers and the event tracker: one concurrency bound.
   // An on-demand attempt is bounded by the time left in its request (the scrape activity's
   // deadline); the fetchers' own bound is only a backstop past it (workflows/scrape-timing.ts).
   const backstopMs = scrapeBackstopMs(config.SCRAPE_TIMEOUT_MS);
-  const http = createHttpPages({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: backstopMs });
+  const http = createHttpFetcher({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: backstopMs, clients: httpClients });
   const baseUrls = deps.baseUrls ?? platformBaseUrls(config);
   // One Chromium per process, for on-demand page visits and for making pf_01's sessions.
   const browser = createBrowserPages({ pages: config.BROWSER_PAGES, chromiumPath: config.CHROMIUM_PATH, timeoutMs: backstopMs });
-  // The pollers' lean fetcher (fetch-pages.ts says why a poll does not go through crawlee's);
-  // pf_01's sessions send their requests through it too, polls and on-demand scrapes alike.
+  // The pollers' fetcher: the same client, its own time bound; pf_01's sessions send their
+  // requests through it too, polls and on-demand scrapes alike.
   const pollTimeoutMs = pollAttemptTimeoutMs(config.SCRAPE_TIMEOUT_MS);
   // Its own bound (MONITOR_FETCH_CONCURRENCY), well above SCRAPE_CONCURRENCY: the shards' pacers
   // and fair shares decide which poll goes when, and a poll waiting here would wait in arrival
   // order behind every slow platform's polls.
-  const pollHttp = createFetchPages({ concurrency: config.MONITOR_FETCH_CONCURRENCY, timeoutMs: pollTimeoutMs });
+  const pollHttp = createHttpFetcher({ concurrency: config.MONITOR_FETCH_CONCURRENCY, timeoutMs: pollTimeoutMs, clients: httpClients });
   // Where every request leaves from (SCRAPE_PROXY_URLS; direct when a platform has none), shared
   // by the on-demand scrapes and the pollers so a block one meets keeps the others off that address.
   const rpsPerExit = scrapeRpsPerExit(config);
@@ -81,7 +83,6 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     sessionMaxAgeMs: config.SCRAPE_SESSION_MAX_AGE_MS,
     cooldownMs: config.SCRAPE_PROXY_COOLDOWN_MS,
     targetBackoffMs: config.SCRAPE_TARGET_BACKOFF_MS,
-    maxSocketsPerExit: config.MONITOR_FETCH_CONCURRENCY,
   });
   const pf01 = createPf01Sessions({
     browser,
@@ -108,14 +109,14 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   // Prints the fix at start-up when Chromium is missing, and tells the gateways (browser-reports.ts).
   const browserReports = startBrowserReports({ db: deps.db, taskQueue: config.SCRAPE_TASK_QUEUE, chromiumPath: config.CHROMIUM_PATH, log, figures });
   // In the background: the first scrape should not pay for the browser launch (~1 s) or the
-  // crawlers' start (~0.4 s), and the worker need not wait for them either.
+  // CA set-up, and the worker need not wait for them either.
   void scrapers.warm().catch((err: unknown) => {
     // A missing browser was reported above, with its fix; its launch error would only bury that.
     if (!(err instanceof ScrapeFailure && err.kind === 'browser_missing')) log.warn({ err }, 'could not warm the scrapers; the first scrape will');
   });
   const alog = log.child({ component: 'activities' });
   // The pollers' own scrapers: the same adapters, the same warm browser and sessions, over the
-  // lean fetcher; a poll of pf_01 always goes through a session.
+  // pollers' fetcher; a poll of pf_01 always goes through a session.
   const pollScrapers = createScrapers({
     http: pollHttp,
     browser,
@@ -165,6 +166,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
       await browser.close();
       pollHttp.close();
       exits.close();
+      httpClients.close();
     },
   };
 }

@@ -60,7 +60,7 @@ export interface TrackingActivityOptions {
   intervalMs: number;
   /** When trackings end (TRACKING_END_AFTER_EVENT_MS, TRACKING_UNDATED_MAX_MS). */
   limits: TrackingLimits;
-  /** The worker's crawlee fetcher, shared with the platform scrapers (one concurrency bound). */
+  /** The worker's HTTP fetcher, shared with the platform scrapers (one concurrency bound). */
   http: PageFetcher;
   /** Where requests to the marketplaces leave from (SCRAPE_PROXY_URLS); none: direct. */
   exits?: ExitPools;

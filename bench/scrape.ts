@@ -22,7 +22,7 @@ import { Metrics } from '../src/gateway/metrics.ts';
 import { createLogger } from '../src/logger.ts';
 import { parseEventRef, type EventRef } from '../src/platform/event-ref.ts';
 import { closeServices, createRequestPool, createServices } from '../src/runtime/services.ts';
-import { createFetchPages } from '../src/scrapers/fetch-pages.ts';
+import { createHttpFetcher } from '../src/scrapers/http-fetcher.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
 import { createPf01Sessions } from '../src/scrapers/platforms/pf_01-session.ts';
 import { startSimulator } from '../src/simulator/server.ts';
@@ -173,9 +173,9 @@ async function main() {
     });
     cleanups.push(() => direct.close());
     await direct.warm();
-    // The direct session path: the worker's own pieces (a lean fetcher, a session pool on the
-    // same warm browser), so its figure is what the worker's activity spends inside.
-    const lean = createFetchPages({ concurrency: 20, timeoutMs: scrapeBackstopMs(config.SCRAPE_TIMEOUT_MS) });
+    // The direct session path: the worker's own pieces (the pollers' fetcher, a session pool on
+    // the same warm browser), so its figure is what the worker's activity spends inside.
+    const lean = createHttpFetcher({ concurrency: 20, timeoutMs: scrapeBackstopMs(config.SCRAPE_TIMEOUT_MS), caFile: config.SCRAPE_CA_FILE });
     cleanups.push(async () => lean.close());
     const pf01 = createPf01Sessions({ browser: direct.browser, http: lean, baseUrl: sim.baseUrls.pf_01!, size: config.BROWSER_SESSIONS, makeTimeoutMs: 30_000 });
     cleanups.push(() => pf01.pool.close());

@@ -3,6 +3,7 @@
 import path from 'node:path';
 import { z } from 'zod';
 import { parseProxyUrls, type ProxiedSite, type ProxyEndpoint } from './scrapers/egress/proxy-urls.ts';
+import { readCaCertificates } from './scrapers/scrape-trust.ts';
 import { isPlatformKey, PLATFORM_KEYS, type PlatformKey } from './platform/registry.ts';
 import { POLL_ORDERS } from './monitors/fair-share.ts';
 
@@ -77,6 +78,21 @@ const proxyUrlsSchema = z
       ctx.addIssue({ code: 'custom', message: (err as Error).message });
       return z.NEVER;
     }
+  });
+
+/** SCRAPE_CA_FILE (src/scrapers/scrape-trust.ts): a readable PEM file of certificates that parse, or unset. */
+const caFileSchema = z
+  .string()
+  .optional()
+  .transform((file, ctx) => {
+    if (file === undefined || file.trim() === '') return undefined;
+    try {
+      readCaCertificates(file);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
+    }
+    return file;
   });
 
 const schema = z.object({
@@ -280,6 +296,11 @@ const schema = z.object({
    * or `pf_03,pf_08=http://u:p@a:8000 http://b:8000;*=socks5://c:1080`. Unset: direct.
    */
   SCRAPE_PROXY_URLS: proxyUrlsSchema,
+  /**
+   * A PEM file of CAs the scrapers trust beside the system's (a simulator's own CA, a TLS-inspecting
+   * gateway's); checked at start. Unset: the system store only. Verification is never turned off.
+   */
+  SCRAPE_CA_FILE: caFileSchema,
   /**
    * Requests per second each proxy may send to a platform (the same forms as
    * SCRAPE_RPS_PER_PLATFORM). A platform's budget is this times its healthy proxies. Unset: each

@@ -1,6 +1,11 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DEFAULT_SCRAPE_RPS, loadConfig, marketplaceBaseUrls, platformBaseUrls, scrapeRpsPerPlatform } from '../src/config.ts';
 import { PLATFORM_KEYS } from '../src/platform/registry.ts';
+import { makeTestCa } from './support/test-ca.ts';
 
 describe('configuration', () => {
   it('applies documented defaults', () => {
@@ -117,5 +122,31 @@ describe('configuration', () => {
       expect(() => loadConfig({ SCRAPE_RPS_PER_PLATFORM: value })).toThrow(/SCRAPE_RPS_PER_PLATFORM: /);
       expect(() => loadConfig({ SCRAPE_RPS_PER_PLATFORM: value })).toThrow(message);
     });
+  });
+
+  it('SCRAPE_CA_FILE: unset by default; a PEM file of certificates is taken; a missing, empty or broken one stops the start, by name', () => {
+    expect(loadConfig({}).SCRAPE_CA_FILE).toBeUndefined();
+    const file = makeTestCa().writeCertFile();
+    expect(loadConfig({ SCRAPE_CA_FILE: file }).SCRAPE_CA_FILE).toBe(file);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ca-config-'));
+    const write = (name: string, text: string) => (fs.writeFileSync(path.join(dir, name), text), path.join(dir, name));
+    const broken = write('broken.pem', '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydGlmaWNhdGU=\n-----END CERTIFICATE-----\n');
+    for (const bad of [path.join(dir, 'absent.pem'), write('empty.pem', ''), write('key.pem', '-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n'), broken]) {
+      expect(() => loadConfig({ SCRAPE_CA_FILE: bad }), bad).toThrow(ConfigError);
+      expect(() => loadConfig({ SCRAPE_CA_FILE: bad }), bad).toThrow(/SCRAPE_CA_FILE/);
+    }
+    // Whatever a file holds, the check answers with a ConfigError or the path: it never crashes.
+    fc.assert(
+      fc.property(fc.string({ maxLength: 400 }), fc.boolean(), (body, framed) => {
+        const text = framed ? `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n` : body;
+        const f = write('any.pem', text);
+        try {
+          expect(loadConfig({ SCRAPE_CA_FILE: f }).SCRAPE_CA_FILE).toBe(f);
+        } catch (err) {
+          expect(err).toBeInstanceOf(ConfigError);
+        }
+      }),
+      { numRuns: 200 },
+    );
   });
 });

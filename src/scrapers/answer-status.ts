@@ -1,5 +1,5 @@
-// How a platform's HTTP status becomes a scrape failure, in one place for both fetchers
-// (http-pages.ts, fetch-pages.ts): 5xx is the platform's trouble (`upstream`, retried), 429 and
+// How a platform's HTTP status becomes a scrape failure, in one place for the HTTP fetcher
+// (http-fetcher.ts) and the browser (browser-pages.ts): 5xx is the platform's trouble (`upstream`, retried), 429 and
 // 403 are the platform refusing us (`blocked`, with the wait its Retry-After asks for), anything
 // else is a page for the adapter to read (a 404 may mean "no such event").
 import { parseRetryAfter } from './retry-after.ts';

@@ -1,5 +1,5 @@
-// The scrapers: one adapter per platform (platforms/), sharing one crawlee HTTP fetcher and one
-// warm browser. Activities (activities/scrape.ts) and the scrape benchmark call scrape().
+// The scrapers: one adapter per platform (platforms/), sharing one HTTP fetcher (http-fetcher.ts:
+// a browser's requests on the wire) and one warm browser. Activities (activities/scrape.ts) and the scrape benchmark call scrape().
 //
 // With exit pools (issue 27, egress/), where a scrape leaves from is chosen in one of two ways:
 //   - by the caller (`exitsChosenByCaller`: the monitors' pollers, which pace each exit and hand
@@ -19,7 +19,7 @@ import { createBrowserPages, type BrowserPages } from './browser-pages.ts';
 import type { ExitPool, ExitPools } from './egress/exit-pool.ts';
 import type { ScrapeSession } from './egress/scrape-session.ts';
 import { throughExits } from './egress/through-exits.ts';
-import { createHttpPages, type HttpPages } from './http-pages.ts';
+import { createHttpFetcher, type HttpFetcher } from './http-fetcher.ts';
 import { ADAPTER_FACTORIES, BLOCK_PAGES } from './platforms/index.ts';
 import { scrapeVia, type ScrapeFetchers } from './scrape-via.ts';
 import type { PageFetcher, PlatformAdapter, PlatformSessions, ScrapeData, ScrapeOptions } from './types.ts';
@@ -35,13 +35,13 @@ interface ScraperSettings {
 }
 
 /**
- * Either a fetcher shared with other scrapers of the process (the event tracker's crawlee
- * fetcher, or the pollers' lean one), its owner closing it; or the HTTP requests in flight at
- * once for a crawlee fetcher of the scrapers' own. `browser`, when given, is a warm browser
+ * Either a fetcher shared with other scrapers of the process (the event tracker's, or the
+ * pollers'), its owner closing it; or the HTTP requests in flight at once for a fetcher of the
+ * scrapers' own. `browser`, when given, is a warm browser
  * shared with other scrapers (its owner closes it): one Chromium per process.
  */
 export type ScrapersOptions = ScraperSettings &
-  ({ http: PageFetcher & Partial<Pick<HttpPages, 'warm'>> } | { concurrency: number }) & {
+  ({ http: PageFetcher & Partial<Pick<HttpFetcher, 'warm'>> } | { concurrency: number }) & {
     browser?: BrowserPages;
     /** Browser-made sessions shared with other scrapers of the process (their owner closes them). */
     sessions?: PlatformSessions;
@@ -59,7 +59,7 @@ interface Platform {
 
 export interface Scrapers {
   scrape(ref: EventRef, options?: ScrapeOptions): Promise<ScrapeData>;
-  /** Starts the HTTP crawlers and launches the browser ahead of the first scrape. */
+  /** Sets up the HTTP client's CAs and launches the browser ahead of the first scrape. */
   warm(): Promise<void>;
   /** The warm browser, for other scrapers of the process to share. */
   readonly browser: BrowserPages;
@@ -67,7 +67,7 @@ export interface Scrapers {
 }
 
 export function createScrapers(options: ScrapersOptions): Scrapers {
-  const own = 'http' in options ? null : createHttpPages({ concurrency: options.concurrency, timeoutMs: options.attemptTimeoutMs });
+  const own = 'http' in options ? null : createHttpFetcher({ concurrency: options.concurrency, timeoutMs: options.attemptTimeoutMs });
   const http = 'http' in options ? options.http : own!;
   const ownBrowser = options.browser ? null : createBrowserPages({ pages: options.browserPages, chromiumPath: options.chromiumPath, timeoutMs: options.attemptTimeoutMs });
   const browser = options.browser ?? ownBrowser!;

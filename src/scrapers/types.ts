@@ -140,8 +140,8 @@ export interface FetchedPage {
 }
 
 /**
- * What the fetchers themselves (http-pages.ts, fetch-pages.ts) take. Adapters never see it: they
- * ask with ScrapeFetchInit, the rest bound for them (scrape-via.ts).
+ * What the fetcher itself (http-fetcher.ts) takes. Adapters never see it: they ask with
+ * ScrapeFetchInit, the rest bound for them (scrape-via.ts).
  */
 export interface FetchInit {
   method?: 'GET' | 'POST';
@@ -150,24 +150,26 @@ export interface FetchInit {
   signal?: AbortSignal;
   /**
    * Statuses the caller reads itself instead of having them thrown as failures (pf_01 tells a
-   * refused session from a block by a 403's body). Only the lean fetcher (fetch-pages.ts), which
-   * polls and sessions use, honours it; the crawlee fetcher refuses a call that asks.
+   * refused session from a block by a 403's body).
    */
   readStatuses?: readonly number[];
-  /** The scrape's session: the request leaves through its exit with its headers and cookies. */
+  /**
+   * The scrape's session: the request leaves through its exit with its headers and cookies. None:
+   * the platform's default client (http-fetcher.ts), with its own headers and cookies.
+   */
   session?: ScrapeSession;
   /** The platform's challenge page (block-pages.ts): an answer it matches is a `blocked` failure. */
   blockPage?: BlockPageRule;
 }
 
 /**
- * One of the process's HTTP fetchers: crawlee's (http-pages.ts) or the lean one (fetch-pages.ts).
- * Only the scrapers hold one; adapters get it bound to their scrape (ScrapeFetcher). A network error, a 5xx or a time-out throws a
+ * The process's HTTP fetcher (http-fetcher.ts: a browser's requests on the wire). Only the
+ * scrapers hold one; adapters get it bound to their scrape (ScrapeFetcher). A network error, a 5xx or a time-out throws a
  * ScrapeFailure (`upstream` or `attempt_timeout`), a 429 or 403 one of kind `blocked` (with the
  * answer's Retry-After); anything else comes back as a page.
  */
 export interface PageFetcher {
-  /** An HTML page, parsed by crawlee's Cheerio crawling. */
+  /** An HTML page, parsed with Cheerio over htmlparser2. */
   html(url: string, init?: FetchInit): Promise<FetchedPage & { $: CheerioAPI }>;
   /** A JSON API answer; `data` is undefined when the body is not JSON (the adapter decides). */
   json(url: string, init?: FetchInit): Promise<FetchedPage & { data: unknown }>;

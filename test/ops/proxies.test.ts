@@ -36,7 +36,6 @@ function pools(clock: { t: number }): ExitPools {
     sessionMaxRequests: 100,
     sessionMaxAgeMs: 600_000,
     cooldownMs: 60_000,
-    maxSocketsPerExit: 2,
     now: () => clock.t,
     headerSet: () => ({ 'user-agent': 'test' }),
   });

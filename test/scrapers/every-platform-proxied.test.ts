@@ -3,8 +3,9 @@
 // scrape's session (scrape-via.ts). Every platform, pf_01..pf_11, and the tracker's marketplaces A
 // and B are scraped through the scrapers the worker builds (createScrapers, createMarketplaceScrapers)
 // with SCRAPE_PROXY_URLS set to two loopback proxy-chain proxies sending from 127.0.0.2 and
-// 127.0.0.3. Both of the worker's scraper sets are used: the on-demand one over crawlee's fetcher
-// (pf_01: its page in Chromium) and the pollers' over the lean fetcher (pf_01: a session made in
+// 127.0.0.3. Both of the worker's scraper sets are used, each over its own HTTP fetcher sharing one
+// set of clients (http-fetcher.ts): the on-demand one (pf_01: its page in Chromium) and the
+// pollers' (pf_01: a session made in
 // Chromium, then its two data arms over HTTP). Ground truth is the simulator's: its request log
 // (GET /_sim/requests: every event request, with its source address) and, for what that log leaves
 // out (pf_01's front page and session API, the marketplaces), every request its HTTP server
@@ -17,8 +18,7 @@ import { PLATFORM_KEYS, PLATFORMS, type PlatformKey } from '../../src/platform/r
 import { createBrowserPages, type BrowserPages } from '../../src/scrapers/browser-pages.ts';
 import { ExitPools } from '../../src/scrapers/egress/exit-pool.ts';
 import { parseProxyUrls } from '../../src/scrapers/egress/proxy-urls.ts';
-import { createFetchPages, type FetchPages } from '../../src/scrapers/fetch-pages.ts';
-import { createHttpPages, type HttpPages } from '../../src/scrapers/http-pages.ts';
+import { createHttpClients, createHttpFetcher, type HttpClients, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { createScrapers, type Scrapers } from '../../src/scrapers/index.ts';
 import { createMarketplaceScrapers } from '../../src/scrapers/marketplaces/index.ts';
 import { createPf01Sessions, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
@@ -33,8 +33,9 @@ const THIS_MACHINE = '127.0.0.1';
 let sim: Simulator;
 let proxies: LoopbackProxies;
 let exits: ExitPools;
-let crawlee: HttpPages;
-let lean: FetchPages;
+let clients: HttpClients;
+let onDemandHttp: HttpFetcher;
+let pollHttp: HttpFetcher;
 let browser: BrowserPages;
 let pf01: Pf01Sessions;
 let onDemand: Scrapers;
@@ -57,20 +58,21 @@ beforeAll(async () => {
   sim = await startSimulator();
   proxies = await startLoopbackProxies(2, { credentials: { username: 'scraper', password: 'bound-pw-3611' } });
   // SCRAPE_PROXY_URLS as one list: every platform and both marketplaces leave through these two.
-  exits = new ExitPools(parseProxyUrls(proxies.setting), { rpsPerExit: () => 50, sessionMaxRequests: 1_000, sessionMaxAgeMs: 600_000, cooldownMs: 60_000, maxSocketsPerExit: 4 });
-  crawlee = createHttpPages({ concurrency: 4, timeoutMs: LIMIT_MS });
-  lean = createFetchPages({ concurrency: 8, timeoutMs: LIMIT_MS });
+  exits = new ExitPools(parseProxyUrls(proxies.setting), { rpsPerExit: () => 50, sessionMaxRequests: 1_000, sessionMaxAgeMs: 600_000, cooldownMs: 60_000 });
+  clients = createHttpClients();
+  onDemandHttp = createHttpFetcher({ concurrency: 4, timeoutMs: LIMIT_MS, clients });
+  pollHttp = createHttpFetcher({ concurrency: 8, timeoutMs: LIMIT_MS, clients });
   browser = createBrowserPages({ pages: 2, chromiumPath: CHROMIUM, timeoutMs: LIMIT_MS });
-  pf01 = createPf01Sessions({ browser, http: lean, baseUrl: sim.baseUrls.pf_01!, size: 1, makeTimeoutMs: LIMIT_MS });
+  pf01 = createPf01Sessions({ browser, http: pollHttp, baseUrl: sim.baseUrls.pf_01!, size: 1, makeTimeoutMs: LIMIT_MS });
   // As activities/index.ts builds them.
   const common = { browser, exits, baseUrls: sim.baseUrls, browserPages: 2, chromiumPath: CHROMIUM, attemptTimeoutMs: LIMIT_MS };
-  onDemand = createScrapers({ ...common, http: crawlee, sessions: { pf01, use: 'when-warm' } });
-  polls = createScrapers({ ...common, http: lean, sessions: { pf01, use: 'always' } });
+  onDemand = createScrapers({ ...common, http: onDemandHttp, sessions: { pf01, use: 'when-warm' } });
+  polls = createScrapers({ ...common, http: pollHttp, sessions: { pf01, use: 'always' } });
 });
 afterAll(async () => {
   unsubscribe('http.server.request.start', onRequest);
-  await Promise.all([onDemand?.close(), polls?.close(), pf01?.pool.close(), crawlee?.close()]);
-  lean?.close();
+  await Promise.all([onDemand?.close(), polls?.close(), pf01?.pool.close()]);
+  clients?.close();
   await browser?.close();
   exits?.close();
   await proxies?.close();
@@ -135,7 +137,7 @@ describe('every scrape leaves through its session, proxied', () => {
 
   it('the tracker scrapes marketplaces A and B through a proxy too', async () => {
     const from = received.length;
-    const tracker = createMarketplaceScrapers(crawlee, { marketplace_a: sim.marketplaceUrls.marketplace_a, marketplace_b: sim.marketplaceUrls.marketplace_b }, exits);
+    const tracker = createMarketplaceScrapers(onDemandHttp, { marketplace_a: sim.marketplaceUrls.marketplace_a, marketplace_b: sim.marketplaceUrls.marketplace_b }, exits);
     const a = await tracker.marketplaceA(DEMO_IDS.concertA);
     const b = await tracker.marketplaceB(a.external.marketplace_b_event_id!);
     expect(b.sections.length).toBeGreaterThan(0);

@@ -16,7 +16,6 @@ function poolOf(n: number, clock: { t: number }, settings: Partial<ExitPoolSetti
     sessionMaxRequests: 3,
     sessionMaxAgeMs: 60_000,
     cooldownMs: 10_000,
-    maxSocketsPerExit: 4,
     now: () => clock.t,
     headerSet: () => ({ 'user-agent': `ua-${++sets}` }),
     ...settings,
@@ -25,10 +24,9 @@ function poolOf(n: number, clock: { t: number }, settings: Partial<ExitPoolSetti
 
 describe('an exit pool', () => {
   it('is one direct exit without proxies', () => {
-    const pool = new ExitPool('pf_03', [], { rpsPerExit: 20, sessionMaxRequests: 1, sessionMaxAgeMs: 1, cooldownMs: 1_000, maxSocketsPerExit: 1 });
+    const pool = new ExitPool('pf_03', [], { rpsPerExit: 20, sessionMaxRequests: 1, sessionMaxAgeMs: 1, cooldownMs: 1_000 });
     expect(pool.proxied).toBe(false);
     expect(pool.exits.map((e) => e.label)).toEqual(['direct']);
-    expect(pool.exits[0]!.agent('http:')).toBeUndefined();
   });
 
   it("cools an exit for the platform's Retry-After, then backs off while the blocks go on, and a success resets it", () => {

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
 import { createBrowserPages, type BrowserPages } from '../../src/scrapers/browser-pages.ts';
-import { createFetchPages, type FetchPages } from '../../src/scrapers/fetch-pages.ts';
+import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { createPf01 } from '../../src/scrapers/platforms/pf_01.ts';
 import { createPf01Sessions, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
 import { ScrapeFailure, type PageFetcher, type ScrapeData, type SessionUse } from '../../src/scrapers/types.ts';
@@ -26,7 +26,7 @@ const TIMEOUT_MS = 4_000;
 
 let sim: Simulator;
 let browser: BrowserPages;
-let http: FetchPages;
+let http: HttpFetcher;
 /** Today's adapter: every scrape renders the page. */
 let viaPage: BoundAdapter;
 
@@ -68,7 +68,7 @@ const issued = () => sim.protection.stats().sessions_issued;
 beforeAll(async () => {
   sim = await startSimulator({ empty: true });
   browser = createBrowserPages({ pages: 2, chromiumPath: CHROMIUM, timeoutMs: TIMEOUT_MS });
-  http = createFetchPages({ concurrency: 16, timeoutMs: TIMEOUT_MS });
+  http = createHttpFetcher({ concurrency: 16, timeoutMs: TIMEOUT_MS });
   viaPage = withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser });
   await browser.warm();
 });

@@ -6,7 +6,7 @@
 import { expect } from 'vitest';
 import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
 import { PLATFORMS, type PlatformKey } from '../../src/platform/registry.ts';
-import { createHttpPages, type HttpPages } from '../../src/scrapers/http-pages.ts';
+import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { ADAPTER_FACTORIES, BLOCK_PAGES } from '../../src/scrapers/platforms/index.ts';
 import { scrapeVia, type ScrapeFetchers } from '../../src/scrapers/scrape-via.ts';
 import { ScrapeFailure, type BrowserSession, type OfferSection, type PageFetcher, type PlatformAdapter, type ScrapeData, type ScrapeFailureKind, type ScrapeOptions } from '../../src/scrapers/types.ts';
@@ -103,7 +103,7 @@ export function withFetchers(adapter: PlatformAdapter, fetchers: ScrapeFetchers)
 
 export interface Harness {
   sim: Simulator;
-  http: HttpPages;
+  http: HttpFetcher;
   adapter(platform: HttpPlatform, http?: PageFetcher): BoundAdapter;
   /** Sets an event through the control API; returns the ref to scrape it with. */
   put(platform: HttpPlatform, n: number, body: Record<string, unknown>, options?: { scrapeRegion?: string }): Promise<EventRef>;
@@ -113,7 +113,7 @@ export interface Harness {
 
 export async function startHarness(options: { timeoutMs?: number; concurrency?: number } = {}): Promise<Harness> {
   const sim = await startSimulator({ empty: true });
-  const http = createHttpPages({ concurrency: options.concurrency ?? 16, timeoutMs: options.timeoutMs ?? 2_000 });
+  const http = createHttpFetcher({ concurrency: options.concurrency ?? 16, timeoutMs: options.timeoutMs ?? 2_000 });
   await warmUp(http, `${sim.url}/_sim/health`);
   const adapter = (platform: HttpPlatform, fetcher: PageFetcher = http) => withFetchers(ADAPTER_FACTORIES[platform]({ baseUrl: sim.baseUrls[platform]! }), { http: fetcher, browser: noBrowser });
   const adapters = new Map(HTTP_PLATFORMS.map((p) => [p, adapter(p)]));
@@ -136,29 +136,26 @@ export async function startHarness(options: { timeoutMs?: number; concurrency?: 
     },
     scrape: (ref, signal) => adapters.get(ref.platform as HttpPlatform)!.scrape(ref, { signal }),
     async close() {
-      await http.close();
+      http.close();
       await sim.close();
     },
   };
 }
 
 /**
- * Starts a fetcher's crawlers and sends one request through each, so that the one-off set-up
- * (crawler start, crawlee loading its HTTP client) is not charged to a test's short time limit.
+ * Sends one request of each kind through a fetcher, so that the one-off set-up (loading impit's
+ * native module, its first client) is not charged to a test's short time limit.
  */
-export async function warmUp(pages: HttpPages, url: string): Promise<void> {
-  // crawlee loads its HTTP client on the first request of the process, which on a busy machine
-  // can take longer than a test's short limit: do that first through a patient fetcher.
-  const patient = createHttpPages({ concurrency: 2, timeoutMs: 30_000 });
+export async function warmUp(pages: HttpFetcher, url: string): Promise<void> {
+  const patient = createHttpFetcher({ concurrency: 2, timeoutMs: 30_000 });
   try {
     await Promise.all([patient.html(url), patient.json(url)]);
   } finally {
-    await patient.close();
+    patient.close();
   }
   await pages.warm();
-  // Through each lane once. A fetcher whose limit is short on purpose (its tests are about
-  // time-outs) may still miss it here on a loaded machine: its crawlers are started all the same,
-  // which is what this is for, so only a time-out is let through.
+  // A fetcher whose limit is short on purpose (its tests are about time-outs) may still miss it
+  // here on a loaded machine: only a time-out is let through.
   const timedOut = (err: unknown) => {
     if (!(err instanceof ScrapeFailure && err.kind === 'attempt_timeout')) throw err;
   };

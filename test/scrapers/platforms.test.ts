@@ -1,8 +1,8 @@
-// Every HTTP platform (pf_02..pf_11), each through its real simulator pages and the real crawlee
-// fetcher: the exact inventory put comes back (sections, stock, prices, flags, event details),
+// Every HTTP platform (pf_02..pf_11), each through its real simulator pages and the real HTTP
+// fetcher (http-fetcher.ts): the exact inventory put comes back (sections, stock, prices, flags, event details),
 // sold out is a listed section with stock 0, and every way a page can fail maps to its kind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpPages, type HttpPages } from '../../src/scrapers/http-pages.ts';
+import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { totalStock } from '../../src/scrapers/sections.ts';
 import type { OfferSection, SeatMapSection } from '../../src/scrapers/types.ts';
 import {
@@ -62,14 +62,14 @@ const INVENTORY = [
 const DETAILS = { name: 'Summer Open Air <Live> & "Friends"', venue: 'Parkbühne', city: 'Zürich', starts_at: '2027-07-04T18:00:00Z' };
 
 let h: Harness;
-let short: HttpPages;
+let short: HttpFetcher;
 beforeAll(async () => {
   h = await startHarness({ timeoutMs: 5_000 });
-  short = createHttpPages({ concurrency: 32, timeoutMs: 500 });
+  short = createHttpFetcher({ concurrency: 32, timeoutMs: 500 });
   await warmUp(short, `${h.sim.url}/_sim/health`);
 });
 afterAll(async () => {
-  await short?.close();
+  short?.close();
   await h?.close();
 });
 

@@ -11,8 +11,7 @@ import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
 import { createBrowserPages, type BrowserPages } from '../../src/scrapers/browser-pages.ts';
-import { createFetchPages, type FetchPages } from '../../src/scrapers/fetch-pages.ts';
-import { createHttpPages, type HttpPages } from '../../src/scrapers/http-pages.ts';
+import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { createPf01 } from '../../src/scrapers/platforms/pf_01.ts';
 import { createPf01Sessions, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
 import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
@@ -24,6 +23,7 @@ import { parseProxyUrl } from '../../src/scrapers/egress/proxy-urls.ts';
 import { browserHeaderSet, type ScrapeSession } from '../../src/scrapers/egress/scrape-session.ts';
 import { ScrapeFailure, type PageFetcher } from '../../src/scrapers/types.ts';
 import { startLoopbackProxies, type LoopbackProxies } from '../support/loopback-proxies.ts';
+import { startSocks5Proxy } from '../support/socks5-proxy.ts';
 import { expectFailure, withFetchers, type BoundAdapter } from './platform-harness.ts';
 
 /** The proxies' password: it must reach the proxies and nothing else. */
@@ -31,14 +31,7 @@ const PASSWORD = 'pw-7Hq2-not-for-logs';
 const CREDENTIALS = { username: 'scraper', password: PASSWORD };
 const LIMIT_MS = 5_000;
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-/** A real header set with client hints (about 1 in 250 of header-generator's Chrome sets has none, and these tests compare them). */
-function headerSetWithHints(): Record<string, string> {
-  for (;;) {
-    const set = browserHeaderSet();
-    if (set['sec-ch-ua']) return set;
-  }
-}
-const SETTINGS: ExitPoolSettings = { rpsPerExit: 100, sessionMaxRequests: 1_000, sessionMaxAgeMs: 3_600_000, cooldownMs: 1_000, maxSocketsPerExit: 4, headerSet: headerSetWithHints };
+const SETTINGS: ExitPoolSettings = { rpsPerExit: 100, sessionMaxRequests: 1_000, sessionMaxAgeMs: 3_600_000, cooldownMs: 1_000, headerSet: browserHeaderSet };
 
 /** Everything a client sent to the site. */
 interface Seen {
@@ -112,7 +105,7 @@ function capturedLogger(): { log: ReturnType<typeof createLogger>; text: () => s
   return { log: createLogger('debug', sink), text: () => lines.join('') };
 }
 
-/** What crawlee, proxy-chain and the browser pool print on their own (the console, stdout, stderr). */
+/** What impit, proxy-chain and the browser pool print on their own (the console, stdout, stderr). */
 function capturedOutput(): { text: () => string; stop: () => void } {
   const chunks: string[] = [];
   const out = process.stdout.write.bind(process.stdout);
@@ -145,13 +138,13 @@ afterAll(async () => {
   await proxies?.close();
 });
 
-describe('the crawlee fetcher through proxies', () => {
-  let pages: HttpPages;
+describe('the HTTP fetcher through proxies', () => {
+  let pages: HttpFetcher;
   beforeAll(() => {
-    pages = createHttpPages({ concurrency: 4, timeoutMs: LIMIT_MS });
+    pages = createHttpFetcher({ concurrency: 4, timeoutMs: LIMIT_MS });
   });
-  afterAll(async () => {
-    await pages?.close();
+  afterAll(() => {
+    pages?.close();
   });
 
   /** What the site saw of one request made with `session`. */
@@ -167,11 +160,11 @@ describe('the crawlee fetcher through proxies', () => {
     const apiHeaders = one!.requestHeaders('json', `${base}/whoami`);
     const a = await whoami(one!);
     expect(a.address).toBe(proxies.proxies[0]!.address);
-    // The session's exact header set, not one got-scraping generated: same values, nothing added.
+    // The session's exact header set: same values, nothing added.
     for (const [name, value] of Object.entries(apiHeaders)) expect(a.headers[name], name).toBe(value);
     expect(a.headers['sec-ch-ua']).toBe(one!.headers['sec-ch-ua']);
     expect(a.headers['user-agent']).toBe(one!.headers['user-agent']);
-    // Beside them only the transport's own: host, connection, and the content-length crawlee puts on every request.
+    // Beside them only the transport's own: host and connection.
     expect(Object.keys(a.headers).filter((h) => !(h in apiHeaders) && !['host', 'connection', 'content-length'].includes(h))).toEqual([]);
     expect(a.headers.cookie).toBeUndefined();
 
@@ -207,13 +200,15 @@ describe('the crawlee fetcher through proxies', () => {
     expect(session.requestHeaders('json', `${base}/whoami`).cookie).toMatch(/^hop=1; client=\d+$|^client=\d+; hop=1$/);
   });
 
-  it('goes without a proxy or a session as before: got-scraping\'s own headers, no cookie kept', async () => {
+  it('goes without a proxy or a session as the origin\'s default client: its own browser, its cookies kept', async () => {
     const page = await pages.json(`${base}/whoami`);
     const at = JSON.parse(page.body) as Seen;
     expect(at.address).toBe('127.0.0.1');
-    expect(at.headers['user-agent']).toMatch(/Mozilla/);
+    expect(at.headers['user-agent']).toMatch(/^Mozilla\/5\.0 .*Chrome\/151\./);
     expect(page.headers?.['set-cookie']).toBeDefined();
-    expect((JSON.parse((await pages.json(`${base}/whoami`)).body) as Seen).headers.cookie).toBeUndefined();
+    const again = JSON.parse((await pages.json(`${base}/whoami`)).body) as Seen;
+    expect(again.headers.cookie).toMatch(/^client=\d+$/);
+    expect(again.headers['user-agent']).toBe(at.headers['user-agent']);
   });
 
   it.each<[string, BlockPageRule, RegExp]>([
@@ -240,10 +235,22 @@ describe('the crawlee fetcher through proxies', () => {
     expect(failure).toMatchObject({ refusedByPlatform: true, retryAfterMs: 90_000 });
   });
 
-  it('fails a SOCKS exit clearly, naming the proxy by its label', async () => {
-    const pool = new ExitPool('pf_03', [parseProxyUrl(`socks5://scraper:${PASSWORD}@127.0.0.1:1080`)], SETTINGS);
-    const failure = await expectFailure(pages.html(`${base}/whoami`, { session: pool.session(pool.exits[0]!) }), 'upstream');
-    expect(failure.message).toContain('socks5://127.0.0.1:1080');
+  it('goes through a SOCKS5 exit too, with its credentials; a SOCKS exit that is not there fails naming it by label', async () => {
+    const socks = await startSocks5Proxy(CREDENTIALS);
+    try {
+      const pool = new ExitPool('pf_03', [parseProxyUrl(socks.url)], SETTINGS);
+      const session = pool.session(pool.exits[0]!);
+      const at = await whoami(session);
+      expect(at.headers['user-agent']).toBe(session.headers['user-agent']);
+      expect((await whoami(session, 'html')).headers.cookie).toMatch(/^client=\d+$/);
+      expect(socks.tunnels()).toBe(1);
+    } finally {
+      await socks.close();
+    }
+    const gone = new ExitPool('pf_03', [parseProxyUrl(`socks5://scraper:${PASSWORD}@127.0.0.1:1`)], SETTINGS);
+    const failure = await expectFailure(pages.html(`${base}/whoami`, { session: gone.session(gone.exits[0]!) }), 'upstream');
+    expect(failure.message).toContain('socks5://127.0.0.1:1');
+    expect(failure.proxyFailed).toBe(true);
     expect(failure.message).not.toContain(PASSWORD);
   });
 });
@@ -311,7 +318,7 @@ describe('the browser through proxies', () => {
 describe('pf_01 through proxies: browser sessions made through the exit their polls use', () => {
   let sim: Simulator;
   let browser: BrowserPages;
-  let lean: FetchPages;
+  let lean: HttpFetcher;
   let pf01: Pf01Sessions;
   let polls: BoundAdapter;
   let serial = 0;
@@ -323,7 +330,7 @@ describe('pf_01 through proxies: browser sessions made through the exit their po
   beforeAll(async () => {
     sim = await startSimulator({ empty: true });
     browser = createBrowserPages({ pages: 2, chromiumPath: CHROMIUM, timeoutMs: LIMIT_MS });
-    lean = createFetchPages({ concurrency: 8, timeoutMs: LIMIT_MS });
+    lean = createHttpFetcher({ concurrency: 8, timeoutMs: LIMIT_MS });
     pf01 = createPf01Sessions({ browser, http: lean, baseUrl: sim.baseUrls.pf_01!, size: 1, makeTimeoutMs: LIMIT_MS * 2, challengeWaitMs: LIMIT_MS / 2 });
     polls = withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser, sessions: { pf01, use: 'always' } });
   });
@@ -450,8 +457,7 @@ describe('proxy credentials', () => {
     const strict = await startLoopbackProxies(1, { credentials: { username: 'scraper', password: 'another-password' } });
     const output = capturedOutput();
     const { log, text } = capturedLogger();
-    const pages = createHttpPages({ concurrency: 2, timeoutMs: LIMIT_MS });
-    const lean = createFetchPages({ concurrency: 2, timeoutMs: LIMIT_MS });
+    const pages = createHttpFetcher({ concurrency: 2, timeoutMs: LIMIT_MS });
     const browser = createBrowserPages({ pages: 1, chromiumPath: CHROMIUM, timeoutMs: LIMIT_MS });
     const failures: ScrapeFailure[] = [];
     try {
@@ -466,17 +472,15 @@ describe('proxy credentials', () => {
       ] as const) {
         const session = pool.session(pool.exits[0]!);
         const label = pool.exits[0]!.label;
-        attempts.push([`crawlee, ${name}`, label, () => pages.html(`${base}/whoami`, { session })]);
-        // https targets go through a CONNECT tunnel, which fails in the agent rather than answering.
-        attempts.push([`crawlee https, ${name}`, label, () => pages.json(`${base.replace('http:', 'https:')}/whoami`, { session })]);
-        attempts.push([`lean, ${name}`, label, () => lean.json(`${base}/whoami`, { session })]);
-        attempts.push([`lean https, ${name}`, label, () => lean.json(`${base.replace('http:', 'https:')}/whoami`, { session })]);
+        attempts.push([`http, ${name}`, label, () => pages.html(`${base}/whoami`, { session })]);
+        // https targets go through a CONNECT tunnel, which fails in the client rather than answering.
+        attempts.push([`https, ${name}`, label, () => pages.json(`${base.replace('http:', 'https:')}/whoami`, { session })]);
         attempts.push([`browser, ${name}`, label, () => browser.withPage(`${base}/page`, (page) => page.content(), { session })]);
       }
       // Through the right proxy to a site that does not speak TLS.
       const session = good.session(good.exits[0]!);
       const label = good.exits[0]!.label;
-      attempts.push(['crawlee, no TLS', label, () => pages.html(`${base.replace('http:', 'https:')}/whoami`, { session })]);
+      attempts.push(['http fetcher, no TLS', label, () => pages.html(`${base.replace('http:', 'https:')}/whoami`, { session })]);
       attempts.push(['browser, no TLS', label, () => browser.withPage(`${base.replace('http:', 'https:')}/page`, (page) => page.content(), { session })]);
       for (const [name, label, attempt] of attempts) {
         const err = await attempt().then(
@@ -493,8 +497,7 @@ describe('proxy credentials', () => {
       }
     } finally {
       output.stop();
-      await pages.close();
-      lean.close();
+      pages.close();
       await browser.close();
       await strict.close();
     }

@@ -25,7 +25,6 @@ function poolOf(n: number): ExitPool {
     sessionMaxAgeMs: 3_600_000,
     cooldownMs: 60_000,
     targetBackoffMs: BACKOFF_MS,
-    maxSocketsPerExit: 4,
     headerSet: () => ({ 'user-agent': 'ua' }),
   });
 }

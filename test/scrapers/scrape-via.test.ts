@@ -19,7 +19,7 @@ function recorder(): { http: PageFetcher; calls: FetchInit[] } {
   return { http: { html: (_url, init) => answer(init), json: (_url, init) => answer(init) }, calls };
 }
 
-const pool = new ExitPool('pf_03', [parseProxyUrl('http://u:p@127.0.0.1:9'), parseProxyUrl('http://u:p@127.0.0.1:10')], { rpsPerExit: 1, sessionMaxRequests: 10, sessionMaxAgeMs: 60_000, cooldownMs: 1_000, maxSocketsPerExit: 1 });
+const pool = new ExitPool('pf_03', [parseProxyUrl('http://u:p@127.0.0.1:9'), parseProxyUrl('http://u:p@127.0.0.1:10')], { rpsPerExit: 1, sessionMaxRequests: 10, sessionMaxAgeMs: 60_000, cooldownMs: 1_000 });
 
 describe('a scrape\'s bound fetchers', () => {
   it('send every request with the scrape\'s session, signal and challenge page, and the adapter\'s own fields', async () => {

@@ -3,21 +3,21 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parseEventRef } from '../../src/platform/event-ref.ts';
 import { PLATFORMS } from '../../src/platform/registry.ts';
-import { createHttpPages, type HttpPages } from '../../src/scrapers/http-pages.ts';
+import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { ADAPTER_FACTORIES } from '../../src/scrapers/platforms/index.ts';
 import { totalStock } from '../../src/scrapers/sections.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { HTTP_PLATFORMS, warmUp, withFetchers } from '../scrapers/platform-harness.ts';
 
 let sim: Simulator;
-let http: HttpPages;
+let http: HttpFetcher;
 beforeAll(async () => {
   sim = await startSimulator();
-  http = createHttpPages({ concurrency: 8, timeoutMs: 5_000 });
+  http = createHttpFetcher({ concurrency: 8, timeoutMs: 5_000 });
   await warmUp(http, `${sim.url}/_sim/health`);
 });
 afterAll(async () => {
-  await http?.close();
+  http?.close();
   await sim?.close();
 });
 

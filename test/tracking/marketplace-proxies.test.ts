@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitPools } from '../../src/scrapers/egress/exit-pool.ts';
 import { parseProxyUrls } from '../../src/scrapers/egress/proxy-urls.ts';
-import { createHttpPages, type HttpPages } from '../../src/scrapers/http-pages.ts';
+import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { createMarketplaceScrapers } from '../../src/scrapers/marketplaces/index.ts';
 import { DEMO_IDS } from '../../src/simulator/marketplaces/demo.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
@@ -14,22 +14,22 @@ import { hits, putEvent } from '../support/simulator.ts';
 import { failureOf } from '../scrapers/platform-harness.ts';
 
 let sim: Simulator;
-let http: HttpPages;
+let http: HttpFetcher;
 let proxies: LoopbackProxies;
 
 beforeAll(async () => {
   sim = await startSimulator();
-  http = createHttpPages({ concurrency: 4, timeoutMs: 15_000 });
+  http = createHttpFetcher({ concurrency: 4, timeoutMs: 15_000 });
   proxies = await startLoopbackProxies(2, { credentials: { username: 'tracker', password: 'tracker-pw-2207' } });
 });
 afterAll(async () => {
-  await http?.close();
+  http?.close();
   await proxies?.close();
   await sim?.close();
 });
 
 function exitsFor(setting: string): ExitPools {
-  return new ExitPools(parseProxyUrls(setting), { rpsPerExit: () => 5, sessionMaxRequests: 100, sessionMaxAgeMs: 60_000, cooldownMs: 60_000, maxSocketsPerExit: 2 });
+  return new ExitPools(parseProxyUrls(setting), { rpsPerExit: () => 5, sessionMaxRequests: 100, sessionMaxAgeMs: 60_000, cooldownMs: 60_000 });
 }
 
 const urls = () => ({ marketplace_a: sim.marketplaceUrls.marketplace_a, marketplace_b: sim.marketplaceUrls.marketplace_b });

@@ -1,10 +1,10 @@
 // The marketplace scrapers (src/scrapers/marketplaces/) against the real simulator through the
-// crawlee fetcher: what they read off A's API and B's page, how an unknown event, a failing
+// HTTP fetcher (http-fetcher.ts): what they read off A's API and B's page, how an unknown event, a failing
 // marketplace and a broken page fail, and that links on a page never decide a stored host.
 import fc from 'fast-check';
 import { load } from 'cheerio';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createHttpPages, type HttpPages } from '../../src/scrapers/http-pages.ts';
+import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { createMarketplaceScrapers, type MarketplaceScrapers } from '../../src/scrapers/marketplaces/index.ts';
 import { parseMarketplaceA } from '../../src/scrapers/marketplaces/marketplace-a.ts';
 import { parseMarketplaceB } from '../../src/scrapers/marketplaces/marketplace-b.ts';
@@ -14,17 +14,17 @@ import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { putEvent } from '../support/simulator.ts';
 
 let sim: Simulator;
-let http: HttpPages;
+let http: HttpFetcher;
 let scrapers: MarketplaceScrapers;
 beforeAll(async () => {
   sim = await startSimulator();
-  // No test here waits a limit out: it only has to hold crawlee's first request of the process
-  // (loading its HTTP client) and every answer on a loaded machine.
-  http = createHttpPages({ concurrency: 4, timeoutMs: 15_000 });
+  // No test here waits a limit out: it only has to hold the first request of the process
+  // (loading impit's native module) and every answer on a loaded machine.
+  http = createHttpFetcher({ concurrency: 4, timeoutMs: 15_000 });
   scrapers = createMarketplaceScrapers(http, { marketplace_a: sim.marketplaceUrls.marketplace_a, marketplace_b: sim.marketplaceUrls.marketplace_b });
 });
 afterAll(async () => {
-  await http?.close();
+  http?.close();
   await sim?.close();
 });
 

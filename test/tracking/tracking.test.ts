@@ -11,7 +11,7 @@ import { readTickState } from '../../src/market-data/tracking-store.ts';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createTrackingActivities } from '../../activities/tracking.ts';
 import { createLogger } from '../../src/logger.ts';
-import { createHttpPages } from '../../src/scrapers/http-pages.ts';
+import { createHttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { call } from '../support/harness.ts';
 import { hits } from '../support/simulator.ts';
 import { randomAId, randomBId } from '../support/market-data-fixtures.ts';
@@ -324,7 +324,7 @@ describe('failures', { timeout: 120_000 }, () => {
     // The activity itself, retried for that applied tick: it answers without fetching the page.
     // The tracking is ended first so that its own ticks do not fetch meanwhile.
     await stack.client.workflow.getHandle(trackingWorkflowId('marketplace_a', id)).terminate('test: ticks stop here');
-    const http = createHttpPages({ concurrency: 1, timeoutMs: 15_000 });
+    const http = createHttpFetcher({ concurrency: 1, timeoutMs: 15_000 });
     try {
       const { trackTick } = createTrackingActivities({
         db: stack.db,
@@ -342,7 +342,7 @@ describe('failures', { timeout: 120_000 }, () => {
       expect(await new MockActivityEnvironment().run(trackTick, { ...ref, tick: row.last_tick + 1 })).toMatchObject({ applied: true, eventId });
       expect(await hits(stack.sim, 'marketplace_a', id)).toBe(fetched + 1);
     } finally {
-      await http.close();
+      http.close();
     }
   });
 

@@ -9,17 +9,13 @@
 //     SCRAPE_PROXY_COOLDOWN_MS, doubling while the blocks go on up to COOLDOWN_MAX_MS; a cooling
 //     exit gets no request of that platform, so its targets move to the healthy ones at once, and
 //     the targets its refusals had charged are cleared to go with them;
-//   - its current session (scrape-session.ts), replaced when it is blocked or ages out;
-//   - its kept-alive sockets: an agent per target scheme, made on first use (an HTTP proxy gets
-//     absolute-URI requests for http:// targets and CONNECT tunnels for https:// ones; a SOCKS
-//     proxy both), from the proxy-agent packages crawlee's own dependencies use.
+//   - its current session (scrape-session.ts), replaced when it is blocked or ages out; the
+//     session's HTTP client (its connections through the exit's proxy: an HTTP(S) proxy gets
+//     absolute-URI requests for http:// targets and CONNECT tunnels for https:// ones, a SOCKS
+//     proxy both) is the fetcher's (http-fetcher.ts), kept while the session lives.
 // Pools are per process and shared by every shard and scrape of it: a block one shard meets
 // keeps the others off that address too, and a target one refused is not asked by the others
 // before its back-off ends.
-import type { Agent } from 'node:http';
-import { HttpProxyAgent } from 'http-proxy-agent';
-import { HttpsProxyAgent } from 'https-proxy-agent';
-import { SocksProxyAgent } from 'socks-proxy-agent';
 import type { ProxiedSite, ProxyEndpoint } from './proxy-urls.ts';
 import { DEFAULT_TARGET_BACKOFF_MS, Refusals, type Asking, type RefusalSource } from './refusals.ts';
 import { browserHeaderSet, ScrapeSession } from './scrape-session.ts';
@@ -38,8 +34,6 @@ export interface ExitPoolSettings {
   cooldownMs: number;
   /** The first back-off of a refused target without a Retry-After (SCRAPE_TARGET_BACKOFF_MS; default DEFAULT_TARGET_BACKOFF_MS). */
   targetBackoffMs?: number;
-  /** Kept-alive sockets per exit and target scheme. */
-  maxSocketsPerExit: number;
   now?: () => number;
   /** Makes a session's header set (tests pass a fixed one). */
   headerSet?: () => Record<string, string>;
@@ -87,12 +81,10 @@ export class Exit {
   coolingFrom = 0;
   lastBlock: { at: number; reason: string } | null = null;
   session: ScrapeSession | null = null;
-  private readonly agents = new Map<'http:' | 'https:', Agent>();
 
   constructor(
     readonly index: number,
     readonly proxy: ProxyEndpoint | null,
-    private readonly maxSockets: number,
   ) {}
 
   get label(): string {
@@ -101,29 +93,6 @@ export class Exit {
 
   healthy(now: number): boolean {
     return this.coolingUntil <= now;
-  }
-
-  /** The agent a request to a `scheme` target goes through; undefined for a direct exit (the fetcher's own). */
-  agent(scheme: string): Agent | undefined {
-    if (!this.proxy) return undefined;
-    const key = scheme === 'https:' ? 'https:' : 'http:';
-    let agent = this.agents.get(key);
-    if (!agent) {
-      const options = { keepAlive: true, maxSockets: this.maxSockets };
-      agent =
-        this.proxy.kind === 'socks'
-          ? new SocksProxyAgent(this.proxy.url, options)
-          : key === 'https:'
-            ? new HttpsProxyAgent(this.proxy.url, options)
-            : new HttpProxyAgent(this.proxy.url, options);
-      this.agents.set(key, agent);
-    }
-    return agent;
-  }
-
-  close(): void {
-    for (const agent of this.agents.values()) agent.destroy();
-    this.agents.clear();
   }
 }
 
@@ -149,7 +118,7 @@ export class ExitPool {
     private readonly settings: ExitPoolSettings,
   ) {
     const endpoints = proxies.length > 0 ? proxies : [null];
-    this.exits = endpoints.map((p, i) => new Exit(i, p, settings.maxSocketsPerExit));
+    this.exits = endpoints.map((p, i) => new Exit(i, p));
     this.now = settings.now ?? Date.now;
     this.headerSet = settings.headerSet ?? browserHeaderSet;
     this.refusals = new Refusals({ targetBackoffMs: settings.targetBackoffMs ?? DEFAULT_TARGET_BACKOFF_MS });
@@ -334,8 +303,9 @@ export class ExitPool {
     return e.cooledMs + (e.coolingFrom > 0 ? Math.min(now, e.coolingUntil) - e.coolingFrom : 0);
   }
 
+  /** Kept for the pools' owners: an exit holds no connection of its own (the fetcher's clients do). */
   close(): void {
-    for (const exit of this.exits) exit.close();
+    for (const exit of this.exits) if (exit.session) exit.session.retired = true;
   }
 }
 

@@ -1,42 +1,24 @@
 // A scrape session (issue 27): what one client of a platform looks like from the platform's side,
 // kept for the session's life: the address it comes from (its exit: a proxy, or this machine), a
-// cookie jar, and one realistic browser header set from Apify's header-generator (the fingerprint
-// suite crawlee's got-scraping uses). Every request of a session sends its headers and cookies
-// and leaves through its exit; no request mixes two sessions. A session ends on a block, or ages
-// out after SCRAPE_SESSION_MAX_REQUESTS requests or SCRAPE_SESSION_MAX_AGE_MS (exit-pool.ts).
-import { HeaderGenerator } from 'header-generator';
+// cookie jar, and one browser identity (chrome-identity.ts: Chrome 151's headers, of one system and
+// language, the browser impit's profile speaks on the wire). Every request of a session sends its
+// headers and cookies and leaves through its exit; no request mixes two sessions. A session ends on
+// a block, or ages out after SCRAPE_SESSION_MAX_REQUESTS requests or SCRAPE_SESSION_MAX_AGE_MS
+// (exit-pool.ts). A request made without a session goes out as its platform's default client
+// (http-fetcher.ts), a ClientIdentity of its own: headers and a jar, no exit.
 import { CookieJar } from 'tough-cookie';
+import { chromeHeaderSet } from './chrome-identity.ts';
 import type { Exit } from './exit-pool.ts';
 
 /** What a request asks for: a page a browser navigates to, or an API answer a page script fetches. */
 export type RequestKind = 'html' | 'json';
 
-let generator: HeaderGenerator | null = null;
-
 /** The headers a browser context is told to send beside its user agent. */
 const CONTEXT_HEADERS = ['accept-language', 'sec-ch-ua', 'sec-ch-ua-mobile', 'sec-ch-ua-platform'] as const;
 
-/**
- * One browser's headers for a navigation, lower-case. Chrome on a desktop, as most visitors of a
- * ticketing site; `zstd` is dropped from accept-encoding because Node 20's zlib cannot decode it.
- */
+/** One browser's headers for a navigation, lower-case: a Chrome 151 identity (chrome-identity.ts). */
 export function browserHeaderSet(): Record<string, string> {
-  // Built once per process (about 20 ms: it loads the fingerprint network), then ~0.1 ms a set.
-  generator ??= new HeaderGenerator({
-    browsers: [{ name: 'chrome', minVersion: 120 }],
-    devices: ['desktop'],
-    operatingSystems: ['windows', 'macos', 'linux'],
-    locales: ['en-US', 'en'],
-  });
-  let out: Record<string, string> = {};
-  // About 1 set in 250 lacks Chrome's client hints; a browser would then send its own, which
-  // would not match the user agent. Such a set is drawn again.
-  for (let draw = 0; draw < 10 && out['sec-ch-ua'] === undefined; draw++) {
-    out = {};
-    for (const [name, value] of Object.entries(generator.getHeaders())) out[name.toLowerCase()] = value;
-  }
-  out['accept-encoding'] = 'gzip, deflate, br';
-  return out;
+  return chromeHeaderSet();
 }
 
 /** The headers a page script's fetch() sends, from the same browser as `navigation`. */
@@ -50,37 +32,46 @@ function apiHeaders(navigation: Readonly<Record<string, string>>): Record<string
   out['sec-fetch-site'] = 'same-origin';
   out['sec-fetch-mode'] = 'cors';
   out['sec-fetch-dest'] = 'empty';
+  // A page script's fetch() is not the navigation's top priority (Chrome: u=1, i).
+  if (out.priority !== undefined) out.priority = 'u=1, i';
   return out;
 }
 
-export class ScrapeSession {
+/** `a=1; b=2` as name/value pairs, in order; a pair without `=` is a value with an empty name, as browsers read it. */
+function cookiePairs(header: string): [string, string][] {
+  const out: [string, string][] = [];
+  for (const part of header.split(';')) {
+    const pair = part.trim();
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    out.push(eq < 0 ? ['', pair] : [pair.slice(0, eq).trim(), pair.slice(eq + 1).trim()]);
+  }
+  return out;
+}
+
+/**
+ * What a client looks like to a platform, beside where it comes from: one browser's header set and
+ * a cookie jar that keeps what every answer sets. A ScrapeSession is one (with its exit); a request
+ * without a session goes out as its platform's default one (http-fetcher.ts).
+ */
+export class ClientIdentity {
   readonly jar = new CookieJar();
-  /** Requests sent with it. */
-  requests = 0;
-  /** Ended: blocked, or aged out. A request in flight may still finish with it. */
-  retired = false;
   private readonly byKind: Record<RequestKind, Readonly<Record<string, string>>>;
   private hasCookies = false;
 
-  constructor(
-    /** e.g. `pf_03 via http://127.0.0.2:8000 #4` (no credentials). */
-    readonly id: string,
-    readonly exit: Exit,
-    navigation: Readonly<Record<string, string>>,
-    readonly createdAt: number,
-  ) {
+  constructor(navigation: Readonly<Record<string, string>>) {
     this.byKind = { html: navigation, json: apiHeaders(navigation) };
   }
 
-  /** The header set of the session (its user agent, client hints, language). */
+  /** The header set of the identity (its user agent, client hints, language). */
   get headers(): Readonly<Record<string, string>> {
     return this.byKind.html;
   }
 
   /**
-   * What a browser made as this session's client sends on every request beside its user agent
-   * (language and client hints): browser-pages.ts gives them to the page's context, and pf_01's
-   * browser-made sessions send them with their polls.
+   * What a browser made as this client sends on every request beside its user agent (language and
+   * client hints): browser-pages.ts gives them to the page's context, and pf_01's browser-made
+   * sessions send them with their polls.
    */
   contextHeaders(): Record<string, string> {
     const out: Record<string, string> = {};
@@ -92,22 +83,27 @@ export class ScrapeSession {
   }
 
   /**
-   * The headers of one request of `kind` to `url`, cookies included; `extra` (an adapter's own
-   * headers, such as a content type or pf_01's browser-made session) goes on top.
+   * The headers of one request of `kind` to `url` (lower-case names), cookies included; `extra`
+   * (an adapter's own headers, such as a content type or pf_01's browser-made session) goes on top.
+   * A cookie `extra` names that the jar holds too is sent with the jar's value: the jar has what the
+   * platform set last (a cookie it rotates), the caller's copy may be older.
    */
   requestHeaders(kind: RequestKind, url: string, extra?: Readonly<Record<string, string>>): Record<string, string> {
-    const headers = { ...this.byKind[kind], ...extra };
-    if (this.hasCookies && extra?.cookie === undefined) {
-      const cookie = this.jar.getCookieStringSync(url);
-      if (cookie) headers.cookie = cookie;
+    const headers = { ...this.byKind[kind] };
+    if (extra) for (const [name, value] of Object.entries(extra)) headers[name.toLowerCase()] = value;
+    if (!this.hasCookies) return headers;
+    const fromJar = this.jar.getCookieStringSync(url);
+    if (!fromJar) return headers;
+    const given = headers.cookie;
+    if (given === undefined || given.trim() === '') {
+      headers.cookie = fromJar;
+      return headers;
     }
+    const jarPairs = cookiePairs(fromJar);
+    const inJar = new Set(jarPairs.map(([name]) => name));
+    const kept = cookiePairs(given).filter(([name]) => !inJar.has(name));
+    headers.cookie = [...kept, ...jarPairs].map(([name, value]) => (name === '' ? value : `${name}=${value}`)).join('; ');
     return headers;
-  }
-
-  /** Counts one request sent with the session (and through its exit). */
-  sent(): void {
-    this.requests++;
-    this.exit.requests++;
   }
 
   /** Keeps the cookies an answer from `url` set. */
@@ -117,5 +113,28 @@ export class ScrapeSession {
       // A cookie the jar refuses (another domain, a bad date) is one a browser would drop too.
       if (this.jar.setCookieSync(cookie, url, { ignoreError: true })) this.hasCookies = true;
     }
+  }
+}
+
+export class ScrapeSession extends ClientIdentity {
+  /** Requests sent with it. */
+  requests = 0;
+  /** Ended: blocked, or aged out. A request in flight may still finish with it. */
+  retired = false;
+
+  constructor(
+    /** e.g. `pf_03 via http://127.0.0.2:8000 #4` (no credentials). */
+    readonly id: string,
+    readonly exit: Exit,
+    navigation: Readonly<Record<string, string>>,
+    readonly createdAt: number,
+  ) {
+    super(navigation);
+  }
+
+  /** Counts one request sent with the session (and through its exit). */
+  sent(): void {
+    this.requests++;
+    this.exit.requests++;
   }
 }

@@ -1,5 +1,5 @@
 // The marketplace scrapers the event tracker uses (activities/tracking.ts): A's event API and
-// B's event page, fetched through the shared crawlee HTTP fetcher (http-pages.ts) below each
+// B's event page, fetched through the shared HTTP fetcher (../http-fetcher.ts) below each
 // marketplace's configured base URL (MARKETPLACE_A_BASE_URL, MARKETPLACE_B_BASE_URL) and
 // nowhere else. Failures are ScrapeFailures: `not_found`, `malformed`, or transient.
 //

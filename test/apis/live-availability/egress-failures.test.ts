@@ -2,17 +2,18 @@
 // Temporal server and worker, the simulator, and loopback proxies failing in each way a fetcher
 // can meet (test/support/failing-proxies.ts): one refusing our credentials (407), one nobody
 // listens on, one whose TLS handshake fails, one that never answers. Each HTTP platform goes out
-// through one of them with crawlee's fetcher, and pf_01's browser through three in turn. The answer
+// through one of them with the HTTP fetcher, and pf_01's browser through three in turn. The answer
 // of POST /events/scrape is spec 7.3's status in its `{detail}` envelope and names no proxy: no
 // host, port, label, user name or password. The worker's log lines do name them (by label, never
 // by credentials), which proves the check reads the real failure, not a text that never had them.
-// The lean fetcher (fetch-pages.ts), which pf_01's sessions use, meets the same failures below.
+// The HTTP fetcher (http-fetcher.ts) itself, which polls and pf_01's sessions use too, meets the
+// same failures below.
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../../src/logger.ts';
 import { ExitPool } from '../../../src/scrapers/egress/exit-pool.ts';
 import { parseProxyUrls } from '../../../src/scrapers/egress/proxy-urls.ts';
-import { createFetchPages } from '../../../src/scrapers/fetch-pages.ts';
+import { createHttpFetcher } from '../../../src/scrapers/http-fetcher.ts';
 import { failureDetail } from '../../../src/scrapers/failure-detail.ts';
 import { ScrapeFailure } from '../../../src/scrapers/types.ts';
 import { marksOf, startFailingProxies, type FailingProxies, type FailingProxy } from '../../support/failing-proxies.ts';
@@ -115,16 +116,15 @@ describe('POST /events/scrape through a failing proxy', { timeout: 60_000 }, () 
   });
 });
 
-describe('the lean fetcher (pf_01 sessions, polls) through a failing proxy', { timeout: 30_000 }, () => {
+describe('the HTTP fetcher (polls, pf_01 sessions) through a failing proxy', { timeout: 30_000 }, () => {
   it('each failure names its proxy in the message, and its detail names none', async () => {
-    const fetcher = createFetchPages({ concurrency: 4, timeoutMs: 1_500 });
+    const fetcher = createHttpFetcher({ concurrency: 4, timeoutMs: 1_500 });
     const configured = [proxies.refusing, proxies.dead, proxies.tls, proxies.silent];
     const pool = new ExitPool('pf_03', parseProxyUrls(configured.map((p) => p.url).join(',')).pf_03, {
       rpsPerExit: 5,
       sessionMaxRequests: 1_000,
       sessionMaxAgeMs: 600_000,
       cooldownMs: 60_000,
-      maxSocketsPerExit: 2,
     });
     try {
       for (const [i, p] of configured.entries()) {

@@ -1,4 +1,4 @@
-// The lean fetcher (fetch-pages.ts) with sessions through real proxies (issue 27): proxy-chain
+// The HTTP fetcher (http-fetcher.ts) with sessions through real proxies (issue 27): proxy-chain
 // servers whose outgoing connections come from 127.0.0.2 and 127.0.0.3 (test/support/
 // loopback-proxies.ts) in front of a local server that records who asked and how. Each request of
 // a session leaves through its proxy with its header set and its cookies, and never another's;
@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloudflareChallenge, datadomeBlock, perimeterxBlock } from '../../src/scrapers/block-pages.ts';
 import { ExitPool } from '../../src/scrapers/egress/exit-pool.ts';
 import { parseProxyUrls } from '../../src/scrapers/egress/proxy-urls.ts';
-import { createFetchPages, type FetchPages } from '../../src/scrapers/fetch-pages.ts';
+import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { startLoopbackProxies, type LoopbackProxies } from '../support/loopback-proxies.ts';
 import { failureOf } from './platform-harness.ts';
 
@@ -28,7 +28,7 @@ interface Seen {
 let server: http.Server;
 let base: string;
 let proxies: LoopbackProxies;
-let fetcher: FetchPages;
+let fetcher: HttpFetcher;
 let pool: ExitPool;
 const seen: Seen[] = [];
 
@@ -78,8 +78,8 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   proxies = await startLoopbackProxies(2, { credentials: { username: 'scraper', password: PASSWORD } });
-  pool = new ExitPool('pf_03', parseProxyUrls(proxies.setting).pf_03, { rpsPerExit: 5, sessionMaxRequests: 1_000, sessionMaxAgeMs: 600_000, cooldownMs: 60_000, maxSocketsPerExit: 4 });
-  fetcher = createFetchPages({ concurrency: 8, timeoutMs: 5_000 });
+  pool = new ExitPool('pf_03', parseProxyUrls(proxies.setting).pf_03, { rpsPerExit: 5, sessionMaxRequests: 1_000, sessionMaxAgeMs: 600_000, cooldownMs: 60_000 });
+  fetcher = createHttpFetcher({ concurrency: 8, timeoutMs: 5_000 });
 });
 
 afterAll(async () => {
@@ -134,17 +134,17 @@ describe('a session', () => {
     expect(a!.requests).toBe(2);
   });
 
-  it("goes out from this machine with today's headers when there is none", async () => {
+  it('goes out from this machine as the origin\'s default client when there is none', async () => {
     await fetcher.json(`${base}/api`);
     expect(last().address).toBe('127.0.0.1');
-    expect(last().headers['user-agent']).toMatch(/Chrome\/131/);
+    expect(last().headers['user-agent']).toMatch(/Chrome\/151\./);
   });
 
   it('reads gzip and brotli answers', async () => {
     const s = pool.session(pool.exits[0]!);
     expect((await fetcher.json(`${base}/gzip`, { session: s })).data).toEqual({ ok: 'gzip' });
     expect((await fetcher.json(`${base}/br`, { session: s })).data).toEqual({ ok: 'br' });
-    expect(last().headers['accept-encoding']).toBe('gzip, deflate, br');
+    expect(last().headers['accept-encoding']).toBe('gzip, deflate, br, zstd');
   });
 });
 
@@ -183,7 +183,7 @@ describe('block signals', () => {
 describe('credentials', () => {
   it('a proxy that refuses them is a failure of ours, and no message or log line holds the password', async () => {
     const wrong = parseProxyUrls(proxies.proxies[0]!.url.replace(encodeURIComponent(PASSWORD), 'not-the-password')).pf_03;
-    const badPool = new ExitPool('pf_03', wrong, { rpsPerExit: 5, sessionMaxRequests: 10, sessionMaxAgeMs: 60_000, cooldownMs: 1_000, maxSocketsPerExit: 2 });
+    const badPool = new ExitPool('pf_03', wrong, { rpsPerExit: 5, sessionMaxRequests: 10, sessionMaxAgeMs: 60_000, cooldownMs: 1_000 });
     const lines: string[] = [];
     const log = pino({ level: 'debug' }, { write: (line: string) => void lines.push(line) });
     try {
@@ -193,7 +193,7 @@ describe('credentials', () => {
       log.warn({ err: refused, exit: badPool.exits[0]!.label }, 'poll failed');
       // A proxy that is down.
       const down = parseProxyUrls(`http://scraper:${PASSWORD}@127.0.0.1:1`).pf_03;
-      const downPool = new ExitPool('pf_03', down, { rpsPerExit: 5, sessionMaxRequests: 10, sessionMaxAgeMs: 60_000, cooldownMs: 1_000, maxSocketsPerExit: 2 });
+      const downPool = new ExitPool('pf_03', down, { rpsPerExit: 5, sessionMaxRequests: 10, sessionMaxAgeMs: 60_000, cooldownMs: 1_000 });
       const unreachable = await failureOf(fetcher.html(`${base}/api`, { session: downPool.session(downPool.exits[0]!) }));
       expect(unreachable.kind).toBe('upstream');
       log.warn({ err: unreachable, exit: downPool.exits[0]!.label, stats: downPool.stats() }, 'poll failed');
