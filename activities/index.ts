@@ -4,7 +4,7 @@
 // A scrape worker (role `scrape`) gets the scrape side only: no webhook or Stripe activity, and
 // no secret to build them with. A delivery worker never loads this module (activities/delivery.ts).
 import type { Registry } from 'prom-client';
-import { DEFAULT_SCRAPE_RPS, marketplaceBaseUrls, platformBaseUrls, scrapeRpsPerExit, type Config } from '../src/config.ts';
+import { DEFAULT_SCRAPE_RPS, marketplaceBaseUrls, platformBaseUrls, scrapeCaFile, scrapeRpsPerExit, type Config } from '../src/config.ts';
 import { ExitPools } from '../src/scrapers/egress/exit-pool.ts';
 import { registerProxyMetrics } from '../src/scrapers/egress/proxy-metrics.ts';
 import type { Logger } from '../src/logger.ts';
@@ -56,7 +56,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   const { config, log } = deps;
   // One browser-grade HTTP client per identity (http-fetcher.ts), shared by the two fetchers
   // below: a session's cookies and connections are the same whichever of them sends its request.
-  const httpClients = createHttpClients({ caFile: config.SCRAPE_CA_FILE });
+  const httpClients = createHttpClients({ caFile: scrapeCaFile(config) });
   // The fetcher of the platform scrapers and the event tracker: one concurrency bound.
   // An on-demand attempt is bounded by the time left in its request (the scrape activity's
   // deadline); the fetchers' own bound is only a backstop past it (workflows/scrape-timing.ts).

@@ -1,5 +1,6 @@
 // The service's configuration: one schema, parsed once at start-up from the environment.
 // A bad value stops the process with a message naming the variable (see ConfigError).
+import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import { parseProxyUrls, type ProxiedSite, type ProxyEndpoint } from './scrapers/egress/proxy-urls.ts';
@@ -271,6 +272,12 @@ const schema = z.object({
   SIM_PORT: port.default(8090),
   /** Run the simulator inside `npm start`; off by default with NODE_ENV=production. */
   RUN_SIMULATOR: flag('true'),
+  /**
+   * The bot walls of the simulator that `npm start` runs (docs/simulator.md, "Bot walls"): every
+   * platform and marketplace checks TLS, HTTP/2, headers and its rotating bot cookie, as the real
+   * ones do; false answers as before issue 37 (plain HTTP accepted, nothing checked).
+   */
+  SIM_WALLS: flag('true'),
   /** Milliseconds between the simulator's inventory drift steps; 0 turns drift off. */
   SIM_DRIFT_MS: z.coerce.number().int().min(0).default(30_000),
   /** How long a session token of the simulated pf_01's anti-bot protection lives. */
@@ -430,9 +437,29 @@ function baseUrls<K extends string>(
     if (given && !z.url({ protocol: /^https?$/ }).safeParse(given).success) {
       throw new ConfigError(`invalid configuration:\n  ${name}: must be an http(s) URL`);
     }
-    out[key] = (given || `http://127.0.0.1:${config.SIM_PORT}/${key}`).replace(/\/+$/, '');
+    // The simulator is reached as its platforms would be: over HTTPS, its CA trusted (scrapeCaFile).
+    out[key] = (given || `https://127.0.0.1:${config.SIM_PORT}/${key}`).replace(/\/+$/, '');
   }
   return out;
+}
+
+/** Where the simulator that `npm start` runs writes its CA (a fresh one at every start). */
+export function simulatorCaFile(config: Pick<Config, 'dataDir'>): string {
+  return path.join(config.dataDir, 'simulator', 'ca.pem');
+}
+
+/**
+ * The CA file the scrapers trust beside the system store: SCRAPE_CA_FILE when set; else, when a
+ * platform or marketplace is left to its default (the simulator's HTTPS port), the simulator's CA,
+ * once it has written it, so that `npm start` needs no setting; else none.
+ */
+export function scrapeCaFile(config: Pick<Config, 'SCRAPE_CA_FILE' | 'dataDir'>, env: Record<string, string | undefined> = process.env): string | undefined {
+  if (config.SCRAPE_CA_FILE) return config.SCRAPE_CA_FILE;
+  const variables = [...PLATFORM_KEYS.map((k) => `${k.toUpperCase()}_BASE_URL`), 'MARKETPLACE_A_BASE_URL', 'MARKETPLACE_B_BASE_URL'];
+  // Only once that simulator has written it: a worker whose scrapes are all pointed elsewhere (a
+  // test's own simulator) has no such file, and needs none.
+  const own = simulatorCaFile(config);
+  return variables.some((name) => !env[name]) && fs.existsSync(own) ? own : undefined;
 }
 
 /**

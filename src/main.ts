@@ -2,11 +2,13 @@
 // migrations, the demo account on first start, Temporal (TEMPORAL_ADDRESS or a dev server) and
 // its workers, the platform simulator on SIM_PORT, the gateway on PORT and metrics on METRICS_PORT. Ctrl-C stops everything
 // cleanly; data persists under DATA_DIR.
+import { mkdir } from 'node:fs/promises';
 import type { Server } from 'node:http';
+import path from 'node:path';
 import { APIS } from './apis/index.ts';
 import { ensureDemoAccount } from './accounts/demo.ts';
 import { ensureDemoCatalog } from './market-data/seed/seed.ts';
-import { loadConfigOrExit, marketplaceBaseUrls } from './config.ts';
+import { loadConfigOrExit, marketplaceBaseUrls, simulatorCaFile } from './config.ts';
 import { createGateway } from './gateway/app.ts';
 import { createLogger } from './logger.ts';
 import { canConnect } from '../db/embedded.ts';
@@ -181,11 +183,22 @@ async function main(): Promise<void> {
     if (stopping) return;
 
     if (config.RUN_SIMULATOR) {
-      const sim = await startSimulator({ port: config.SIM_PORT, host: '127.0.0.1', driftMs: config.SIM_DRIFT_MS, pf01SessionTtlMs: config.SIM_PF01_SESSION_TTL_MS }).catch((err: unknown) => {
+      // Its CA where the scrapers look for it by default (config.ts, scrapeCaFile), before the
+      // workers below build their first client.
+      const caFile = simulatorCaFile(config);
+      await mkdir(path.dirname(caFile), { recursive: true });
+      const sim = await startSimulator({
+        port: config.SIM_PORT,
+        host: '127.0.0.1',
+        driftMs: config.SIM_DRIFT_MS,
+        pf01SessionTtlMs: config.SIM_PF01_SESSION_TTL_MS,
+        walls: config.SIM_WALLS ? 'on' : 'off',
+        caFile,
+      }).catch((err: unknown) => {
         throw namedListenError(err, config.SIM_PORT, 'SIM_PORT');
       });
       cleanups.push({ name: 'simulator', run: () => sim.close() });
-      console.log(`  Platform simulator (the scrapers' default target): ${sim.url}/_sim/events\n`);
+      console.log(`  Platform simulator (the scrapers' default target): ${sim.httpsUrl}/_sim/events (its CA: ${caFile}; bot walls ${config.SIM_WALLS ? 'on' : 'off'})\n`);
     }
     if (stopping) return;
 
