@@ -180,6 +180,7 @@ function clientOf(session: ScrapeSession | undefined): PageClient {
 interface VisitOptions {
   session?: ScrapeSession;
   blockPage?: BlockPageRule;
+  watch?: (page: Page) => () => void;
 }
 
 function firstLine(err: unknown): string {
@@ -496,6 +497,7 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
     let lease: Lease | undefined;
     let healthy = false;
     let timer: NodeJS.Timeout | undefined;
+    let unwatch: (() => void) | undefined;
     // Closing the page is what makes playwright give up whatever it is waiting for.
     const onStop = () => void (lease && discard(lease));
     stop.addEventListener('abort', onStop, { once: true });
@@ -511,6 +513,7 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       page.setDefaultNavigationTimeout(options.timeoutMs);
       stats.visits++;
       how.session?.sent();
+      unwatch = how.watch?.(page);
       let response;
       try {
         response = await page.goto(url, { waitUntil: 'domcontentloaded' });
@@ -553,6 +556,8 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       throw classify(err, stop, lease, url);
     } finally {
       clearTimeout(timer);
+      // Before the page goes back to the idle list: a listener must not outlive its visit.
+      unwatch?.();
       stop.removeEventListener('abort', onStop);
       // The caller has its answer now; the slot stays taken until the page is blank or closed.
       const held = lease;
@@ -564,14 +569,14 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
   };
 
   return {
-    async withPage(url, use, { signal, session, blockPage } = {}) {
+    async withPage(url, use, { signal, session, blockPage, watch } = {}) {
       if (closed) throw new ScrapeFailure('upstream', 'the browser pool is closed');
       await slots.acquire(signal);
       const stop = new AbortController();
       const onAbort = () => stop.abort(aborted());
       signal?.addEventListener('abort', onAbort, { once: true });
       if (signal?.aborted) onAbort();
-      const running = visit(url, use, stop, { session, blockPage });
+      const running = visit(url, use, stop, { session, blockPage, watch });
       track(running);
       // The caller hears at once when the visit is stopped; the page closes behind it.
       const stopped = new Promise<never>((_, reject) => {

@@ -181,8 +181,10 @@ export interface BrowserSession {
   /**
    * `session`: the page goes through its exit's proxy as its browser (user agent, language).
    * `blockPage`: the platform's challenge page; a main document it matches is a `blocked` failure.
+   * `watch`: called with the page before it navigates (to listen to its requests: pf_01's sessions
+   * record the page's own data requests); what it returns is called once the visit is over.
    */
-  withPage<T>(url: string, use: (page: Page) => Promise<T>, options?: { signal?: AbortSignal; session?: ScrapeSession; blockPage?: BlockPageRule }): Promise<T>;
+  withPage<T>(url: string, use: (page: Page) => Promise<T>, options?: { signal?: AbortSignal; session?: ScrapeSession; blockPage?: BlockPageRule; watch?: (page: Page) => () => void }): Promise<T>;
 }
 
 /**
