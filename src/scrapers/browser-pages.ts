@@ -187,14 +187,23 @@ function firstLine(err: unknown): string {
   return (err instanceof Error ? err.message : String(err)).split('\n')[0]!.trim();
 }
 
-/** `chromium --version`'s full version, or null when it does not answer one. */
-async function installedVersion(path: string): Promise<string | null> {
-  try {
-    const { stdout } = await run(path, ['--version'], { timeout: VERSION_MS });
-    return versionOf(stdout);
-  } catch {
-    return null;
+/** By path: asked once per process, whatever the number of pools. */
+const versions = new Map<string, Promise<string | null>>();
+
+/** `chromium --version`'s full version, or null when it does not answer one (asked again next time). */
+function installedVersion(path: string): Promise<string | null> {
+  let known = versions.get(path);
+  if (!known) {
+    known = run(path, ['--version'], { timeout: VERSION_MS }).then(
+      ({ stdout }) => versionOf(stdout),
+      () => null,
+    );
+    versions.set(path, known);
+    void known.then((version) => {
+      if (version === null) versions.delete(path);
+    });
   }
+  return known;
 }
 
 /** `err` and the errors it was caused by, outermost first. */
@@ -265,8 +274,6 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
   let closed = false;
   /** The home whose NSS database trusts `caFile`, made at the first launch and kept until close(). */
   let trust: Promise<TrustHome> | null = null;
-  /** The installed Chromium's full version, asked once (null if it would not say). */
-  let launchedVersion: Promise<string | null> | null = null;
   /** Each browser's own identity, asked of it once. */
   const identities = new WeakMap<Controller, Promise<BrowserIdentity>>();
 
@@ -303,8 +310,7 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       async (_pageId: string, launchContext: { launchOptions?: Record<string, unknown> }) => {
         const launch = (launchContext.launchOptions ??= {});
         // Without one, crawlee gives headless Chromium its own default (browser-identity.ts).
-        launchedVersion ??= installedVersion(options.chromiumPath);
-        const version = await launchedVersion;
+        const version = await installedVersion(options.chromiumPath);
         if (version) launch.args = [...((launch.args as string[] | undefined) ?? []), `--user-agent=${plainUserAgent(version)}`];
         if (options.caFile === undefined) return;
         trust ??= trustHome(options.caFile);

@@ -36,6 +36,13 @@ export interface Pf01Session {
   expiresAt: number | null;
 }
 
+/** A session of this module's making: what pf_01's adapter checks a pool's session is (types.ts knows no platform's). */
+export function isPf01Session(value: unknown): value is Pf01Session {
+  if (typeof value !== 'object' || value === null) return false;
+  const s = value as Partial<Pf01Session>;
+  return Array.isArray(s.headers) && typeof s.cookie === 'string' && (s.expiresAt === null || typeof s.expiresAt === 'number');
+}
+
 /** pf_01 is behind Cloudflare's managed challenge (block-pages.ts), its front page included. */
 export const PF01_BLOCK_PAGE = cloudflareChallenge;
 
