@@ -311,7 +311,8 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
         const launch = (launchContext.launchOptions ??= {});
         // Without one, crawlee gives headless Chromium its own default (browser-identity.ts).
         const version = await installedVersion(options.chromiumPath);
-        if (version) launch.args = [...((launch.args as string[] | undefined) ?? []), `--user-agent=${plainUserAgent(version)}`];
+        const args = ((launch.args as string[] | undefined) ?? []).filter((arg) => !arg.startsWith('--user-agent='));
+        launch.args = version ? [...args, `--user-agent=${plainUserAgent(version)}`] : args;
         if (options.caFile === undefined) return;
         trust ??= trustHome(options.caFile);
         // A failed make is not kept: the next launch tries again (certutil installed meanwhile).
