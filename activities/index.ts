@@ -56,7 +56,8 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   const { config, log } = deps;
   // One browser-grade HTTP client per identity (http-fetcher.ts), shared by the two fetchers
   // below: a session's cookies and connections are the same whichever of them sends its request.
-  const httpClients = createHttpClients({ caFile: scrapeCaFile(config) });
+  const caFile = scrapeCaFile(config);
+  const httpClients = createHttpClients({ caFile });
   // The fetcher of the platform scrapers and the event tracker: one concurrency bound.
   // An on-demand attempt is bounded by the time left in its request (the scrape activity's
   // deadline); the fetchers' own bound is only a backstop past it (workflows/scrape-timing.ts).
@@ -64,7 +65,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   const http = createHttpFetcher({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: backstopMs, clients: httpClients });
   const baseUrls = deps.baseUrls ?? platformBaseUrls(config);
   // One Chromium per process, for on-demand page visits and for making pf_01's sessions.
-  const browser = createBrowserPages({ pages: config.BROWSER_PAGES, chromiumPath: config.CHROMIUM_PATH, timeoutMs: backstopMs });
+  const browser = createBrowserPages({ pages: config.BROWSER_PAGES, chromiumPath: config.CHROMIUM_PATH, timeoutMs: backstopMs, caFile });
   // The pollers' fetcher: the same client, its own time bound; pf_01's sessions send their
   // requests through it too, polls and on-demand scrapes alike.
   const pollTimeoutMs = pollAttemptTimeoutMs(config.SCRAPE_TIMEOUT_MS);

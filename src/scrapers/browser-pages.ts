@@ -13,11 +13,21 @@
 // closing the oldest idle page of another client when the page limit is reached. A visit given
 // the platform's challenge-page rule (block-pages.ts) fails as `blocked` when the main document
 // is that page, as on a 403 or a 429.
+//
+// Every page presents one browser (browser-identity.ts, issue 37): a headed Chromium of the
+// installed version without a proxy, the scrape session's browser with one; never HeadlessChrome.
+// Given a CA file (`caFile`: the simulator's, SCRAPE_CA_FILE), Chromium trusts it the way a
+// desktop does, through an NSS database in a home of its own (chromium-ca.ts); certificate
+// verification is never turned off.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { BrowserPool, PlaywrightPlugin } from '@crawlee/browser-pool';
 import { chromium, errors, type Browser, type Page } from 'playwright-core';
 import { blockPageFailure } from './answer-status.ts';
 import type { BlockPageRule } from './block-pages.ts';
 import { browserEnvironment } from './browser-env.ts';
+import { identityOfHeaders, plainIdentity, plainUserAgent, versionOf, type BrowserIdentity } from './browser-identity.ts';
+import { CaTrustError, trustHome, type TrustHome } from './chromium-ca.ts';
 import { chromiumFix, chromiumFound } from './chromium.ts';
 import type { ScrapeSession } from './egress/scrape-session.ts';
 import { parseRetryAfter } from './retry-after.ts';
@@ -29,6 +39,11 @@ export interface BrowserPagesOptions {
   chromiumPath: string;
   /** Upper bound of one page visit. */
   timeoutMs: number;
+  /**
+   * A PEM CA certificate the browser trusts beside the system's (the simulator's own CA,
+   * SCRAPE_CA_FILE). Needs `certutil` (Debian's libnss3-tools).
+   */
+  caFile?: string;
 }
 
 export interface BrowserPagesStats {
@@ -78,6 +93,9 @@ const BLOCKED_EXTENSIONS = ['.png', '.jpg', '.jpeg', '.gif', '.webp', '.avif', '
 const BLOCKED_URLS = BLOCKED_EXTENSIONS.flatMap((ext) => [`*${ext}`, `*${ext}?*`]);
 
 const LAUNCH_TIMEOUT_MS = 30_000;
+/** `chromium --version` answers in well under a second. */
+const VERSION_MS = 10_000;
+const run = promisify(execFile);
 /** A page is closed and replaced after this many visits, so renderer memory cannot creep. */
 const VISITS_PER_PAGE = 50;
 /** crawlee retires (and replaces) a browser after this many pages, i.e. ~25k visits. */
@@ -119,6 +137,8 @@ interface PageClient {
   options?: Record<string, unknown>;
   /** The proxy's label, for failures that are the proxy's. */
   label?: string;
+  /** The browser it presents; none: the installed Chromium's own (plainIdentity). */
+  identity?: BrowserIdentity;
 }
 
 const PLAIN: PageClient = { key: '' };
@@ -138,6 +158,9 @@ function clientOf(session: ScrapeSession | undefined): PageClient {
   const scheme = username || password ? url.protocol : (CHROMIUM_SCHEMES[url.protocol] ?? url.protocol);
   const headers = session.contextHeaders();
   const userAgent = session.headers['user-agent'];
+  // The client hints are Chromium's own, made from the identity's metadata (in their place among
+  // its headers, and matching navigator.userAgentData): only the language is added as a header.
+  const extra = headers['accept-language'] === undefined ? {} : { 'accept-language': headers['accept-language'] };
   return {
     // In memory only (the URL holds the credentials): two sessions of one exit with the same
     // header set may share idle pages.
@@ -147,8 +170,9 @@ function clientOf(session: ScrapeSession | undefined): PageClient {
       // No bypass list: Playwright then sends loopback targets through the proxy too.
       proxy: { server: `${scheme}//${url.host}`, ...(username ? { username } : {}), ...(password ? { password } : {}) },
       ...(userAgent ? { userAgent } : {}),
-      extraHTTPHeaders: headers,
+      extraHTTPHeaders: extra,
     },
+    ...(userAgent ? { identity: identityOfHeaders(session.headers, userAgent) } : {}),
   };
 }
 
@@ -156,10 +180,37 @@ function clientOf(session: ScrapeSession | undefined): PageClient {
 interface VisitOptions {
   session?: ScrapeSession;
   blockPage?: BlockPageRule;
+  watch?: (page: Page) => () => void;
 }
 
 function firstLine(err: unknown): string {
   return (err instanceof Error ? err.message : String(err)).split('\n')[0]!.trim();
+}
+
+/** By path: asked once per process, whatever the number of pools. */
+const versions = new Map<string, Promise<string | null>>();
+
+/** `chromium --version`'s full version, or null when it does not answer one (asked again next time). */
+function installedVersion(path: string): Promise<string | null> {
+  let known = versions.get(path);
+  if (!known) {
+    known = run(path, ['--version'], { timeout: VERSION_MS }).then(
+      ({ stdout }) => versionOf(stdout),
+      () => null,
+    );
+    versions.set(path, known);
+    void known.then((version) => {
+      if (version === null) versions.delete(path);
+    });
+  }
+  return known;
+}
+
+/** `err` and the errors it was caused by, outermost first. */
+function causes(err: unknown): unknown[] {
+  const out: unknown[] = [];
+  for (let e = err; e !== undefined && out.length < 10; e = e instanceof Error ? e.cause : undefined) out.push(e);
+  return out;
 }
 
 function aborted(): ScrapeFailure {
@@ -221,6 +272,10 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
   const retired = new WeakSet<Controller>();
   const stats: BrowserPagesStats = { launches: 0, browsers: 0, openPages: 0, peakOpenPages: 0, visits: 0 };
   let closed = false;
+  /** The home whose NSS database trusts `caFile`, made at the first launch and kept until close(). */
+  let trust: Promise<TrustHome> | null = null;
+  /** Each browser's own identity, asked of it once. */
+  const identities = new WeakMap<Controller, Promise<BrowserIdentity>>();
 
   const pool = new BrowserPool({
     browserPlugins: [
@@ -251,7 +306,45 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
     // crawlee retires a browser idle for 10 s by default: the opposite of a warm pool.
     retireInactiveBrowserAfterSecs: 24 * 3600,
     useFingerprints: false,
+    preLaunchHooks: [
+      async (_pageId: string, launchContext: { launchOptions?: Record<string, unknown> }) => {
+        const launch = (launchContext.launchOptions ??= {});
+        // Without one, crawlee gives headless Chromium its own default (browser-identity.ts).
+        const version = await installedVersion(options.chromiumPath);
+        const args = ((launch.args as string[] | undefined) ?? []).filter((arg) => !arg.startsWith('--user-agent='));
+        launch.args = version ? [...args, `--user-agent=${plainUserAgent(version)}`] : args;
+        if (options.caFile === undefined) return;
+        trust ??= trustHome(options.caFile);
+        // A failed make is not kept: the next launch tries again (certutil installed meanwhile).
+        const home = await trust.catch((err: unknown) => {
+          trust = null;
+          throw err;
+        });
+        launch.env = { ...(launch.env as Record<string, string> | undefined), HOME: home.dir };
+      },
+    ],
   }) as unknown as Pool;
+
+  /** The installed Chromium as a headed one of its version (CDP Browser.getVersion, once per launch). */
+  const plainIdentityOf = (controller: Controller): Promise<BrowserIdentity> => {
+    let known = identities.get(controller);
+    if (!known) {
+      known = (async () => {
+        const cdp = await controller.browser.newBrowserCDPSession();
+        try {
+          // The product (`Chrome/156.0.8078.108`), not its user agent, which is the launch flag's.
+          const { product } = await cdp.send('Browser.getVersion');
+          return plainIdentity(versionOf(product) ?? controller.browser.version());
+        } finally {
+          await cdp.detach().catch(() => {});
+        }
+      })();
+      identities.set(controller, known);
+      // A browser that could not say is asked again by its next page.
+      known.catch(() => identities.delete(controller));
+    }
+    return known;
+  };
 
   /** Work that close() waits for: visits and the page clean-ups behind them. */
   const track = (work: Promise<unknown>): void => {
@@ -330,6 +423,8 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
     } catch (err) {
       // Looked for only once a launch failed: a missing browser is final, anything else may pass.
       if (!(await chromiumFound(options.chromiumPath))) throw new ScrapeFailure('browser_missing', chromiumFix(options.chromiumPath), { cause: err });
+      const untrusted = causes(err).find((e) => e instanceof CaTrustError);
+      if (untrusted) throw new ScrapeFailure('browser_missing', untrusted.message, { cause: err });
       throw new ScrapeFailure('upstream', `chromium could not open a page: ${firstLine(err)}`, { cause: err });
     }
     stats.openPages++;
@@ -350,8 +445,12 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
     try {
       // Blocked inside chromium (no round trip to Node per request, as page.route would cost).
       const cdp = await page.context().newCDPSession(page);
-      await cdp.send('Network.enable');
-      await cdp.send('Network.setBlockedURLs', { urls: BLOCKED_URLS });
+      const identity = client.identity ?? (await plainIdentityOf(lease.controller));
+      await Promise.all([
+        cdp.send('Network.enable').then(() => cdp.send('Network.setBlockedURLs', { urls: BLOCKED_URLS })),
+        // Before the first navigation, so no request of the page goes out as HeadlessChrome.
+        cdp.send('Emulation.setUserAgentOverride', { userAgent: identity.userAgent, userAgentMetadata: identity.metadata }),
+      ]);
     } catch (err) {
       await discard(lease);
       throw new ScrapeFailure('upstream', `chromium could not set up a page: ${firstLine(err)}`, { cause: err });
@@ -405,6 +504,7 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
     let lease: Lease | undefined;
     let healthy = false;
     let timer: NodeJS.Timeout | undefined;
+    let unwatch: (() => void) | undefined;
     // Closing the page is what makes playwright give up whatever it is waiting for.
     const onStop = () => void (lease && discard(lease));
     stop.addEventListener('abort', onStop, { once: true });
@@ -420,6 +520,7 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       page.setDefaultNavigationTimeout(options.timeoutMs);
       stats.visits++;
       how.session?.sent();
+      unwatch = how.watch?.(page);
       let response;
       try {
         response = await page.goto(url, { waitUntil: 'domcontentloaded' });
@@ -462,6 +563,8 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       throw classify(err, stop, lease, url);
     } finally {
       clearTimeout(timer);
+      // Before the page goes back to the idle list: a listener must not outlive its visit.
+      unwatch?.();
       stop.removeEventListener('abort', onStop);
       // The caller has its answer now; the slot stays taken until the page is blank or closed.
       const held = lease;
@@ -473,14 +576,14 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
   };
 
   return {
-    async withPage(url, use, { signal, session, blockPage } = {}) {
+    async withPage(url, use, { signal, session, blockPage, watch } = {}) {
       if (closed) throw new ScrapeFailure('upstream', 'the browser pool is closed');
       await slots.acquire(signal);
       const stop = new AbortController();
       const onAbort = () => stop.abort(aborted());
       signal?.addEventListener('abort', onAbort, { once: true });
       if (signal?.aborted) onAbort();
-      const running = visit(url, use, stop, { session, blockPage });
+      const running = visit(url, use, stop, { session, blockPage, watch });
       track(running);
       // The caller hears at once when the visit is stopped; the page closes behind it.
       const stopped = new Promise<never>((_, reject) => {
@@ -515,6 +618,8 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       await Promise.all(idle.splice(0).map(discard));
       await pool.destroy();
       while (pending.size > 0) await Promise.all([...pending]);
+      const home = await trust?.catch(() => null);
+      await home?.remove();
     },
 
     stats: () => ({ ...stats }),

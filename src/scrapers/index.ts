@@ -30,6 +30,8 @@ interface ScraperSettings {
   /** Browser pages open at once. */
   browserPages: number;
   chromiumPath: string;
+  /** A CA the browser trusts beside the system's (SCRAPE_CA_FILE: the simulator's own). */
+  caFile?: string;
   /** Upper bound of one fetch or page visit. */
   attemptTimeoutMs: number;
 }
@@ -69,7 +71,7 @@ export interface Scrapers {
 export function createScrapers(options: ScrapersOptions): Scrapers {
   const own = 'http' in options ? null : createHttpFetcher({ concurrency: options.concurrency, timeoutMs: options.attemptTimeoutMs });
   const http = 'http' in options ? options.http : own!;
-  const ownBrowser = options.browser ? null : createBrowserPages({ pages: options.browserPages, chromiumPath: options.chromiumPath, timeoutMs: options.attemptTimeoutMs });
+  const ownBrowser = options.browser ? null : createBrowserPages({ pages: options.browserPages, chromiumPath: options.chromiumPath, timeoutMs: options.attemptTimeoutMs, caFile: options.caFile });
   const browser = options.browser ?? ownBrowser!;
   const platforms = new Map<PlatformKey, Platform>();
   for (const [platform, create] of Object.entries(ADAPTER_FACTORIES) as [PlatformKey, (typeof ADAPTER_FACTORIES)[PlatformKey]][]) {

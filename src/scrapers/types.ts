@@ -4,7 +4,6 @@
 import type { CheerioAPI } from 'cheerio';
 import type { z } from 'zod';
 import type { Page } from 'playwright-core';
-import type { Pf01Session, Pf01Sessions } from './platforms/pf_01-session.ts';
 import type { SessionPool } from './session-pool.ts';
 import type { EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
@@ -183,8 +182,10 @@ export interface BrowserSession {
   /**
    * `session`: the page goes through its exit's proxy as its browser (user agent, language).
    * `blockPage`: the platform's challenge page; a main document it matches is a `blocked` failure.
+   * `watch`: called with the page before it navigates (to listen to its requests: pf_01's sessions
+   * record the page's own data requests); what it returns is called once the visit is over.
    */
-  withPage<T>(url: string, use: (page: Page) => Promise<T>, options?: { signal?: AbortSignal; session?: ScrapeSession; blockPage?: BlockPageRule }): Promise<T>;
+  withPage<T>(url: string, use: (page: Page) => Promise<T>, options?: { signal?: AbortSignal; session?: ScrapeSession; blockPage?: BlockPageRule; watch?: (page: Page) => () => void }): Promise<T>;
 }
 
 /**
@@ -212,14 +213,23 @@ export interface ScrapeBrowser {
 }
 
 /**
- * The browser-made sessions one scrape may use (pf_01's tokens, pf_01-session.ts): those made
- * through the scrape's own exit, the fetcher their requests go through (bound like ScrapeVia's
- * `http`), and how this set of adapters uses them.
+ * The browser-made sessions one scrape may use (pf_01's, pf_01-session.ts): those made through
+ * the scrape's own exit, the fetcher their requests go through (bound like ScrapeVia's `http`),
+ * and how this set of adapters uses them. What a session holds is its platform's business: the
+ * platform's adapter knows it (pf_01.ts checks it), these generic types do not.
  */
 export interface ScrapeBrowserMade {
-  pool: SessionPool<Pf01Session>;
+  pool: SessionPool<unknown>;
   http: ScrapeFetcher;
   use: SessionUse;
+}
+
+/** One platform's browser-made sessions as the scrapers hold them: a pool per exit, and their fetcher. */
+export interface BrowserMadeSessions {
+  /** The pool a scrape made with `session` uses (its exit's). */
+  poolFor(session: ScrapeSession | undefined): SessionPool<unknown>;
+  /** The fetcher the sessions' requests go through, bound to each scrape (scrape-via.ts). */
+  http: PageFetcher;
 }
 
 /**
@@ -254,6 +264,6 @@ export type SessionUse = 'always' | 'when-warm';
  * those of its own exit (ScrapeVia.browserMade).
  */
 export interface PlatformSessions {
-  pf01: Pf01Sessions;
+  pf01: BrowserMadeSessions;
   use: SessionUse;
 }

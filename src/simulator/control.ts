@@ -24,7 +24,7 @@ import { z } from 'zod';
 import { readJsonBody } from '../gateway/json-body.ts';
 import { isPlatformKey, PLATFORM_KEYS, type PlatformKey } from '../platform/registry.ts';
 import { BAN_ANSWERS, isAddress, normalizeAddress, type AddressLimits } from './address-limits.ts';
-import { CHALLENGE_MODES, type Pf01Protection } from './platforms/pf_01-protection.ts';
+import { CHALLENGE_MODES, TOKEN_CARRIERS, type Pf01Protection } from './platforms/pf_01-protection.ts';
 import type { RequestLog } from './request-log.ts';
 import { wallSettingsInputSchema } from './walls/settings.ts';
 import { WALLED_SITES, type Walls } from './walls/wall.ts';
@@ -35,6 +35,7 @@ const MAX_BODY_BYTES = 1_048_576;
 /** Body of `PUT /_sim/pf_01/protection`. */
 export const protectionInputSchema = z.strictObject({
   challenge: z.enum(CHALLENGE_MODES).optional(),
+  token_in: z.enum(TOKEN_CARRIERS).optional(),
   session_ttl_ms: z.number().int().min(100).max(86_400_000).optional(),
 });
 

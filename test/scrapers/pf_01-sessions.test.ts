@@ -6,7 +6,11 @@
 //   every failure kind), with one page load for any number of polls;
 // - a revoked session is renewed once for many polls; an expiring one ahead of time, with no
 //   poll failing; a changed challenge page or a missing Chromium makes polls back off as for a
-//   block, while on-demand scrapes answer as they do without sessions.
+//   block, while on-demand scrapes answer as they do without sessions;
+// - the session is the page's own data request as the browser sent it: the token is followed to
+//   another header and into a cookie, set through the control API, with nothing changed here.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
@@ -14,7 +18,7 @@ import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
 import { createBrowserPages, type BrowserPages } from '../../src/scrapers/browser-pages.ts';
 import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { createPf01 } from '../../src/scrapers/platforms/pf_01.ts';
-import { createPf01Sessions, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
+import { createPf01Sessions, sessionHeaders, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
 import { ScrapeFailure, type PageFetcher, type ScrapeData, type SessionUse } from '../../src/scrapers/types.ts';
 import { withFetchers, type BoundAdapter } from './platform-harness.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
@@ -210,23 +214,81 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     await pool.pool.close();
   });
 
-  it('when the challenge page has changed: polls back off as for a block, saying why; on-demand scrapes still render the page', async () => {
-    sim.protection.configure({ challenge: 'changed' });
+  it('follows the token wherever the page puts it (another header, then a cookie), set through the control API, with no change here', async () => {
     const ref = putEvent({ sections: [{ name: 'Floor', price: 40, stock: 12 }] });
     const pool = sessions(1);
-    const err = (await adapter(pool, 'always').scrape(ref).catch((e: unknown) => e)) as ScrapeFailure;
-    expect(err).toBeInstanceOf(ScrapeFailure);
-    expect(err.kind).toBe('blocked');
-    expect(err.retryAfterMs).toBeGreaterThan(0);
-    expect(err.message).toMatch(/challenge page may have changed/);
-    expect(pool.pool.stats().lastError).toMatchObject({ kind: 'malformed' });
-    // Held back: the next polls do not load the page again.
-    const loads = browser.stats().visits;
-    await adapter(pool, 'always').scrape(ref).catch(() => {});
-    expect(browser.stats().visits).toBe(loads);
-    const page = await adapter(pool, 'when-warm').scrape(ref);
-    expect(page.sections.Floor).toBeDefined();
+    const polls = adapter(pool, 'always');
+    const protection = (body: unknown) => fetch(`${sim.url}/_sim/pf_01/protection`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const made = () => sessionHeaders(pool.pool.ready()!.session);
+    try {
+      const first = await polls.scrape(ref);
+      expect(first.sections.Floor).toBeDefined();
+      expect(made()['x-pf01-token']).toMatch(/^[0-9a-f]{48}$/);
+
+      // The redesign: other names. The session in hand is refused, renewed once, and the new one
+      // carries the token where the page now sends it.
+      expect((await protection({ challenge: 'changed' })).status).toBe(200);
+      expect(await polls.scrape(ref)).toEqual(first);
+      expect(made()['x-pf01-auth']).toMatch(/^[0-9a-f]{48}$/);
+      expect(made()['x-pf01-token']).toBeUndefined();
+
+      // Then in a cookie the page's script sets: no token header at all.
+      expect((await protection({ token_in: 'cookie' })).status).toBe(200);
+      expect(await polls.scrape(ref)).toEqual(first);
+      expect(Object.keys(made()).filter((name) => name.startsWith('x-pf01'))).toEqual([]);
+      expect(made().cookie).toMatch(/(^|; )pf01_auth=[0-9a-f]{48}(;|$)/);
+      expect(pool.pool.stats()).toMatchObject({ made: 3, refused: 2, failed: 0 });
+    } finally {
+      await protection({ challenge: 'standard', token_in: 'header' });
+      await pool.pool.close();
+    }
+  });
+
+  it('replays the headers the browser sent with its own data request, the cookie from its context', async () => {
+    const pool = sessions(1);
+    const lease = await pool.pool.acquire();
+    const headers = lease.session.headers;
+    const names = headers.map(([name]) => name);
+    // What Chromium sends with a script's fetch(): its identity, the token, the fetch metadata.
+    for (const name of ['user-agent', 'sec-ch-ua', 'sec-ch-ua-mobile', 'sec-ch-ua-platform', 'x-pf01-token', 'accept', 'sec-fetch-site', 'sec-fetch-mode', 'sec-fetch-dest', 'referer', 'accept-language']) {
+      expect(names).toContain(name);
+    }
+    // Nothing of the connection's, and no HeadlessChrome.
+    for (const name of ['host', 'connection', 'cookie', 'accept-encoding']) expect(names).not.toContain(name);
+    expect(JSON.stringify(headers)).not.toMatch(/headless/i);
+    expect(lease.session.cookie).toMatch(/^pf01_sid=[0-9a-f]{32}$/);
+    // The expiry the session endpoint gave the page.
+    expect(lease.session.expiresAt).toBeGreaterThan(Date.now() + 500_000);
     await pool.pool.close();
+  });
+
+  it('when the front page no longer asks its data endpoints: polls back off as for a block, saying why; on-demand scrapes still render the page', async () => {
+    // A redesign we cannot follow: the front page gets no session and asks nothing.
+    const redesigned = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html', 'set-cookie': 'pf01_sid=0123456789abcdef0123456789abcdef; Path=/' });
+      res.end('<!doctype html><html><head><title>pf01 tickets</title></head><body><main id="home">New look!</main></body></html>');
+    });
+    await new Promise<void>((resolve) => redesigned.listen(0, '127.0.0.1', resolve));
+    try {
+      const ref = putEvent({ sections: [{ name: 'Floor', price: 40, stock: 12 }] });
+      const pool = createPf01Sessions({ browser, http, baseUrl: `http://127.0.0.1:${(redesigned.address() as AddressInfo).port}/pf_01`, size: 1, makeTimeoutMs: TIMEOUT_MS * 2, challengeWaitMs: TIMEOUT_MS / 4 });
+      const err = (await adapter(pool, 'always').scrape(ref).catch((e: unknown) => e)) as ScrapeFailure;
+      expect(err).toBeInstanceOf(ScrapeFailure);
+      expect(err.kind).toBe('blocked');
+      expect(err.retryAfterMs).toBeGreaterThan(0);
+      expect(err.message).toMatch(/challenge page may have changed/);
+      expect(pool.pool.stats().lastError).toMatchObject({ kind: 'malformed' });
+      // Held back: the next polls do not load the page again.
+      const loads = browser.stats().visits;
+      await adapter(pool, 'always').scrape(ref).catch(() => {});
+      expect(browser.stats().visits).toBe(loads);
+      const page = await adapter(pool, 'when-warm').scrape(ref);
+      expect(page.sections.Floor).toBeDefined();
+      await pool.pool.close();
+    } finally {
+      redesigned.closeAllConnections();
+      await new Promise((resolve) => redesigned.close(resolve));
+    }
   });
 
   it('without Chromium: polls back off as for a block, on-demand scrapes answer browser_missing as today', async () => {

@@ -13,7 +13,7 @@ import { createLogger } from '../../src/logger.ts';
 import { createBrowserPages, type BrowserPages } from '../../src/scrapers/browser-pages.ts';
 import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { createPf01 } from '../../src/scrapers/platforms/pf_01.ts';
-import { createPf01Sessions, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
+import { createPf01Sessions, sessionHeaders, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
 import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { simEventInputSchema } from '../../src/simulator/state.ts';
@@ -374,9 +374,11 @@ describe('pf_01 through proxies: browser sessions made through the exit their po
     expect(twoSent).toBe(0);
     expect(addressesSince(t)).toEqual(new Set([proxies.proxies[0]!.address]));
     // The browser session is the first exit's browser: its user agent is the scrape session's.
-    const made = pf01.poolFor(viaOne).ready()!.session;
-    expect(made.userAgent).toBe(viaOne!.headers['user-agent']);
-    expect(made.client['sec-ch-ua']).toBe(viaOne!.headers['sec-ch-ua']);
+    // Its client hints are the ones Chromium made for that identity (the same brands, in the same order).
+    const made = sessionHeaders(pf01.poolFor(viaOne).ready()!.session);
+    expect(made['user-agent']).toBe(viaOne!.headers['user-agent']);
+    expect(made['sec-ch-ua']).toBe(viaOne!.headers['sec-ch-ua']);
+    expect(made['accept-language']).toBe(viaOne!.headers['accept-language']);
 
     // The second exit makes its own, through itself.
     t = mark();
@@ -385,7 +387,7 @@ describe('pf_01 through proxies: browser sessions made through the exit their po
     expect(issued()).toBe(2);
     expect(forwarded()[0]! - before[0]!).toBe(0);
     expect(addressesSince(t)).toEqual(new Set([proxies.proxies[1]!.address]));
-    expect(pf01.poolFor(viaTwo).ready()!.session.userAgent).toBe(viaTwo!.headers['user-agent']);
+    expect(sessionHeaders(pf01.poolFor(viaTwo).ready()!.session)['user-agent']).toBe(viaTwo!.headers['user-agent']);
 
     // Polls go on through each exit with that exit's session: no new session, the token accepted.
     t = mark();

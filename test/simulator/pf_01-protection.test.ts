@@ -1,9 +1,11 @@
 // pf_01's anti-bot protection in the simulator (issue 23): the session cookie every page sets,
 // the JavaScript challenge that changes on every load, api/session trading its answer for a token
 // bound to the cookie and the user agent, the data arms refusing everything else with the
-// challenge marker, the `changed` redesign, the control API and the bounded maps. Spoken to over
-// loopback HTTP as a scraper would; the challenge is run in node:vm (a test may, the service never
-// does). Last, a real Chromium shows the page still renders in both modes.
+// challenge marker, the `changed` redesign, the token carried in a cookie, the front page's own
+// data request, the control API and the bounded maps. Spoken to over loopback HTTP as a scraper
+// would; the challenge is run in node:vm (a test may, the service never does). Last, a real
+// Chromium shows the page renders in every mode, keeping its token in its script only (issue 37:
+// no sessionStorage key, no data-session attribute, nothing kept for a scraper).
 import vm from 'node:vm';
 import fc from 'fast-check';
 import { chromium, type Browser } from 'playwright-core';
@@ -279,8 +281,6 @@ describe('the `changed` challenge', () => {
     try {
       const key = putEvent();
       const page = await load(`/event/${key}?region=uk`);
-      expect(page.html).not.toContain('pf01.session');
-      expect(page.html).not.toContain('data-session');
       expect(page.html).toContain('x-pf01-auth');
       await expectChallengeRequired(await postSession({ answer: solve(page.code) }, { cookie: page.cookie }));
 
@@ -293,11 +293,66 @@ describe('the `changed` challenge', () => {
   });
 });
 
+describe('the token in a cookie', () => {
+  it('is taken from the cookie the page sets (named per mode), and no longer from the header', async () => {
+    expect((await control('PUT', '/pf_01/protection', { token_in: 'cookie' })).status).toBe(200);
+    try {
+      const key = putEvent();
+      const page = await load(`/event/${key}?region=uk`);
+      expect(page.html).toContain("document.cookie = \"pf01_token=\" + data.token");
+      const { cookie, token } = await session(key);
+      await expectChallengeRequired(await arm('v1', key, { cookie, 'x-pf01-token': token }));
+      expect((await arm('v1', key, { cookie: `${cookie}; pf01_token=${token}` })).status).toBe(200);
+      expect((await control('PUT', '/pf_01/protection', { challenge: 'changed' })).status).toBe(200);
+      const changed = await session(key, { field: 'solution' });
+      await expectChallengeRequired(await arm('v2', key, { cookie: `${changed.cookie}; pf01_token=${changed.token}` }));
+      expect((await arm('v2', key, { cookie: `${changed.cookie}; pf01_auth=${changed.token}` })).status).toBe(200);
+    } finally {
+      await control('PUT', '/pf_01/protection', { challenge: 'standard', token_in: 'header' });
+    }
+  });
+});
+
+describe('the front page', () => {
+  it('asks the visitor endpoint with its session, which is guarded like the arms', async () => {
+    const page = await load('/');
+    expect(page.html).toContain("fetch('api/v1/visitor'");
+    const res = await postSession({ answer: solve(page.code) }, { cookie: page.cookie });
+    const { token } = (await res.json()) as { token: string };
+    const visitor = (headers: Record<string, string>) => fetch(`${sim.baseUrls.pf_01}/api/v1/visitor`, { headers: { 'user-agent': UA, ...headers } });
+    await expectChallengeRequired(await visitor({ cookie: page.cookie }));
+    await expectChallengeRequired(await visitor({ cookie: page.cookie, 'x-pf01-token': token, 'user-agent': 'another browser' }));
+    const ok = await visitor({ cookie: page.cookie, 'x-pf01-token': token });
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ visitor: 'anonymous', cart: [] });
+  });
+});
+
+describe('the pages keep nothing for a scraper', () => {
+  it.each([
+    ['standard', 'header'],
+    ['standard', 'cookie'],
+    ['changed', 'header'],
+    ['changed', 'cookie'],
+  ])('in the %s mode with the token in a %s: no sessionStorage, no data-session, no global', async (challenge, tokenIn) => {
+    expect((await control('PUT', '/pf_01/protection', { challenge, token_in: tokenIn })).status).toBe(200);
+    try {
+      for (const page of [await load(`/event/${putEvent()}?region=uk`), await load('/')]) {
+        expect(page.html).not.toMatch(/sessionStorage|localStorage|data-session|pf01\.session/);
+        // The token stays a local of the page's functions: never assigned to window or the DOM.
+        expect(page.html).not.toMatch(/window\.[A-Za-z_$]*\s*=\s*[^=]*token|setAttribute\([^)]*token/i);
+      }
+    } finally {
+      await control('PUT', '/pf_01/protection', { challenge: 'standard', token_in: 'header' });
+    }
+  });
+});
+
 describe('the control API', () => {
   it('reads, changes, revokes and resets the protection', async () => {
     expect((await control('POST', '/reset')).status).toBe(204);
     const start = await (await control('GET', '/pf_01/protection')).json();
-    expect(start).toEqual({ challenge: 'standard', session_ttl_ms: 600_000, sessions_issued: 0, sessions_active: 0, challenges_served: 0, refused: 0 });
+    expect(start).toEqual({ challenge: 'standard', token_in: 'header', session_ttl_ms: 600_000, sessions_issued: 0, sessions_active: 0, challenges_served: 0, refused: 0 });
 
     const key = putEvent();
     await session(key);
@@ -305,6 +360,7 @@ describe('the control API', () => {
     await expectChallengeRequired(await arm('v1', key, {}));
     expect(await (await control('GET', '/pf_01/protection')).json()).toEqual({
       challenge: 'standard',
+      token_in: 'header',
       session_ttl_ms: 600_000,
       sessions_issued: 2,
       sessions_active: 2,
@@ -335,6 +391,7 @@ describe('the control API', () => {
     ['not JSON', 'nope', /body must be JSON/],
     ['an unknown field', { challenge: 'standard', colour: 'red' }, /colour/],
     ['an unknown mode', { challenge: 'hard' }, /challenge/],
+    ['an unknown token carrier', { token_in: 'query' }, /token_in/],
     ['a TTL below 100 ms', { session_ttl_ms: 50 }, /session_ttl_ms/],
     ['a TTL above a day', { session_ttl_ms: 86_400_001 }, /session_ttl_ms/],
     ['a TTL that is not whole', { session_ttl_ms: 1000.5 }, /session_ttl_ms/],
@@ -467,35 +524,52 @@ describe('in a real browser', () => {
     const context = await browser.newContext({ userAgent: UA });
     try {
       const page = await context.newPage();
+      const asked: { path: string; headers: Record<string, string> }[] = [];
+      page.on('request', (request) => {
+        const url = new URL(request.url());
+        if (url.pathname.includes('/api/') && request.method() === 'GET') asked.push({ path: url.pathname, headers: request.headers() });
+      });
       await page.goto(`${sim.baseUrls.pf_01}${path}`);
       await page.waitForFunction(until, undefined, { timeout: 10_000 });
-      return await page.evaluate(() => ({
+      const left = await page.evaluate(() => ({
         state: document.body.getAttribute('data-state'),
-        session: document.body.getAttribute('data-session'),
         arms: [document.body.getAttribute('data-arm-v1'), document.body.getAttribute('data-arm-v2')],
-        stored: sessionStorage.getItem('pf01.session'),
+        storage: sessionStorage.length + localStorage.length,
+        attributes: Array.from(document.body.attributes, (a) => a.name).filter((name) => name.includes('session')),
         seats: document.querySelectorAll('#seat-map .seat').length,
+        visitor: document.querySelector('#home .visitor')?.textContent ?? null,
       }));
+      return { ...left, asked, cookies: await context.cookies() };
     } finally {
       await context.close();
     }
   }
 
-  it('gets a session, keeps it in sessionStorage, and draws the seat map', async () => {
-    const key = putEvent();
-    const seen = await visit(`/event/${key}?region=uk`, "document.body.getAttribute('data-state') === 'ready'");
-    expect(seen).toMatchObject({ state: 'ready', session: 'ok', arms: ['ok', 'ok'], seats: 3 });
-    const stored = JSON.parse(seen.stored!) as { token: string; expires_at: string };
-    expect(stored.token).toMatch(/^[0-9a-f]{32,}$/);
-    expect(Date.parse(stored.expires_at)).toBeGreaterThan(Date.now());
-    expect(hits(key)).toBe(3);
+  it.each([
+    ['standard', 'header'],
+    ['changed', 'header'],
+    ['changed', 'cookie'],
+  ] as const)('in the %s mode, token in a %s: draws the seat map with the token on its own requests, keeping it nowhere', async (challenge, tokenIn) => {
+    sim.protection.configure({ challenge, token_in: tokenIn });
+    try {
+      const key = putEvent();
+      const seen = await visit(`/event/${key}?region=uk`, "document.body.getAttribute('data-state') === 'ready'");
+      expect(seen).toMatchObject({ state: 'ready', arms: ['ok', 'ok'], storage: 0, attributes: [], seats: 3 });
+      expect(hits(key)).toBe(3);
+      expect(seen.asked.map((a) => a.path).sort()).toEqual([`/pf_01/api/v1/events/${key}/availability`, `/pf_01/api/v2/events/${key}/seats`]);
+      const { tokenHeader, tokenCookie } = challenge === 'standard' ? { tokenHeader: 'x-pf01-token', tokenCookie: 'pf01_token' } : { tokenHeader: 'x-pf01-auth', tokenCookie: 'pf01_auth' };
+      for (const a of seen.asked) expect(a.headers[tokenHeader] !== undefined).toBe(tokenIn === 'header');
+      expect(seen.cookies.some((c) => c.name === tokenCookie)).toBe(tokenIn === 'cookie');
 
-    const front = await visit('/', "document.body.getAttribute('data-session') !== null");
-    expect(front.session).toBe('ok');
-    expect(JSON.parse(front.stored!)).toHaveProperty('token');
+      const front = await visit('/', "document.querySelector('#home .visitor') !== null");
+      expect(front).toMatchObject({ visitor: 'Welcome! Sign in to see your tickets.', storage: 0, attributes: [] });
+      expect(front.asked.map((a) => a.path)).toEqual(['/pf_01/api/v1/visitor']);
+    } finally {
+      sim.protection.configure({ challenge: 'standard', token_in: 'header' });
+    }
   });
 
-  it('marks data-session error and both arms error, asking neither, when no session can be had', async () => {
+  it('marks both arms error, asking neither, when no session can be had', async () => {
     const key = putEvent();
     const context = await browser.newContext({ userAgent: UA });
     try {
@@ -504,21 +578,10 @@ describe('in a real browser', () => {
       const page = await context.newPage();
       await page.goto(`${sim.baseUrls.pf_01}/event/${key}?region=uk`);
       await page.waitForFunction("document.body.getAttribute('data-state') === 'ready'", undefined, { timeout: 10_000 });
-      expect(await page.evaluate(() => [document.body.getAttribute('data-session'), document.body.getAttribute('data-arm-v1'), document.body.getAttribute('data-arm-v2')])).toEqual(['error', 'error', 'error']);
+      expect(await page.evaluate(() => [document.body.getAttribute('data-arm-v1'), document.body.getAttribute('data-arm-v2')])).toEqual(['error', 'error']);
       expect(hits(key)).toBe(1);
     } finally {
       await context.close();
-    }
-  });
-
-  it('still renders fully in the `changed` mode, leaving nothing in sessionStorage or data-session', async () => {
-    sim.protection.configure({ challenge: 'changed' });
-    try {
-      const key = putEvent();
-      const seen = await visit(`/event/${key}?region=uk`, "document.body.getAttribute('data-state') === 'ready'");
-      expect(seen).toEqual({ state: 'ready', session: null, arms: ['ok', 'ok'], stored: null, seats: 3 });
-    } finally {
-      sim.protection.configure({ challenge: 'standard' });
     }
   });
 });

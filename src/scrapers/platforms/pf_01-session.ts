@@ -1,10 +1,14 @@
 // pf_01's sessions (issue 23): made once in the warm Chromium, then used by plain HTTP polls of
-// the two data arms until they expire or are refused. pf_01's data arms refuse a client without
-// the token its page script obtains by answering a JavaScript challenge, bound to a cookie and
-// to the user agent that asked (docs/simulator.md, "pf_01's protection"). We never answer the
-// challenge ourselves: Chromium runs the platform's own script on its front page, and we copy
-// out what it leaves behind: the token and its expiry from sessionStorage, the cookies, and the
-// browser's user agent, which every request made with the session then sends.
+// the two data arms until they expire or are refused. pf_01's data endpoints refuse a client
+// without the token its page script obtains by answering a JavaScript challenge, bound to a cookie
+// and to the user agent that asked (docs/simulator.md, "pf_01's protection"). We never answer the
+// challenge ourselves, nor look for the token: Chromium runs the platform's own script on its
+// front page, whose script then asks one of the platform's data endpoints with it, as the home
+// page does. We record that request as the browser sent it (issue 37: Playwright's response
+// events, nothing altered), and the session is exactly its headers (the user agent, client hints,
+// language and whatever carries the token: a header, a cookie) and the context's cookies, which
+// every poll then sends. So a platform that moves its token to another header or into a cookie
+// needs no change here. The expiry is the one the session endpoint's answer gives (`expires_at`).
 //
 // With proxies (issue 27) a session is made through the exit its polls leave from, as the client
 // that exit's scrape session is (browser-pages.ts): the platform then sees the front page, the
@@ -13,91 +17,140 @@
 // paced by its own budget, so the sessions it needs do not shrink as exits are added, and every
 // exit in use needs at least one of its own anyway. Polls with no session, or through a direct
 // exit, share the one pool there was before. `pool`'s figures and close() cover every exit's.
-import type { Page } from 'playwright-core';
+import type { Page, Request, Response } from 'playwright-core';
 import { cloudflareChallenge } from '../block-pages.ts';
 import type { ScrapeSession } from '../egress/scrape-session.ts';
 import { createSessionPool, type SessionLease, type SessionPool, type SessionPoolStats } from '../session-pool.ts';
 import { ScrapeFailure, type BrowserSession, type PageFetcher } from '../types.ts';
 
 export interface Pf01Session {
-  token: string;
-  /** The Cookie header the browser would send to the platform. */
-  cookie: string;
-  userAgent: string;
   /**
-   * The rest of the browser's identity it was made as (language, client hints: a scrape
-   * session's, through a proxy), sent with it so its requests stay that browser's when the
-   * exit's scrape session has moved on to another header set; empty for a plain browser.
+   * The headers of the page's own data request, in the order the browser sent them, names in
+   * lower case; without the cookie (below) and what the connection itself carries (host, the
+   * content codings the client decodes).
    */
-  client: Readonly<Record<string, string>>;
+  headers: [name: string, value: string][];
+  /** The Cookie header: the browser context's cookies for the data endpoints once the page had loaded. */
+  cookie: string;
   /** When the platform said the token ends (epoch ms), or null if it did not say. */
   expiresAt: number | null;
+}
+
+/** A session of this module's making: what pf_01's adapter checks a pool's session is (types.ts knows no platform's). */
+export function isPf01Session(value: unknown): value is Pf01Session {
+  if (typeof value !== 'object' || value === null) return false;
+  const s = value as Partial<Pf01Session>;
+  return Array.isArray(s.headers) && typeof s.cookie === 'string' && (s.expiresAt === null || typeof s.expiresAt === 'number');
 }
 
 /** pf_01 is behind Cloudflare's managed challenge (block-pages.ts), its front page included. */
 export const PF01_BLOCK_PAGE = cloudflareChallenge;
 
-/** Where the page script keeps its session, and the header the data arms want it in. */
-const STORAGE_KEY = 'pf01.session';
-export const TOKEN_HEADER = 'x-pf01-token';
 /**
- * How long the front page may take to answer its challenge once loaded: a challenge takes
- * milliseconds, so a page that has not finished by then has changed, not slowed down.
+ * How long the front page may take to answer its challenge and ask its data once loaded: that
+ * takes milliseconds, so a page that has not by then has changed, not slowed down.
  */
 const CHALLENGE_WAIT_MS = 10_000;
 
-/** The headers of one request made with `session`. */
+/**
+ * Headers of a recorded request that are not the page's to replay: the connection's own (HTTP/2
+ * pseudo-headers, host, hop-by-hop), the cookie (taken from the context), and the content codings,
+ * which the client that sends the poll decodes itself.
+ */
+const NOT_REPLAYED = new Set(['host', 'connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'transfer-encoding', 'upgrade', 'te', 'content-length', 'cookie', 'accept-encoding']);
+
+/** The headers of one request made with `session`: the page's own, and its cookies. */
 export function sessionHeaders(session: Pf01Session): Record<string, string> {
-  return { ...session.client, cookie: session.cookie, 'user-agent': session.userAgent, [TOKEN_HEADER]: session.token };
+  const out: Record<string, string> = {};
+  for (const [name, value] of session.headers) out[name] = value;
+  if (session.cookie) out.cookie = session.cookie;
+  return out;
 }
 
-/** The headers beside the user agent a browser made as `scrape`'s client sends (browser-pages.ts gives it the same). */
-function clientHeaders(scrape: ScrapeSession | undefined): Record<string, string> {
-  return scrape?.exit.proxy ? scrape.contextHeaders() : {};
+/** What the page's own requests showed while it loaded (watchFrontPage). */
+interface Watched {
+  /** The first request the page's script made to a data endpoint, once answered. */
+  data: Promise<{ request: Request; status: number }>;
+  /** The session endpoint's status, once it answered. */
+  sessionStatus: number | null;
+  /** The expiry the session endpoint's answer gave (epoch ms), or null. */
+  expiresAt: Promise<number | null>;
 }
 
-/** Runs in the page; no named inner functions (tsx's keepNames helper does not exist there). */
-function readSessionState(key: string): { state: string | null; stored: string | null; userAgent: string; status: number } {
-  const entry = performance.getEntriesByType('navigation')[0] as (PerformanceNavigationTiming & { responseStatus?: number }) | undefined;
-  return { state: document.body?.getAttribute('data-session') ?? null, stored: sessionStorage.getItem(key), userAgent: navigator.userAgent, status: entry?.responseStatus ?? 0 };
-}
-
-function parseStored(text: string | null): { token?: unknown; expires_at?: unknown } | null {
-  if (text === null) return null;
+/** The expiry in the session endpoint's answer (`{"token", "expires_at"}`), or null. */
+async function expiryOf(response: Response): Promise<number | null> {
   try {
-    const value: unknown = JSON.parse(text);
-    return typeof value === 'object' && value !== null ? (value as { token?: unknown; expires_at?: unknown }) : null;
+    const body: unknown = await response.json();
+    const at = typeof body === 'object' && body !== null ? (body as { expires_at?: unknown }).expires_at : undefined;
+    const ms = typeof at === 'string' ? Date.parse(at) : NaN;
+    return Number.isFinite(ms) ? ms : null;
   } catch {
     return null;
   }
 }
 
-/** The session a loaded front page obtained, or a ScrapeFailure saying why there is none. */
-async function captureSession(page: Page, frontUrl: string, waitMs: number, client: Record<string, string>): Promise<Pf01Session> {
-  const first = await page.evaluate(readSessionState, STORAGE_KEY);
-  if (first.status === 404 || first.status === 410) throw new ScrapeFailure('malformed', `pf_01: the front page (${frontUrl}) answered ${first.status}: its challenge page has moved`);
-  if (first.status >= 400) throw new ScrapeFailure('upstream', `pf_01: the front page answered ${first.status}`);
-  try {
-    await page.waitForFunction(() => document.body?.getAttribute('data-session') !== null, undefined, { timeout: waitMs });
-  } catch {
-    throw new ScrapeFailure('malformed', `pf_01: the front page did not finish its challenge within ${waitMs / 1000} s (no body[data-session]): the challenge page may have changed`);
-  }
-  const after = await page.evaluate(readSessionState, STORAGE_KEY);
-  if (after.state !== 'ok') throw new ScrapeFailure('upstream', `pf_01: the platform did not accept the challenge's answer (data-session is ${JSON.stringify(after.state)})`);
-  const stored = parseStored(after.stored);
-  if (!stored || typeof stored.token !== 'string' || stored.token.length === 0) {
-    throw new ScrapeFailure('malformed', `pf_01: the challenge left no session token in sessionStorage['${STORAGE_KEY}']: the challenge page may have changed`);
-  }
-  const expiresAt = typeof stored.expires_at === 'string' ? Date.parse(stored.expires_at) : NaN;
-  const cookies = await page.context().cookies(frontUrl);
-  if (cookies.length === 0) throw new ScrapeFailure('malformed', 'pf_01: the challenge page set no cookie: the challenge page may have changed');
-  return {
-    token: stored.token,
-    cookie: cookies.map((c) => `${c.name}=${c.value}`).join('; '),
-    userAgent: after.userAgent,
-    client,
-    expiresAt: Number.isFinite(expiresAt) ? expiresAt : null,
+/**
+ * Listens to the front page's answers, before it navigates: the data endpoints are those below
+ * `${baseUrl}/api/` that the page's script asks (fetch or XHR GETs), the session endpoint is
+ * `api/session`. Only observed: no request is held, changed or answered here.
+ */
+function watchFrontPage(baseUrl: string): { watched: Watched; watch: (page: Page) => () => void } {
+  const api = `${baseUrl}/api/`;
+  const sessionUrl = `${api}session`;
+  let answered!: (value: { request: Request; status: number }) => void;
+  let expiry!: (value: Promise<number | null>) => void;
+  const watched: Watched = { data: new Promise((resolve) => (answered = resolve)), sessionStatus: null, expiresAt: new Promise((resolve) => (expiry = resolve)) };
+  const onResponse = (response: Response) => {
+    const request = response.request();
+    const url = request.url().split(/[?#]/)[0]!;
+    if (url === sessionUrl && request.method() === 'POST') {
+      watched.sessionStatus = response.status();
+      expiry(response.ok() ? expiryOf(response) : Promise.resolve(null));
+    } else if (url.startsWith(api) && request.method() === 'GET' && (request.resourceType() === 'fetch' || request.resourceType() === 'xhr')) {
+      answered({ request, status: response.status() });
+    }
   };
+  return {
+    watched,
+    watch: (page) => {
+      page.on('response', onResponse);
+      return () => {
+        page.off('response', onResponse);
+        expiry(Promise.resolve(null));
+      };
+    },
+  };
+}
+
+/** Runs in the page; no named inner functions (tsx's keepNames helper does not exist there). */
+function navigationStatus(): number {
+  const entry = performance.getEntriesByType('navigation')[0] as (PerformanceNavigationTiming & { responseStatus?: number }) | undefined;
+  return entry?.responseStatus ?? 0;
+}
+
+/** The session a loaded front page obtained, or a ScrapeFailure saying why there is none. */
+async function captureSession(page: Page, frontUrl: string, waitMs: number, watched: Watched): Promise<Pf01Session> {
+  const status = await page.evaluate(navigationStatus);
+  if (status === 404 || status === 410) throw new ScrapeFailure('malformed', `pf_01: the front page (${frontUrl}) answered ${status}: its challenge page has moved`);
+  if (status >= 400) throw new ScrapeFailure('upstream', `pf_01: the front page answered ${status}`);
+  let timer: NodeJS.Timeout | undefined;
+  const data = await Promise.race([watched.data, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), waitMs)))]).finally(() => clearTimeout(timer));
+  if (!data) {
+    if (watched.sessionStatus !== null && watched.sessionStatus >= 400) {
+      throw new ScrapeFailure('upstream', `pf_01: the platform did not accept the challenge's answer (its session endpoint answered ${watched.sessionStatus})`);
+    }
+    throw new ScrapeFailure('malformed', `pf_01: the front page asked none of its data endpoints within ${waitMs / 1000} s: the challenge page may have changed`);
+  }
+  if (data.status >= 400) throw new ScrapeFailure('upstream', `pf_01: the platform refused the front page's own data request (${data.request.url().split('?')[0]} answered ${data.status})`);
+  const headers: [string, string][] = [];
+  for (const { name, value } of await data.request.headersArray()) {
+    const lower = name.toLowerCase();
+    if (!lower.startsWith(':') && !NOT_REPLAYED.has(lower)) headers.push([lower, value]);
+  }
+  if (!headers.some(([name]) => name === 'user-agent')) throw new ScrapeFailure('upstream', 'pf_01: the browser did not say which headers its data request carried');
+  const cookies = await page.context().cookies(data.request.url());
+  if (cookies.length === 0) throw new ScrapeFailure('malformed', 'pf_01: the challenge page set no cookie: the challenge page may have changed');
+  return { headers, cookie: cookies.map((c) => `${c.name}=${c.value}`).join('; '), expiresAt: await watched.expiresAt };
 }
 
 /** A pool's figures, with each exit's when there are proxies (`npm run ops -- scrapers:sessions`). */
@@ -154,8 +207,8 @@ export function createPf01Sessions(options: Pf01SessionsOptions): Pf01Sessions {
       makeTimeoutMs: options.makeTimeoutMs,
       expiresAt: (s) => s.expiresAt,
       make: (signal) => {
-        const session = scrape();
-        return options.browser.withPage(frontUrl, (page) => captureSession(page, frontUrl, waitMs, clientHeaders(session)), { signal, session, blockPage: PF01_BLOCK_PAGE });
+        const { watched, watch } = watchFrontPage(options.baseUrl);
+        return options.browser.withPage(frontUrl, (page) => captureSession(page, frontUrl, waitMs, watched), { signal, session: scrape(), blockPage: PF01_BLOCK_PAGE, watch });
       },
     });
   const plain = poolOf(() => undefined);

@@ -18,7 +18,8 @@ import { PageReader } from '../page-reader.ts';
 import { SeatMapSectionsBuilder } from '../sections.ts';
 import { failureForStatus } from '../answer-status.ts';
 import { blockedFailure, isBlockedStatus, ScrapeFailure, type AdapterDeps, type Degraded, type FetchedPage, type PlatformAdapter, type ScrapeBrowser, type ScrapeData, type ScrapeFetcher, type TicketType } from '../types.ts';
-import { PF01_BLOCK_PAGE, sessionHeaders, type Pf01Session } from './pf_01-session.ts';
+import type { SessionLease } from '../session-pool.ts';
+import { isPf01Session, PF01_BLOCK_PAGE, sessionHeaders, type Pf01Session } from './pf_01-session.ts';
 
 const read = new PageReader('pf_01');
 
@@ -343,6 +344,12 @@ async function scrapeWithSession(ref: EventRef, baseUrl: string, http: ScrapeFet
 /** pf_01 is behind Cloudflare's managed challenge (block-pages.ts). */
 export const blockPage = PF01_BLOCK_PAGE;
 
+/** The pf_01 session a pool lent (the scrapers give pf_01 only pf_01's pools: anything else is a wiring bug). */
+function sessionOf(lease: SessionLease<unknown>): Pf01Session {
+  if (!isPf01Session(lease.session)) throw new Error('pf_01 was given a browser-made session that is not one of pf_01-session.ts');
+  return lease.session;
+}
+
 export function createPf01({ baseUrl }: AdapterDeps): PlatformAdapter {
   const viaBrowser = async (ref: EventRef, browser: ScrapeBrowser): Promise<ScrapeData> => {
     const url = `${baseUrl}/event/${encodeURIComponent(ref.key)}?region=${encodeURIComponent(ref.region)}`;
@@ -356,7 +363,7 @@ export function createPf01({ baseUrl }: AdapterDeps): PlatformAdapter {
       const { pool, http, use } = browserMade;
       const first = use === 'always' ? await pool.acquire(signal) : pool.ready();
       if (!first) return viaBrowser(ref, browser);
-      const answer = await scrapeWithSession(ref, baseUrl, http, first.session, signal);
+      const answer = await scrapeWithSession(ref, baseUrl, http, sessionOf(first), signal);
       if (answer !== 'refused') return answer;
       // Refused before its time (revoked, or the platform's rules changed): the session is
       // renewed once, and every poll that meets the same refusal waits for that one renewal.
@@ -368,7 +375,7 @@ export function createPf01({ baseUrl }: AdapterDeps): PlatformAdapter {
       // refused as well, which is the platform refusing what its own challenge just gave.
       for (let tries = 0; tries <= pool.stats().size; tries++) {
         const next = await pool.acquire(signal);
-        const again = await scrapeWithSession(ref, baseUrl, http, next.session, signal);
+        const again = await scrapeWithSession(ref, baseUrl, http, sessionOf(next), signal);
         if (again !== 'refused') return again;
         pool.refused(next);
         if (next.madeAt >= refusedAt) break;

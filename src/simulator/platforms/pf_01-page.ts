@@ -2,28 +2,25 @@
 // event page first gets a session (answers the page's challenge at api/session, see
 // pf_01-protection.ts), then fetches the two data arms with its token (v2 seats, v1 resale and
 // general admission), renders the merged seat map into #seat-map, and only then marks <body>
-// ready, so nothing is readable without a real browser. The front page only gets the session.
+// ready, so nothing is readable without a real browser. The front page gets a session and asks
+// the visitor's state with it (api/v1/visitor), as the platform's home page does. The token lives
+// in the script's closure only, as a real page's does, and goes out on the page's own data
+// requests: in a header, or in a cookie the script sets (the protection's `token_in`). Nothing is
+// kept anywhere for a scraper to read.
 // Kept as plain ES2020 text: it runs in Chromium, not in Node.
-import { PF01_PROTOCOL, type ChallengeMode } from './pf_01-protection.ts';
+import { PF01_PROTOCOL, type ChallengeMode, type TokenCarrier } from './pf_01-protection.ts';
 
 /**
- * The session step shared by both pages: `startSession()` resolves to the token or rejects.
- * In `standard` mode the token is also kept in sessionStorage['pf01.session'] and
- * body[data-session] says how it went; `changed` keeps it in the closure only and says nothing,
- * as the redesigned platform does, so only a client that runs the page's own script gets it.
+ * The session step shared by both pages: `startSession()` resolves to the token or rejects, and
+ * `tokenHeaders(token)` is what a data request adds for it (nothing when the token is a cookie:
+ * the browser sends that along by itself).
  */
-function sessionScript(mode: ChallengeMode, url: string): string {
-  const { answerField } = PF01_PROTOCOL[mode];
+function sessionScript(mode: ChallengeMode, carrier: TokenCarrier, url: string): string {
+  const { answerField, tokenHeader, tokenCookie } = PF01_PROTOCOL[mode];
   const keep =
-    mode === 'standard'
+    carrier === 'cookie'
       ? `
-        sessionStorage.setItem('pf01.session', JSON.stringify({ token: data.token, expires_at: data.expires_at }));
-        document.body.setAttribute('data-session', 'ok');`
-      : '';
-  const failed =
-    mode === 'standard'
-      ? `
-    document.body.setAttribute('data-session', 'error');`
+      document.cookie = ${JSON.stringify(`${tokenCookie}=`)} + data.token + '; path=/pf_01; SameSite=Lax';`
       : '';
   return `
   function startSession() {
@@ -42,7 +39,8 @@ function sessionScript(mode: ChallengeMode, url: string): string {
       return data.token;
     });
   }
-  function sessionFailed() {${failed}
+  function tokenHeaders(token) {
+    return ${carrier === 'cookie' ? '{}' : `{ ${JSON.stringify(tokenHeader)}: token }`};
   }
 `;
 }
@@ -50,7 +48,6 @@ function sessionScript(mode: ChallengeMode, url: string): string {
 /**
  * Runs on the event page. The DOM it leaves (read by the pf_01 adapter):
  *   body[data-state="ready"][data-arm-v1="ok|error"][data-arm-v2="ok|error"]
- *   body[data-session="ok|error"]   (standard mode only: whether a session token was got)
  *   #seat-map > section.map-section[data-section]
  *     .seat[data-row][data-seat][data-offer="standard|platinum"][data-price][flags]   (v2)
  *     .primary-count[data-offer][data-available][data-price]                         (v1)
@@ -59,8 +56,7 @@ function sessionScript(mode: ChallengeMode, url: string): string {
  * where [flags] is data-restricted-view, data-accessible, data-presale ("true"/"false").
  * Without a session the arms are not asked for: both are marked error, as when both fail.
  */
-export function eventPageScript(mode: ChallengeMode): string {
-  const { tokenHeader } = PF01_PROTOCOL[mode];
+export function eventPageScript(mode: ChallengeMode, carrier: TokenCarrier = 'header'): string {
   return `
 (function () {
   'use strict';
@@ -71,10 +67,12 @@ export function eventPageScript(mode: ChallengeMode): string {
   var currency = header.getAttribute('data-currency') || 'EUR';
   var region = new URLSearchParams(location.search).get('region') || '';
   var money = new Intl.NumberFormat('en', { style: 'currency', currency: currency });
-${sessionScript(mode, '../api/session')}
+${sessionScript(mode, carrier, '../api/session')}
   function load(path, token) {
     var url = '../api/' + path + '?region=' + encodeURIComponent(region);
-    return fetch(url, { headers: { accept: 'application/json', '${tokenHeader}': token } }).then(function (res) {
+    var headers = tokenHeaders(token);
+    headers.accept = 'application/json';
+    return fetch(url, { headers: headers }).then(function (res) {
       if (!res.ok) throw new Error(url + ' answered ' + res.status);
       return res.json();
     }).then(function (data) {
@@ -190,7 +188,6 @@ ${sessionScript(mode, '../api/session')}
       load('v1/events/' + encodeURIComponent(key) + '/availability', token),
     ]);
   }, function () {
-    sessionFailed();
     var none = { status: 'rejected', reason: new Error('no session') };
     return [none, none];
   }).then(function (results) {
@@ -217,14 +214,33 @@ ${sessionScript(mode, '../api/session')}
 /** The event page's script as the platform ships it normally. */
 export const EVENT_PAGE_SCRIPT = eventPageScript('standard');
 
-/** Runs on the front page `/pf_01/`: only gets a session, as a visitor's first page does. */
-export function frontPageScript(mode: ChallengeMode): string {
+/**
+ * Runs on the front page `/pf_01/`: gets a session, as a visitor's first page does, and with it
+ * the visitor's state, which it shows.
+ */
+export function frontPageScript(mode: ChallengeMode, carrier: TokenCarrier = 'header'): string {
   return `
 (function () {
   'use strict';
-${sessionScript(mode, 'api/session')}
-  startSession().catch(function () {
-    sessionFailed();
+  var home = document.getElementById('home');
+${sessionScript(mode, carrier, 'api/session')}
+  function say(text) {
+    var p = document.createElement('p');
+    p.className = 'visitor';
+    p.textContent = text;
+    home.appendChild(p);
+  }
+  startSession().then(function (token) {
+    var headers = tokenHeaders(token);
+    headers.accept = 'application/json';
+    return fetch('api/v1/visitor', { headers: headers });
+  }).then(function (res) {
+    if (!res.ok) throw new Error('api/v1/visitor answered ' + res.status);
+    return res.json();
+  }).then(function (visitor) {
+    say(visitor && visitor.visitor === 'anonymous' ? 'Welcome! Sign in to see your tickets.' : 'Welcome back.');
+  }).catch(function () {
+    say('Something went wrong. Please reload the page.');
   });
 })();
 `;

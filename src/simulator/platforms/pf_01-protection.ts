@@ -10,6 +10,14 @@ import { randomBytes } from 'node:crypto';
 export const CHALLENGE_MODES = ['standard', 'changed'] as const;
 export type ChallengeMode = (typeof CHALLENGE_MODES)[number];
 
+/**
+ * Where the page's script puts the token on its data requests: a request header, or a cookie it
+ * sets itself (as some walls' scripts do). Either way the page's own requests carry it, and a
+ * client that replays them carries it too.
+ */
+export const TOKEN_CARRIERS = ['header', 'cookie'] as const;
+export type TokenCarrier = (typeof TOKEN_CARRIERS)[number];
+
 export const SID_COOKIE = 'pf01_sid';
 /** What the data arms answer without a valid session: a WAF's "solve the challenge first". */
 export const CHALLENGE_REQUIRED = { error: 'challenge_required', challenge: '/pf_01/' } as const;
@@ -17,13 +25,20 @@ export const CHALLENGE_HEADER = 'x-pf01-challenge';
 
 /**
  * The names a client must use, per mode: the field of api/session's JSON body that carries the
- * answer, and the request header that carries the token on the data arms. The page scripts are
- * built from these too, so the browser and the server cannot disagree.
+ * answer, and the request header (or, with the token carried in a cookie, the cookie) that
+ * carries the token on the data endpoints. The page scripts are built from these too, so the
+ * browser and the server cannot disagree.
  */
-export const PF01_PROTOCOL: Readonly<Record<ChallengeMode, { answerField: string; tokenHeader: string }>> = {
-  standard: { answerField: 'answer', tokenHeader: 'x-pf01-token' },
-  changed: { answerField: 'solution', tokenHeader: 'x-pf01-auth' },
+export const PF01_PROTOCOL: Readonly<Record<ChallengeMode, Pf01Protocol>> = {
+  standard: { answerField: 'answer', tokenHeader: 'x-pf01-token', tokenCookie: 'pf01_token' },
+  changed: { answerField: 'solution', tokenHeader: 'x-pf01-auth', tokenCookie: 'pf01_auth' },
 };
+
+export interface Pf01Protocol {
+  answerField: string;
+  tokenHeader: string;
+  tokenCookie: string;
+}
 
 export const DEFAULT_SESSION_TTL_MS = 600_000;
 /** A challenge must be answered soon after the page that set it loaded. */
@@ -106,6 +121,7 @@ export function generateChallenge(random: () => number): Challenge {
 
 export interface ProtectionSettings {
   challenge: ChallengeMode;
+  token_in: TokenCarrier;
   session_ttl_ms: number;
 }
 
@@ -151,7 +167,7 @@ export class Pf01Protection {
   private counts = { sessions_issued: 0, challenges_served: 0, refused: 0 };
 
   constructor(options: Pf01ProtectionOptions = {}) {
-    this.start = { challenge: 'standard', session_ttl_ms: options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS };
+    this.start = { challenge: 'standard', token_in: 'header', session_ttl_ms: options.sessionTtlMs ?? DEFAULT_SESSION_TTL_MS };
     this.settings = { ...this.start };
     this.maxPending = options.maxPendingChallenges ?? MAX_PENDING_CHALLENGES;
     this.maxTokens = options.maxTokens ?? MAX_TOKENS;
@@ -164,8 +180,13 @@ export class Pf01Protection {
   }
 
   /** The names clients must use right now. */
-  get protocol(): { answerField: string; tokenHeader: string } {
+  get protocol(): Pf01Protocol {
     return PF01_PROTOCOL[this.settings.challenge];
+  }
+
+  /** Where the token travels right now. */
+  get tokenIn(): TokenCarrier {
+    return this.settings.token_in;
   }
 
   /** A page load: a new challenge for `sid`, replacing any it had pending. Returns its code. */
@@ -210,6 +231,7 @@ export class Pf01Protection {
   configure(patch: Partial<ProtectionSettings>): ProtectionSettings {
     this.settings = {
       challenge: patch.challenge ?? this.settings.challenge,
+      token_in: patch.token_in ?? this.settings.token_in,
       session_ttl_ms: patch.session_ttl_ms ?? this.settings.session_ttl_ms,
     };
     return { ...this.settings };

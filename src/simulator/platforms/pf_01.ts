@@ -4,7 +4,9 @@
 // Each arm fails on its own per the event's `arms`; the event's behaviour applies to all three.
 // In front of the arms sits the platform's protection (pf_01-protection.ts): every page sets the
 // session cookie and a fresh challenge, `POST /api/session` trades the answer for a token, and an
-// arm request without a valid token is refused before the event is even looked up.
+// arm request without a valid token is refused before the event is even looked up. The front page
+// `/pf_01/` gets a session the same way and uses it at once, as the platform's home page does:
+// its script asks `GET /api/v1/visitor` (the visitor's state) with the token.
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { readJsonBody } from '../../gateway/json-body.ts';
@@ -15,7 +17,7 @@ import { cents } from '../money.ts';
 import type { ServeEvent } from '../serve.ts';
 import type { SimEvent, SimSection } from '../state.ts';
 import { eventPageScript, frontPageScript, MALFORMED_PAGE_SCRIPT } from './pf_01-page.ts';
-import { CHALLENGE_HEADER, CHALLENGE_MODES, CHALLENGE_REQUIRED, isSid, newSid, Pf01Protection, SID_COOKIE, type ChallengeMode } from './pf_01-protection.ts';
+import { CHALLENGE_HEADER, CHALLENGE_MODES, CHALLENGE_REQUIRED, isSid, newSid, Pf01Protection, SID_COOKIE, TOKEN_CARRIERS, type ChallengeMode, type TokenCarrier } from './pf_01-protection.ts';
 
 /** Seats per row: rows run A1..A10, B1..B10, ... through a section's seated stock. */
 export const SEATS_PER_ROW = 10;
@@ -89,15 +91,19 @@ export function availabilityArm(event: SimEvent) {
   };
 }
 
-const EVENT_SCRIPTS = Object.fromEntries(CHALLENGE_MODES.map((mode) => [mode, eventPageScript(mode)])) as Record<ChallengeMode, string>;
-const FRONT_SCRIPTS = Object.fromEntries(CHALLENGE_MODES.map((mode) => [mode, frontPageScript(mode)])) as Record<ChallengeMode, string>;
+/** Each page's script per mode and token carrier, built once. */
+const scripts = (make: (mode: ChallengeMode, carrier: TokenCarrier) => string): Record<string, string> =>
+  Object.fromEntries(CHALLENGE_MODES.flatMap((mode) => TOKEN_CARRIERS.map((carrier) => [`${mode}/${carrier}`, make(mode, carrier)])));
+const EVENT_SCRIPTS = scripts(eventPageScript);
+const FRONT_SCRIPTS = scripts(frontPageScript);
+const scriptOf = (all: Record<string, string>, protection: Pf01Protection): string => all[`${protection.mode}/${protection.tokenIn}`]!;
 
 /** In <head>, so it has run before the page's own script asks for it. */
 function challengeHead(code: string): string {
   return `<script id="pf01-challenge">${code}</script>`;
 }
 
-function shell(event: SimEvent, malformed: boolean, challenge: string, mode: ChallengeMode): string {
+function shell(event: SimEvent, malformed: boolean, challenge: string, script: string): string {
   const header = [
     `<header id="event" data-event-id="${esc(event.key)}" data-name="${esc(event.name)}" data-venue="${esc(event.venue)}"`,
     ` data-city="${esc(event.city)}" data-starts-at="${esc(event.starts_at)}" data-currency="${esc(event.currency)}">`,
@@ -108,16 +114,16 @@ function shell(event: SimEvent, malformed: boolean, challenge: string, mode: Cha
     lang: 'en',
     title: `${event.name} | pf01 tickets`,
     head: challengeHead(challenge),
-    body: [header, '<main id="seat-map"></main>', `<script>${malformed ? MALFORMED_PAGE_SCRIPT : EVENT_SCRIPTS[mode]}</script>`].join('\n'),
+    body: [header, '<main id="seat-map"></main>', `<script>${malformed ? MALFORMED_PAGE_SCRIPT : script}</script>`].join('\n'),
   }).replace('<body>', '<body data-state="loading">');
 }
 
-function frontPage(challenge: string, mode: ChallengeMode): string {
+function frontPage(challenge: string, script: string): string {
   return page({
     lang: 'en',
     title: 'pf01 tickets',
     head: challengeHead(challenge),
-    body: ['<header id="front"><h1>pf01 tickets</h1></header>', '<main id="home"><p>Find your seats.</p></main>', `<script>${FRONT_SCRIPTS[mode]}</script>`].join('\n'),
+    body: ['<header id="front"><h1>pf01 tickets</h1></header>', '<main id="home"><p>Find your seats.</p></main>', `<script>${script}</script>`].join('\n'),
   });
 }
 
@@ -157,7 +163,7 @@ export function mountPf01(router: Router, serve: ServeEvent, protection: Pf01Pro
     if (!ctx.path.endsWith('/')) return ctx.redirect(`${ctx.path}/${ctx.search}`);
     const sid = session(ctx);
     ctx.type = 'text/html; charset=utf-8';
-    ctx.body = frontPage(protection.challenge(sid), protection.mode);
+    ctx.body = frontPage(protection.challenge(sid), scriptOf(FRONT_SCRIPTS, protection));
   });
   router.post('/api/session', async (ctx) => {
     const sid = cookieSid(ctx);
@@ -172,16 +178,24 @@ export function mountPf01(router: Router, serve: ServeEvent, protection: Pf01Pro
     const sid = session(ctx);
     return serve(ctx, { platform: 'pf_01', key: ctx.params.key!, region: queryRegion(ctx), type: 'html' }, (event, { malformed }) => ({
       type: 'html',
-      body: shell(event, malformed, protection.challenge(sid), protection.mode),
+      body: shell(event, malformed, protection.challenge(sid), scriptOf(EVENT_SCRIPTS, protection)),
     }));
   });
 
-  /** As a WAF in front of the arms would: before the event is looked up, and not counted as a hit. */
+  /** As a WAF in front of the data would: before the event is looked up, and not counted as a hit. */
   const guarded = (ctx: Context): boolean => {
-    if (protection.authorize(cookieSid(ctx), ctx.get(protection.protocol.tokenHeader) || undefined, ctx.get('user-agent'))) return true;
+    const { tokenHeader, tokenCookie } = protection.protocol;
+    const token = protection.tokenIn === 'cookie' ? ctx.cookies.get(tokenCookie) : ctx.get(tokenHeader);
+    if (protection.authorize(cookieSid(ctx), token || undefined, ctx.get('user-agent'))) return true;
     challengeRequired(ctx);
     return false;
   };
+  // The visitor's state, which the front page shows: anonymous, and until when the session holds.
+  router.get('/api/v1/visitor', (ctx) => {
+    if (!guarded(ctx)) return;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { visitor: 'anonymous', cart: [] };
+  });
   router.get('/api/v2/events/:key/seats', async (ctx) => {
     if (!guarded(ctx)) return;
     await serve(ctx, { platform: 'pf_01', key: ctx.params.key!, region: queryRegion(ctx), arm: 'v2', type: 'json' }, (event, { malformed }) => ({
