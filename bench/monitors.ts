@@ -116,6 +116,7 @@ async function main(): Promise<string> {
   const rss: Record<string, number> = { worker: stack.worker.rssMiB(), chromium: stack.worker.chromiumMemoryMiB(), simulator: rssMiB(stack.sim.pid), bench: rssMiB('self') };
   if (stack.temporalPid) rss.temporal = rssMiB(stack.temporalPid);
   if (proxiesPid) rss.proxies = rssMiB(proxiesPid);
+  const walls = await stack.meter.walls();
   return renderReport({
     bench,
     command,
@@ -127,6 +128,7 @@ async function main(): Promise<string> {
     browserPages: stack.browserPages,
     browserSessions: stack.browserSessions,
     sessionTtlMs: bench.sessionTtlMs,
+    walls,
     shards: stack.shards,
     jitterRatio: stack.config.MONITOR_JITTER_RATIO,
     proxies,

@@ -281,6 +281,7 @@ async function main(): Promise<string> {
   );
 
   const rss: Record<string, number> = { worker: worker.rssMiB(), simulator: rssMiB(stack.sim.pid), proxies: rssMiB(proxies.pid), bench: rssMiB('self') };
+  const walls = await stack.meter.walls();
   return renderProxiesReport({
     cfg,
     command,
@@ -297,6 +298,7 @@ async function main(): Promise<string> {
     expected,
     direct,
     proxied,
+    walls,
     refused,
     targetBackoffMs: stack.config.SCRAPE_TARGET_BACKOFF_MS,
     c: cFigures,

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_SCRAPE_RPS, loadConfig, marketplaceBaseUrls, platformBaseUrls, scrapeRpsPerPlatform } from '../src/config.ts';
+import { ConfigError, DEFAULT_SCRAPE_RPS, loadConfig, marketplaceBaseUrls, platformBaseUrls, scrapeCaFile, scrapeRpsPerPlatform, simulatorCaFile } from '../src/config.ts';
 import { PLATFORM_KEYS } from '../src/platform/registry.ts';
 import { makeTestCa } from './support/test-ca.ts';
 
@@ -37,14 +37,34 @@ describe('configuration', () => {
     const config = { SIM_PORT: 8090 };
     const pf = platformBaseUrls(config, { PF_03_BASE_URL: 'https://pf03.example/' });
     expect(Object.keys(pf)).toHaveLength(11);
-    expect(pf).toMatchObject({ pf_01: 'http://127.0.0.1:8090/pf_01', pf_03: 'https://pf03.example', pf_11: 'http://127.0.0.1:8090/pf_11' });
+    expect(pf).toMatchObject({ pf_01: 'https://127.0.0.1:8090/pf_01', pf_03: 'https://pf03.example', pf_11: 'https://127.0.0.1:8090/pf_11' });
     expect(marketplaceBaseUrls(config, { MARKETPLACE_B_BASE_URL: 'http://b.example/base/' })).toEqual({
-      marketplace_a: 'http://127.0.0.1:8090/marketplace_a',
+      marketplace_a: 'https://127.0.0.1:8090/marketplace_a',
       marketplace_b: 'http://b.example/base',
     });
     for (const bad of ['not a url', 'ftp://pf.example', 'file:///etc/passwd']) {
       expect(() => platformBaseUrls(config, { PF_07_BASE_URL: bad })).toThrow(/PF_07_BASE_URL: must be an http\(s\) URL/);
       expect(() => marketplaceBaseUrls(config, { MARKETPLACE_A_BASE_URL: bad })).toThrow(/MARKETPLACE_A_BASE_URL: must be an http\(s\) URL/);
+    }
+  });
+
+  it('trusts the CA of the simulator `npm start` runs when a platform is left to it, once written; SCRAPE_CA_FILE first (issue 37)', () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'config-ca-'));
+    try {
+      const everyUrl = Object.fromEntries([...PLATFORM_KEYS, 'marketplace_a', 'marketplace_b'].map((k) => [`${k.toUpperCase()}_BASE_URL`, `https://${k}.example`]));
+      const own = simulatorCaFile({ dataDir });
+      expect(own).toBe(path.join(dataDir, 'simulator', 'ca.pem'));
+      // Not written yet (no simulator here): nothing to add to the system store.
+      expect(scrapeCaFile({ SCRAPE_CA_FILE: undefined, dataDir }, {})).toBeUndefined();
+      fs.mkdirSync(path.dirname(own), { recursive: true });
+      fs.writeFileSync(own, 'written by the simulator');
+      expect(scrapeCaFile({ SCRAPE_CA_FILE: undefined, dataDir }, {})).toBe(own);
+      expect(scrapeCaFile({ SCRAPE_CA_FILE: undefined, dataDir }, { ...everyUrl, PF_05_BASE_URL: '' })).toBe(own);
+      // Every platform and marketplace elsewhere: the simulator's CA is not trusted.
+      expect(scrapeCaFile({ SCRAPE_CA_FILE: undefined, dataDir }, everyUrl)).toBeUndefined();
+      expect(scrapeCaFile({ SCRAPE_CA_FILE: '/etc/gateway-ca.pem', dataDir }, {})).toBe('/etc/gateway-ca.pem');
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
 

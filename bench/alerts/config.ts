@@ -57,6 +57,8 @@ export function stackConfig(c: AlertsConfig): BenchConfig {
     soakMs: 1_000,
     changeFraction: 0,
     kill: c.kill,
+    // Every platform behind its wall, as `npm start` runs the simulator (BENCH_WALLS=off: none).
+    walls: process.env.BENCH_WALLS !== 'off',
     killAt: 0.5,
     killDownMs: c.killDownMs,
     rps: 20,

@@ -50,6 +50,8 @@ export interface BenchConfig {
   proxies: number;
   /** SCRAPE_RPS_PER_PROXY for the platform (BENCH_PROXY_RPS; default `rps` split over the proxies). */
   proxyRps: number;
+  /** The simulator's bot walls (BENCH_WALLS=off: none; default on, as `npm start` runs it). */
+  walls: boolean;
 }
 
 /** Defaults another bench gives the knobs it shares with bench:monitors (bench:proxies). */
@@ -97,6 +99,7 @@ export function benchConfig(defaults: BenchDefaults = {}): BenchConfig {
     soakMs: Math.max(1_000, envNumber('BENCH_SOAK_MS', defaults.soakMs ?? 600_000)),
     changeFraction,
     kill: process.env.BENCH_KILL !== '0',
+    walls: process.env.BENCH_WALLS !== 'off',
     killAt,
     killDownMs: envNumber('BENCH_KILL_DOWN_MS', 2_000),
     rps,

@@ -83,6 +83,14 @@ export interface MeterDeps {
 
 const PG_ZERO: Record<PgGroup, number> = { worker: 0, stream: 0, gateway: 0, autovacuum: 0, background: 0, bench: 0, other: 0 };
 
+/** What the simulator's wall in front of the bench's platform did (its /hits `walls`). */
+export interface WallFigures {
+  on: boolean;
+  passed: number;
+  refused: Record<string, number>;
+  lastRefusal: { reason: string; detail: string; at: string } | null;
+}
+
 export class Meter {
   constructor(private readonly deps: MeterDeps) {}
 
@@ -91,9 +99,14 @@ export class Meter {
     return (await this.simCounts()).total;
   }
 
-  async simCounts(): Promise<{ total: number; requests: number; sessions: { issued: number; refused: number } | null }> {
+  async simCounts(): Promise<{ total: number; requests: number; sessions: { issued: number; refused: number } | null; walls?: WallFigures }> {
     const res = await fetch(this.deps.simHitsUrl);
-    return (await res.json()) as { total: number; requests: number; sessions: { issued: number; refused: number } | null };
+    return (await res.json()) as { total: number; requests: number; sessions: { issued: number; refused: number } | null; walls?: WallFigures };
+  }
+
+  /** The platform's bot wall so far: requests it let through and refused, by reason (simulator-main.ts). */
+  async walls(): Promise<WallFigures | null> {
+    return (await this.simCounts()).walls ?? null;
   }
 
   /** Requests served per event key of the platform (the unit of the control API's PUT answer). */

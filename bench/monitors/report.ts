@@ -7,7 +7,7 @@ import { percentile } from '../support/percentiles.ts';
 import type { BaselineResult, CreateResult, PacedPosts } from './load.ts';
 import type { BenchConfig } from './config.ts';
 import type { IntegrityResult } from './integrity.ts';
-import { machineShare, percent, serviceCpu, SERVICE_SOURCES, SOURCE_NAMES, SOURCES, SOURCES_WITH_PROXIES, type Source, type Window } from './meter.ts';
+import { machineShare, percent, serviceCpu, SERVICE_SOURCES, SOURCE_NAMES, SOURCES, SOURCES_WITH_PROXIES, type Source, type WallFigures, type Window } from './meter.ts';
 import type { PgCpu, PgGroup } from './pg-cpu.ts';
 import type { BenchPlatform, PlatformShape } from './platform.ts';
 import type { SoakResult } from './soak.ts';
@@ -58,6 +58,8 @@ export interface Results {
   stream: StreamFigures;
   pg: PgCpu | null;
   rss: Record<string, number>;
+  /** The platform's bot wall over the whole run (null: the simulator reports none). */
+  walls: WallFigures | null;
   logCounts: Map<string, number>;
   crashes: string[];
   runtimeSeconds: number;
@@ -224,6 +226,25 @@ export function targetsSection(rows: readonly TargetRow[], pg: PgCpu | null, run
   return out;
 }
 
+/**
+ * The verdict on the platform's bot wall (issue 37): with walls on, not one request refused by a
+ * fingerprint, HTTP/2, header or cookie check, out of some it let through (a wall that judged
+ * nothing proves nothing); shared with bench:proxies and bench:alerts.
+ */
+export function wallRow(walls: WallFigures | null): TargetRow {
+  const name = 'requests refused by the bot wall (TLS fingerprint, HTTP/2, headers, bot cookie): 0';
+  if (!walls) return { name, measured: 'not measured (this simulator has no walls)', pass: null };
+  if (!walls.on) return { name, measured: 'walls off (BENCH_WALLS=off)', pass: null };
+  const refused = Object.entries(walls.refused).filter(([, n]) => n > 0);
+  const total = refused.reduce((sum, [, n]) => sum + n, 0);
+  const last = walls.lastRefusal ? `; last: ${walls.lastRefusal.reason}, ${walls.lastRefusal.detail}` : '';
+  return {
+    name,
+    measured: `${total} refused${refused.length ? ` (${refused.map(([reason, n]) => `${reason} ${n}`).join(', ')})` : ''} of ${(walls.passed + total).toLocaleString('en')} judged${last}`,
+    pass: total === 0 && walls.passed > 0,
+  };
+}
+
 export function renderReport(r: Results): string {
   const { bench, shape } = r;
   const platform = shape.platform;
@@ -329,6 +350,7 @@ export function renderReport(r: Results): string {
       measured: `${r.integrity.duplicated} extra copies${k ? ` (${r.integrity.duplicatedAroundKill} around the kill)` : ''}; ${r.integrity.sameSnapshotDuplicates} by (item, snapshot, section, type)`,
       pass: r.integrity.expected > 0 ? r.integrity.duplicated === 0 && r.integrity.sameSnapshotDuplicates === 0 : null,
     },
+    wallRow(r.walls),
   ];
 
   const through = r.proxies ? `, through ${r.proxies.count} loopback ${r.proxies.count === 1 ? 'proxy' : 'proxies'}` : '';

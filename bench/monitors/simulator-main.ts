@@ -1,6 +1,6 @@
 // The platform simulator in its own process for the monitors bench, so the scrapes it serves do
 // not count as the worker's CPU. Empty (the bench puts every event), on a free port; prints one
-// JSON line {url, baseUrls, hitsUrl} once listening, and exits on SIGINT/SIGTERM or when the
+// JSON line {url, baseUrls, caFile, hitsUrl} once listening (the platforms' HTTPS URLs and the CA to trust; the control API over HTTP), and exits on SIGINT/SIGTERM or when the
 // bench's end of stdin closes (the bench died without cleaning up).
 //
 // Arguments: `--platform=pf_03|pf_01` (the bench's BENCH_PLATFORM: which requests are polls) and
@@ -34,32 +34,29 @@ const ttlArg = arg('pf01-session-ttl-ms');
 const pf01SessionTtlMs = ttlArg === undefined ? undefined : Number(ttlArg);
 if (pf01SessionTtlMs !== undefined && !(Number.isFinite(pf01SessionTtlMs) && pf01SessionTtlMs > 0)) throw new Error(`--pf01-session-ttl-ms must be a positive number, got ${ttlArg}`);
 
-// Polls, counted as they are answered: the simulator's server is created inside startSimulator,
-// so its createServer is wrapped for that one call with a listener that only counts (the
-// simulator's own handler still answers every request).
+// Polls, counted as they are answered, over HTTP and HTTPS alike (the front's 'answered' event;
+// the simulator's own handler still answers every request). A wall's refusal is the platform's
+// challenge page, as a ban's is.
 let polls = 0;
-const createServer = http.createServer;
-const counting = ((...args: Parameters<typeof http.createServer>) => {
-  const server = createServer(...args);
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    if (req.method !== 'GET' || !pollRoute.test(req.url ?? '')) return;
-    res.once('finish', () => {
-      // Both bench platforms stand behind the Cloudflare-style wall (src/simulator/challenge-pages.ts).
-      if (res.statusCode !== 401 && res.statusCode !== 403 && res.statusCode !== 429 && res.getHeader('cf-mitigated') !== 'challenge') polls++;
-    });
-  });
-  return server;
-}) as typeof http.createServer;
-http.createServer = counting;
-// pf01SessionTtlMs (issue 23's pf_01 sessions): passed as a built object, so this compiles and
-// runs on a checkout whose startSimulator does not take it yet too (it is then ignored).
-const options: Parameters<typeof startSimulator>[0] & { pf01SessionTtlMs?: number } = { empty: true, port: 0, ...(pf01SessionTtlMs !== undefined ? { pf01SessionTtlMs } : {}) };
-let sim: Awaited<ReturnType<typeof startSimulator>>;
-try {
-  sim = await startSimulator(options);
-} finally {
-  http.createServer = createServer;
-}
+const wallsArg = arg('walls');
+if (wallsArg !== undefined && wallsArg !== 'on' && wallsArg !== 'off') throw new Error(`--walls must be on or off, got ${wallsArg}`);
+// pf01SessionTtlMs (issue 23's pf_01 sessions) and walls (issue 37): passed as a built object, so
+// this compiles and runs on a checkout whose startSimulator does not take them yet (then ignored).
+const options: Parameters<typeof startSimulator>[0] & { pf01SessionTtlMs?: number; walls?: 'on' | 'off' } = {
+  empty: true,
+  port: 0,
+  ...(pf01SessionTtlMs !== undefined ? { pf01SessionTtlMs } : {}),
+  ...(wallsArg !== undefined ? { walls: wallsArg } : {}),
+};
+const sim = await startSimulator(options);
+const front = (sim as { front?: { on(event: 'answered', listener: (req: { method?: string; url?: string }, res: { statusCode: number; getHeader(name: string): unknown }) => void): void } }).front;
+const countPoll = (req: { method?: string; url?: string }, res: { statusCode: number; getHeader(name: string): unknown }) => {
+  if (req.method !== 'GET' || !pollRoute.test(req.url ?? '')) return;
+  // Both bench platforms stand behind the Cloudflare-style wall (src/simulator/challenge-pages.ts).
+  if (res.statusCode !== 401 && res.statusCode !== 403 && res.statusCode !== 429 && res.getHeader('cf-mitigated') !== 'challenge') polls++;
+};
+if (front) front.on('answered', countPoll);
+else throw new Error('this checkout\'s simulator has no front to count polls on (issue 37); run the bench on a newer one');
 /** pf_01's protection, read as far as the bench needs it (absent on a simulator without one). */
 const protection = (sim as { protection?: { stats(): { sessions_issued: number; refused: number; session_ttl_ms: number } } }).protection;
 
@@ -79,13 +76,18 @@ const hits = http.createServer((req, res) => {
   }
   const stats = protection?.stats();
   const sessions = stats ? { issued: stats.sessions_issued, refused: stats.refused, ttlMs: stats.session_ttl_ms } : null;
-  const body = { total: polls, requests, sessions, ...(withKeys ? { byKey } : {}) };
+  // The platform's wall: what it let through and refused, by reason (all 0 with walls off).
+  const wall = sim.walls.stats()[platform];
+  const walls = { on: wall.settings.enabled, passed: wall.passed, refused: wall.refused, lastRefusal: wall.last_refusal };
+  const body = { total: polls, requests, sessions, walls, ...(withKeys ? { byKey } : {}) };
   res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 });
 await new Promise<void>((resolve) => hits.listen(0, '127.0.0.1', resolve));
 const hitsUrl = `http://127.0.0.1:${(hits.address() as AddressInfo).port}/hits`;
 
-process.stdout.write(`${JSON.stringify({ url: sim.url, baseUrls: sim.baseUrls, hitsUrl })}\n`);
+// The platforms over HTTPS, as the service reaches them by default, with the CA to trust; the
+// control API over plain HTTP (the bench's own calls are no platform's visitors).
+process.stdout.write(`${JSON.stringify({ url: sim.url, baseUrls: sim.httpsBaseUrls, caFile: sim.caFile, hitsUrl })}\n`);
 stopWithBench(() => {
   hits.closeAllConnections();
   hits.close();

@@ -107,7 +107,7 @@ export async function startStack(bench: BenchConfig, life: Lifecycle, options: S
   life.onCleanup('bench pool', () => pool.end());
 
   progress('starting the simulator (own process) and a Temporal dev server...');
-  const sim = await startSimulatorProcess({ platform: shape.platform, pf01SessionTtlMs: bench.sessionTtlMs });
+  const sim = await startSimulatorProcess({ platform: shape.platform, pf01SessionTtlMs: bench.sessionTtlMs, walls: bench.walls });
   life.onCleanup('simulator', () => sim.stop());
   life.started({ process: { pid: sim.pid, match: 'simulator-main' } });
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-bench-monitors-'));
@@ -121,7 +121,11 @@ export async function startStack(bench: BenchConfig, life: Lifecycle, options: S
   life.onCleanup('Temporal client', () => temporal.close());
   life.check();
 
-  const platformUrls = Object.fromEntries(Object.entries(sim.baseUrls).map(([platform, url]) => [`${platform.toUpperCase()}_BASE_URL`, url]));
+  // Over HTTPS, the simulator's CA trusted by the worker's HTTP client and browser alike.
+  const platformUrls = {
+    ...Object.fromEntries(Object.entries(sim.baseUrls).map(([platform, url]) => [`${platform.toUpperCase()}_BASE_URL`, url])),
+    SCRAPE_CA_FILE: sim.caFile,
+  };
   const rpsSetting = options.rpsSetting ?? `${shape.platform}=${bench.rps}`;
   const browserSessions = bench.browserSessions === null ? null : String(bench.browserSessions);
   const metricsPort = await reservePort();

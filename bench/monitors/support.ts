@@ -14,6 +14,8 @@ export interface SimProcess {
   pid: number;
   url: string;
   baseUrls: Record<string, string>;
+  /** The simulator's CA (its HTTPS certificate's), for SCRAPE_CA_FILE. */
+  caFile: string;
   /** The simulator-main side server counting pages served (see simulator-main.ts). */
   hitsUrl: string;
   stop(): Promise<void>;
@@ -21,11 +23,11 @@ export interface SimProcess {
 
 /**
  * Starts bench/monitors/simulator-main.ts and waits for the line with its address: `platform`
- * decides which requests its /hits counts as polls, `pf01SessionTtlMs` goes to startSimulator.
+ * decides which requests its /hits counts as polls, `pf01SessionTtlMs` and `walls` go to startSimulator.
  */
-export async function startSimulatorProcess(options: { platform: string; pf01SessionTtlMs: number }): Promise<SimProcess> {
-  const args = [`--platform=${options.platform}`, `--pf01-session-ttl-ms=${options.pf01SessionTtlMs}`];
-  const { pid, info, stop } = await startLineProcess<{ url: string; baseUrls: Record<string, string>; hitsUrl: string }>('the simulator', SIM_MAIN, args);
+export async function startSimulatorProcess(options: { platform: string; pf01SessionTtlMs: number; walls: boolean }): Promise<SimProcess> {
+  const args = [`--platform=${options.platform}`, `--pf01-session-ttl-ms=${options.pf01SessionTtlMs}`, `--walls=${options.walls ? 'on' : 'off'}`];
+  const { pid, info, stop } = await startLineProcess<{ url: string; baseUrls: Record<string, string>; caFile: string; hitsUrl: string }>('the simulator', SIM_MAIN, args);
   return { pid, ...info, stop };
 }
 

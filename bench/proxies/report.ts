@@ -8,7 +8,8 @@ import type { BaselineResult } from '../monitors/load.ts';
 import { machineShare, percent, serviceCpu, SOURCE_NAMES, SOURCES_WITH_PROXIES, type Window } from '../monitors/meter.ts';
 import type { PgCpu } from '../monitors/pg-cpu.ts';
 import { PLATFORM_SHAPES } from '../monitors/platform.ts';
-import { cell, pct, targetsSection, type RunContext, type TargetRow } from '../monitors/report.ts';
+import { cell, pct, targetsSection, wallRow, type RunContext, type TargetRow } from '../monitors/report.ts';
+import type { WallFigures } from '../monitors/meter.ts';
 import type { SoakResult } from '../monitors/soak.ts';
 import { fmt1, fmtMs } from '../monitors/support.ts';
 import { neededRps, type ProxiesBenchConfig } from './config.ts';
@@ -58,6 +59,8 @@ export interface ProxiesResults {
   expected: number;
   direct: DirectWindow;
   proxied: ProxiedWindow;
+  /** pf_03's bot wall over the whole run (null: the simulator reports none). */
+  walls: WallFigures | null;
   /** Phase r (issue 36): one refused event, watched and scraped on demand. */
   refused: RefusedEventFigures;
   /** The worker's SCRAPE_TARGET_BACKOFF_MS. */
@@ -244,6 +247,7 @@ export function renderProxiesReport(r: ProxiesResults): string {
       measured: ops ? (ops.budget_ran_out ? 'yes (below)' : `no: budget ${ops.budget_rps} req/s, needed ${ops.needed_rps}, ${ops.healthy} of ${ops.proxies} healthy`) : 'no report of pf_03 proxies',
       pass: ops ? ops.budget_ran_out !== null : false,
     },
+    wallRow(r.walls),
   ];
 
   out.push(`## bench:proxies, pf_03, ${r.date.toISOString().slice(0, 10)}`, '');

@@ -66,6 +66,11 @@ export interface FrontOptions {
 export interface FrontEvents {
   /** Every ClientHello read, with the peer it came from (for measuring clients: known-fingerprints.ts). */
   hello: [facts: ClientHelloFacts, peer: { address: string | undefined; port: number | undefined }];
+  /**
+   * Every answer sent, over HTTP or HTTPS alike, once finished (for a bench counting what was
+   * served from outside the app); emitted only while someone listens.
+   */
+  answered: [req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse];
 }
 
 type Handler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => void;
@@ -82,8 +87,12 @@ export class SimulatorFront extends EventEmitter<FrontEvents> {
   private readonly helloTimeoutMs: number;
   private readonly logger: Logger | undefined;
 
-  constructor(handler: Handler, options: FrontOptions) {
+  constructor(app: Handler, options: FrontOptions) {
     super();
+    const handler: Handler = (req, res) => {
+      if (this.listenerCount('answered') > 0) res.once('finish', () => this.emit('answered', req, res));
+      app(req, res);
+    };
     this.helloTimeoutMs = options.helloTimeoutMs ?? HELLO_TIMEOUT_MS;
     this.logger = options.logger;
     this.plain = http.createServer(handler as (req: IncomingMessage, res: ServerResponse) => void);
