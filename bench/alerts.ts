@@ -141,6 +141,7 @@ async function main(): Promise<string> {
     stream: { reconnects: clients.reconnects, closes: clients.closes },
     crashes: stack.worker.crashes,
     logCounts: stack.logCounts,
+    walls: await stack.meter.wallsAll(),
   });
 }
 

@@ -23,6 +23,8 @@ export interface ReportInput {
   stream: { reconnects: number; closes: string[] };
   crashes: string[];
   logCounts: Map<string, number>;
+  /** Every platform's bot wall over the run (issue 37; null: the simulator reports none). */
+  walls: { on: boolean; passed: number; refused: number; lastRefusal: { reason: string; detail: string } | null } | null;
 }
 
 function scriptOk(s: ScriptScore): boolean {
@@ -62,7 +64,11 @@ export function renderReport(r: ReportInput): string {
   const scriptsOf = (p: PlatformKey) => score.scripts.filter((s) => s.run.script.platform.platform === p);
   const failing = platforms.filter((p) => !platformOk(score.platforms.get(p)!, scriptsOf(p)));
   const total = [...score.platforms.values()].reduce((a, t) => ({ expected: a.expected + t.expected, received: a.received + t.received }), { expected: 0, received: 0 });
-  const pass = failing.length === 0 && score.strays === 0 && r.crashes.length === 0;
+  // With walls on, not one request refused by a wall, out of some it judged (issue 37).
+  const wallsOk = !r.walls?.on || (r.walls.refused === 0 && r.walls.passed > 0);
+  const pass = failing.length === 0 && score.strays === 0 && r.crashes.length === 0 && wallsOk;
+  // A failed verdict exits non-zero once the report is out (Lifecycle.finish).
+  if (!pass) process.exitCode = 1;
   const lines: string[] = [];
   lines.push(`# bench:alerts: alert quality on ${platforms.length} platform${platforms.length === 1 ? '' : 's'}`, '');
   lines.push(`${r.date.toISOString()} · \`${r.command}\` · ${r.machine}`, '');
@@ -75,7 +81,13 @@ export function renderReport(r: ReportInput): string {
   );
   lines.push(
     `**${pass ? 'PASS' : 'FAIL'}**: target 0 false, 0 missed, 0 duplicated on every platform, with notifications expected and received on each` +
-      (pass ? '.' : `: ${failing.length ? `failing on ${failing.join(', ')}` : ''}${score.strays ? `; ${score.strays} notifications of items the bench did not create` : ''}${r.crashes.length ? `; the worker exited by itself ${r.crashes.length} time(s)` : ''}.`),
+      (pass ? '.' : `: ${failing.length ? `failing on ${failing.join(', ')}` : ''}${score.strays ? `; ${score.strays} notifications of items the bench did not create` : ''}${r.crashes.length ? `; the worker exited by itself ${r.crashes.length} time(s)` : ''}${wallsOk ? '' : `; the bot walls refused ${r.walls!.refused} requests of ${r.walls!.refused + r.walls!.passed}`}.`),
+    '',
+  );
+  lines.push(
+    r.walls?.on
+      ? `Bot walls (every platform's: TLS fingerprint, HTTP/2, headers, rotating cookie): ${r.walls.passed} requests let through, ${r.walls.refused} refused${r.walls.lastRefusal ? ` (last: ${r.walls.lastRefusal.reason}, ${r.walls.lastRefusal.detail})` : ''}.`
+      : 'Bot walls: off (BENCH_WALLS=off).',
     '',
   );
 

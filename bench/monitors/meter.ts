@@ -104,6 +104,12 @@ export class Meter {
     return (await res.json()) as { total: number; requests: number; sessions: { issued: number; refused: number } | null; walls?: WallFigures };
   }
 
+  /** Every site's walls together so far: requests let through and refused (simulator-main.ts). */
+  async wallsAll(): Promise<{ on: boolean; passed: number; refused: number; lastRefusal: WallFigures['lastRefusal'] } | null> {
+    const counts = (await this.simCounts()) as { wallsAll?: { on: boolean; passed: number; refused: number; lastRefusal: WallFigures['lastRefusal'] } };
+    return counts.wallsAll ?? null;
+  }
+
   /** The platform's bot wall so far: requests it let through and refused, by reason (simulator-main.ts). */
   async walls(): Promise<WallFigures | null> {
     return (await this.simCounts()).walls ?? null;

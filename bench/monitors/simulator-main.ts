@@ -79,7 +79,15 @@ const hits = http.createServer((req, res) => {
   // The platform's wall: what it let through and refused, by reason (all 0 with walls off).
   const wall = sim.walls.stats()[platform];
   const walls = { on: wall.settings.enabled, passed: wall.passed, refused: wall.refused, lastRefusal: wall.last_refusal };
-  const body = { total: polls, requests, sessions, walls, ...(withKeys ? { byKey } : {}) };
+  // Every site's walls together (bench:alerts polls several platforms).
+  const everySite = Object.values(sim.walls.stats());
+  const wallsAll = {
+    on: everySite.some((w) => w.settings.enabled),
+    passed: everySite.reduce((n, w) => n + w.passed, 0),
+    refused: everySite.reduce((n, w) => n + Object.values(w.refused).reduce((a, b) => a + b, 0), 0),
+    lastRefusal: everySite.map((w) => w.last_refusal).filter((r) => r !== null).sort((a, b) => b.at.localeCompare(a.at))[0] ?? null,
+  };
+  const body = { total: polls, requests, sessions, walls, wallsAll, ...(withKeys ? { byKey } : {}) };
   res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
 });
 await new Promise<void>((resolve) => hits.listen(0, '127.0.0.1', resolve));
