@@ -204,7 +204,7 @@ describe('the HTTP fetcher through proxies', () => {
     const page = await pages.json(`${base}/whoami`);
     const at = JSON.parse(page.body) as Seen;
     expect(at.address).toBe('127.0.0.1');
-    expect(at.headers['user-agent']).toMatch(/^Mozilla\/5\.0 .*Chrome\/151\./);
+    expect(at.headers['user-agent']).toMatch(/^Mozilla\/5\.0 .*Chrome\/143\./);
     expect(page.headers?.['set-cookie']).toBeDefined();
     const again = JSON.parse((await pages.json(`${base}/whoami`)).body) as Seen;
     expect(again.headers.cookie).toMatch(/^client=\d+$/);
