@@ -35,7 +35,7 @@ import { ScrapeFailure, type FetchedPage, type FetchInit, type PageFetcher } fro
 export const MAX_BODY_BYTES = 8 * 1_048_576;
 const MAX_REDIRECTS = 5;
 /**
- * Clients kept at most. An idle client holds about 24 KiB (its connections more, while they last);
+ * Clients kept at most. A client holds about 30 KiB with its kept-alive connection (measured);
  * a process has one session per exit and platform at a time, and one default client per origin.
  */
 const DEFAULT_MAX_CLIENTS = 512;

@@ -105,7 +105,7 @@ function capturedLogger(): { log: ReturnType<typeof createLogger>; text: () => s
   return { log: createLogger('debug', sink), text: () => lines.join('') };
 }
 
-/** What impit, proxy-chain and the browser pool print on their own (the console, stdout, stderr). */
+/** What wreq-js, proxy-chain and the browser pool print on their own (the console, stdout, stderr). */
 function capturedOutput(): { text: () => string; stop: () => void } {
   const chunks: string[] = [];
   const out = process.stdout.write.bind(process.stdout);

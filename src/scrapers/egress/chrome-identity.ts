@@ -8,8 +8,8 @@
 // Why chrome_143 (measured through the simulator's front, which computes each ClientHello's JA4):
 //   wreq-js chrome_142, chrome_143, chrome_149   t13d1516h2_8daaf6152771_d8a2da3f94cd (with SNI)
 //   browserleaks' capture of a real Chrome 143   t13d1516h2_8daaf6152771_d8a2da3f94cd
-//   impit 0.14.5 chrome151 (the client before)   t13d1516h2_8daaf6152771_806a8c22fdea: 13 signature
-//     algorithms in ascending order, which no Chrome sends, and HTTP/2 SETTINGS without
+//   impit 0.14.5 chrome151 (the client before)   a part c no Chrome has (13 signature algorithms in
+//     ascending order; Chrome sends its own 8 in its own order), and HTTP/2 SETTINGS without
 //     HEADER_TABLE_SIZE but with MAX_FRAME_SIZE, which Akamai's HTTP/2 fingerprint tells apart.
 // wreq's three profiles share one handshake; 143 is the version whose published capture it equals,
 // so the user agent and the handshake are one real browser's. Its HTTP/2 SETTINGS are Chrome's
