@@ -52,9 +52,14 @@ export class HttpClient {
   private dropped = false;
   /** Has had an answer, so may hold kept-alive connections (see `send` in createHttpFetcher). */
   answered = false;
+  /** Its transport could not be built (a proxy URL wreq refuses, a CA bundle it cannot read). */
+  broken = false;
   constructor(private readonly transport: Promise<Transport>) {
-    // A transport that could not be built is said by the request that waits for it.
-    transport.catch(() => {});
+    // A transport that could not be built is said by the request that waits for it, and the next
+    // request builds another.
+    transport.catch(() => {
+      this.broken = true;
+    });
   }
   /** The transport, held for one request until `release`. */
   async hold(): Promise<Transport> {
@@ -118,7 +123,8 @@ export function createHttpClients(options: HttpClientsOptions = {}): HttpClients
   return {
     clientOf(identity, proxy) {
       const kept = clients.get(identity);
-      if (kept) {
+      if (kept?.broken) clients.delete(identity);
+      else if (kept) {
         clients.delete(identity);
         clients.set(identity, kept);
         return kept;
