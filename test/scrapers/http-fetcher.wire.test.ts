@@ -33,6 +33,8 @@ const seen: Seen[] = [];
 /** The bot cookie each rotating route expects next, per route. */
 const botCookie = new Map<string, string>();
 let rotations = 0;
+/** Paths of never-answered requests whose stream (HTTP/2) or socket the client closed. */
+const letGo = new Set<string>();
 
 function handle(req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): void {
   const url = new URL(req.url ?? '/', 'https://x');
@@ -45,6 +47,11 @@ function handle(req: http.IncomingMessage | http2.Http2ServerRequest, res: http.
     headers[name] = req.rawHeaders[i + 1]!;
   }
   seen.push({ path: url.pathname, httpVersion: req.httpVersion, order, headers });
+  // /hang/...: never answered; when the client lets go of the request, its closing is noted.
+  if (url.pathname.startsWith('/hang/')) {
+    req.on('close', () => letGo.add(url.pathname));
+    return;
+  }
   // /rot/<name>/...: a bot cookie rotated on every answer, the old value refused at once.
   const rot = /^\/rot\/([\w-]+)\/(page|hop)$/.exec(url.pathname);
   if (rot) {
@@ -202,6 +209,18 @@ describe('cookies', () => {
     // One connection, kept alive: the session's client is kept, not made per request.
     expect(opened).toBeLessThanOrEqual(2);
     expect(lastSeen('/rot/proxied/page').httpVersion).toBe('2.0');
+  });
+});
+
+describe('abort', () => {
+  it('cancels the request in flight: the server sees its stream closed at once, not at the time limit', async () => {
+    const controller = new AbortController();
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 200);
+    const failure = await expectFailure(fetcher.json(`${main.url}/hang/h2`, { signal: controller.signal }), 'attempt_timeout');
+    expect(failure.message).toMatch(/was aborted/);
+    await expect.poll(() => letGo.has('/hang/h2'), { timeout: 2_000 }).toBe(true);
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 });
 
