@@ -1,17 +1,21 @@
 // The one HTTP PageFetcher of the scrapers (issue 37): polls, on-demand scrapes, the tracker's
-// marketplace fetches and pf_01's data requests all go through it, on impit with Chrome 151's
-// profile, so every request is a browser's on the wire: its TLS ClientHello, HTTP/2 with Chrome's
-// SETTINGS and pseudo-header order, and Chrome's headers in Chrome's order (egress/chrome-identity.ts).
-// Node's own client (59 cipher suites, no ALPN) under a Chrome user agent is the mismatch bot
-// walls block first.
+// marketplace fetches and pf_01's data requests all go through it, on wreq-js (Rust wreq over
+// BoringSSL) with Chrome 143's profile, so every request is a browser's on the wire: its TLS
+// ClientHello, HTTP/2 with Chrome's SETTINGS, window and pseudo-header order, and Chrome's headers
+// in Chrome's order (egress/chrome-identity.ts). Node's own client (59 cipher suites, no ALPN)
+// under a Chrome user agent is the mismatch bot walls block first; impit, the client before, had
+// neither Chrome's signature algorithms nor its HTTP/2 SETTINGS (chrome-identity.ts says more).
 //
-// One impit client per client identity, as a browser is one: a scrape session's (its exit's proxy,
-// its header set, its cookie jar: egress/scrape-session.ts), or, for a request made without a
-// session, its origin's default client, with an identity and a jar of its own, so the cookies a
-// platform sets are kept and sent in the direct mode too. Cookies are kept here, not by impit: every
-// answer's Set-Cookie (redirects included) goes into the identity's jar, and every request sends the
-// jar's current value, so a cookie the platform rotates replaces the old one. Clients are kept while
-// their session lives, at most `maxClients` of them (the least recently used beyond that is dropped).
+// One wreq transport (connection pool, proxy, TLS and HTTP/2 emulation) per client identity, as a
+// browser is one: a scrape session's (its exit's proxy, its header set, its cookie jar:
+// egress/scrape-session.ts), or, for a request made without a session, its origin's default client,
+// with an identity and a jar of its own, so the cookies a platform sets are kept and sent in the
+// direct mode too. Cookies are kept here, not by wreq (each request is wreq-ephemeral: its own
+// store starts empty and is dropped): every answer's Set-Cookie (redirects included) goes into the
+// identity's jar, and every request sends the jar's current value, so a cookie the platform rotates
+// replaces the old one. Headers are ours only, in our order (disableDefaultHeaders). Clients are kept
+// while their session lives, at most `maxClients` of them (the least recently used beyond that is
+// closed once its requests in flight are done).
 //
 // The contract, as the two fetchers it replaces had it: the same failures for the same answers
 // (answer-status.ts), `readStatuses` handed back to the caller, redirects only within the origin
@@ -19,24 +23,19 @@
 // page rule matches is `blocked` (block-pages.ts), and Cheerio over htmlparser2 for HTML. A proxy
 // that fails is named by label in the message, never by its URL (which holds its credentials).
 import { load } from 'cheerio';
-import impit from 'impit';
+import { createTransport, fetch as wreqFetch, type Response as WreqAnswer, type Transport } from 'wreq-js';
 import { blockPageFailure, failureForStatus } from './answer-status.ts';
-import { CHROME_PROFILE, chromeHeaderSet, onTheWire } from './egress/chrome-identity.ts';
+import { CHROME_PROFILE, chromeHeaderSet, emulationOs, onTheWire } from './egress/chrome-identity.ts';
 import type { ProxyEndpoint } from './egress/proxy-urls.ts';
 import { ClientIdentity, ScrapeSession, type RequestKind } from './egress/scrape-session.ts';
-import { trustScrapeCa } from './scrape-trust.ts';
+import { caBundle, withCaBundle } from './scrape-trust.ts';
 import { ScrapeFailure, type FetchedPage, type FetchInit, type PageFetcher } from './types.ts';
-
-// impit is CommonJS; its error classes are set on its exports in a way Node's ESM named imports do not see.
-const { Impit, ProxyAuthRequired, ProxyTunnelError, RemoteProtocolError, TimeoutError } = impit;
-type ImpitClient = InstanceType<typeof Impit>;
-type ImpitAnswer = Awaited<ReturnType<ImpitClient['fetch']>>;
 
 /** Larger pages are refused: no platform page comes near it, and memory stays bounded. */
 export const MAX_BODY_BYTES = 8 * 1_048_576;
 const MAX_REDIRECTS = 5;
 /**
- * Clients kept at most. An idle client holds about 24 KiB (its connections more, while they last);
+ * Clients kept at most. A client holds about 30 KiB with its kept-alive connection (measured);
  * a process has one session per exit and platform at a time, and one default client per origin.
  */
 const DEFAULT_MAX_CLIENTS = 512;
@@ -47,55 +46,102 @@ export interface HttpClientsOptions {
   maxClients?: number;
 }
 
-/** The impit clients of a process, one per identity, shared by its fetchers. */
+/** One identity's wreq transport, and the requests using it (it is closed when dropped and idle). */
+export class HttpClient {
+  private inFlight = 0;
+  private dropped = false;
+  /** Has had an answer, so may hold kept-alive connections (see `send` in createHttpFetcher). */
+  answered = false;
+  /** Its transport could not be built (a proxy URL wreq refuses, a CA bundle it cannot read). */
+  broken = false;
+  constructor(private readonly transport: Promise<Transport>) {
+    // A transport that could not be built is said by the request that waits for it, and the next
+    // request builds another.
+    transport.catch(() => {
+      this.broken = true;
+    });
+  }
+  /** The transport, held for one request until `release`. */
+  async hold(): Promise<Transport> {
+    this.inFlight++;
+    try {
+      return await this.transport;
+    } catch (err) {
+      this.release();
+      throw err;
+    }
+  }
+  release(): void {
+    this.inFlight--;
+    if (this.dropped && this.inFlight === 0) this.close();
+  }
+  /** No more requests will be made with it: its connections are let go once those in flight end. */
+  drop(): void {
+    this.dropped = true;
+    if (this.inFlight === 0) this.close();
+  }
+  private close(): void {
+    this.transport.then((t) => t.close()).catch(() => {});
+  }
+}
+
+/** The wreq transports of a process, one per identity, shared by its fetchers. */
 export interface HttpClients {
   /** The client requests made as `identity` go through (through `proxy` when given). */
-  clientOf(identity: ClientIdentity, proxy: ProxyEndpoint | null): ImpitClient;
+  clientOf(identity: ClientIdentity, proxy: ProxyEndpoint | null): HttpClient;
   /** The identity requests to `origin` made without a session go out as. */
   defaultIdentity(origin: string): ClientIdentity;
-  /** Sets up the CA trust now (scrape-trust.ts), so that a bad CA file is said at start. */
+  /** Reads the CA file now (scrape-trust.ts), so that a bad one is said at start. */
   warm(): void;
   /** Clients kept now. */
   readonly size: number;
   close(): void;
 }
 
-/** impit's names of the proxy schemes it speaks: `socks:` is SOCKS 5 as curl reads it. */
-function impitProxyUrl(proxy: ProxyEndpoint): string {
+/** wreq's names of the proxy schemes it speaks: `socks:` is SOCKS 5 as curl reads it. */
+function wreqProxyUrl(proxy: ProxyEndpoint): string {
   return proxy.url.startsWith('socks:') ? `socks5:${proxy.url.slice('socks:'.length)}` : proxy.url;
 }
 
 export function createHttpClients(options: HttpClientsOptions = {}): HttpClients {
   const max = Math.max(1, options.maxClients ?? DEFAULT_MAX_CLIENTS);
   // Insertion order is use order: a client used is moved to the end, the first is the least recent.
-  const clients = new Map<ClientIdentity, ImpitClient>();
+  const clients = new Map<ClientIdentity, HttpClient>();
   const defaults = new Map<string, ClientIdentity>();
-  let trusted = false;
-  const trust = () => {
-    if (trusted) return;
-    trustScrapeCa(options.caFile);
-    trusted = true;
-  };
+  let bundle: string | null | undefined;
+  const trust = () => (bundle ??= caBundle(options.caFile));
 
-  const make = (proxy: ProxyEndpoint | null): ImpitClient => {
-    trust();
-    // Redirects are followed here (each hop checked against the origin, its cookies kept), and
-    // no timeout is impit's: each request is given the time it has left.
-    return new Impit({ browser: CHROME_PROFILE, followRedirects: false, ...(proxy ? { proxyUrl: impitProxyUrl(proxy) } : {}) });
+  const make = (identity: ClientIdentity, proxy: ProxyEndpoint | null): HttpClient => {
+    const ca = trust();
+    // createTransport reads SSL_CERT_FILE before its first await, so the variable is set for it alone.
+    const transport = withCaBundle(ca, () =>
+      createTransport({ browser: CHROME_PROFILE, os: emulationOs(identity.headers), ...(proxy ? { proxy: wreqProxyUrl(proxy) } : {}) }),
+    );
+    return new HttpClient(transport);
   };
 
   return {
     clientOf(identity, proxy) {
       const kept = clients.get(identity);
-      if (kept) {
+      if (kept?.broken) clients.delete(identity);
+      else if (kept) {
         clients.delete(identity);
         clients.set(identity, kept);
         return kept;
       }
-      // A retired session sends no more requests (one in flight holds its client itself).
-      for (const other of clients.keys()) if (other instanceof ScrapeSession && other.retired) clients.delete(other);
-      while (clients.size >= max) clients.delete(clients.keys().next().value!);
-      const client = make(proxy);
+      // A retired session sends no more requests (one in flight keeps its transport open until it ends).
+      for (const [other, client] of clients) {
+        if (other instanceof ScrapeSession && other.retired) {
+          clients.delete(other);
+          client.drop();
+        }
+      }
+      while (clients.size >= max) {
+        const [oldest, client] = clients.entries().next().value!;
+        clients.delete(oldest);
+        client.drop();
+      }
+      const client = make(identity, proxy);
       clients.set(identity, client);
       return client;
     },
@@ -108,11 +154,12 @@ export function createHttpClients(options: HttpClientsOptions = {}): HttpClients
       }
       return identity;
     },
-    warm: trust,
+    warm: () => void trust(),
     get size() {
       return clients.size;
     },
     close() {
+      for (const client of clients.values()) client.drop();
       clients.clear();
       defaults.clear();
     },
@@ -186,7 +233,7 @@ function decode(body: Uint8Array, contentType: string | null): string {
 }
 
 /** The answer's headers as the fetchers always gave them: lower-case names, Set-Cookie a list. */
-function headersOf(headers: Headers): Record<string, string | string[]> {
+function headersOf(headers: WreqAnswer['headers']): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   headers.forEach((value, name) => {
     if (name !== 'set-cookie') out[name] = value;
@@ -196,48 +243,53 @@ function headersOf(headers: Headers): Record<string, string | string[]> {
   return out;
 }
 
-/** Reads a body up to MAX_BODY_BYTES (after its content-encoding is undone), counted as it arrives. */
-async function readAll(answer: ImpitAnswer, url: string): Promise<Uint8Array> {
+/**
+ * Reads a body up to MAX_BODY_BYTES (after its content-encoding is undone), counted as it arrives.
+ * wreq's signal ends the wait for the answer's head only, so `signal` ends the read here.
+ */
+async function readAll(answer: WreqAnswer, url: string, signal: AbortSignal): Promise<Uint8Array> {
   const declared = Number(answer.headers.get('content-length') ?? 0);
   if (declared > MAX_BODY_BYTES) {
     await discard(answer);
     throw new ScrapeFailure('upstream', `${url} answered ${declared} bytes, more than ${MAX_BODY_BYTES}`);
   }
-  // A declared length within the bound is read in one call: impit's stream costs more CPU per
-  // answer than the whole rest of a request (WHATWG streams). Its decoded body may still be larger
-  // (a compressed answer), so the size is checked again after.
-  if (declared > 0 && answer.headers.get('content-encoding') === null) {
-    const body = new Uint8Array(await answer.arrayBuffer());
-    if (body.byteLength > MAX_BODY_BYTES) throw new ScrapeFailure('upstream', `${url} answered more than ${MAX_BODY_BYTES} bytes`);
-    return body;
-  }
-  const reader = answer.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_BODY_BYTES) {
-      await reader.cancel().catch(() => {});
-      throw new ScrapeFailure('upstream', `${url} answered more than ${MAX_BODY_BYTES} bytes`);
+  const stream = answer.body;
+  if (stream === null) return new Uint8Array(0);
+  const reader = stream.getReader();
+  const onAbort = () => void reader.cancel(signal.reason).catch(() => {});
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      signal.throwIfAborted();
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > MAX_BODY_BYTES) {
+        await reader.cancel().catch(() => {});
+        throw new ScrapeFailure('upstream', `${url} answered more than ${MAX_BODY_BYTES} bytes`);
+      }
+      chunks.push(value);
     }
-    chunks.push(value);
+    signal.throwIfAborted();
+    if (chunks.length === 1) return chunks[0]!;
+    const out = new Uint8Array(size);
+    let at = 0;
+    for (const chunk of chunks) {
+      out.set(chunk, at);
+      at += chunk.byteLength;
+    }
+    return out;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
   }
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, at);
-    at += chunk.byteLength;
-  }
-  return out;
 }
 
 /** Lets go of an answer whose body is not wanted (a redirect's, a failure's). */
-async function discard(answer: ImpitAnswer): Promise<void> {
+async function discard(answer: WreqAnswer): Promise<void> {
   try {
-    await answer.body.cancel();
+    await answer.body?.cancel();
   } catch {
     // Already closed or consumed: nothing to let go of.
   }
@@ -257,32 +309,38 @@ function scrub(text: string, proxy: ProxyEndpoint | null): string {
 }
 
 /**
- * impit's error text on one line: its first sentence, and the OS's or TLS library's own words when
- * its Rust debug dump holds them (`Connection refused`, `InvalidCertificate(UnknownIssuer)`).
+ * wreq's error text on one line, without its `GET <url>: error sending request for uri (<url>)`
+ * preamble (the caller names the URL): the chain of causes, down to the OS's or BoringSSL's words
+ * (`Connection refused`, `CERTIFICATE_VERIFY_FAILED`).
  */
 function reasonOf(err: Error): string {
-  const [first = '', ...rest] = err.message.split('\n');
-  const dump = rest.join(' ').replace(/\s+/g, ' ');
-  const os = /message: "([^"]+)"/.exec(dump)?.[1];
-  const tls = /error: (\w+\(\s*\w+,?\s*\))/.exec(dump)?.[1]?.replace(/[\s,]+\)/, ')');
-  const where = /"tcp connect error", ([\w.:[\]]+)/.exec(dump)?.[1];
-  const detail = [os, tls, where && `(${where})`].filter(Boolean).join(' ');
-  return `${first.trim().replace(/\.$/, '')}${detail ? `: ${detail}` : dump ? `: ${dump.slice(0, 200)}` : ''}`;
+  const text = err.message.replace(/^(?:\w*Error: )+/, '').replace(/\s+/g, ' ').trim();
+  const rest = text.replace(/^[A-Z]+ \S+: /, '').replace(/^error sending request for uri \([^)]*\): /, '');
+  // hyper and BoringSSL repeat a cause at each layer (`client error (Connect): client error (Connect)`).
+  const parts = rest.split(': ').filter((part, i, all) => part !== all[i - 1]);
+  const once = parts.join(': ');
+  return once.length > 300 ? `${once.slice(0, 300)}…` : once;
 }
 
 /** Why a request was cut short: its time ran out, or its caller gave up. */
 type Cut = 'timeout' | 'aborted';
 
-/** An empty POST body: impit takes an empty string for no body at all. */
-const NO_BYTES = new Uint8Array(0);
-
 /**
- * Clients that have had an answer, so hold kept-alive connections. A connection the server closed
- * just as it was reused fails before any answer (hyper: a remote protocol error); that request is
- * sent once more, on a fresh connection, as Node's own client and browsers do. A client's first
- * request has no connection to reuse: its failure is the platform's.
+ * Whether a request failed on a kept-alive connection the server had closed just as it was reused
+ * (hyper: the connection closed or was reset before any answer). That request is sent once more,
+ * on a fresh connection, as Node's own client and browsers do; a client's first request has no
+ * connection to reuse, so its failure is the platform's, and a failure to connect is never this.
  */
-const answeredBefore = new WeakSet<object>();
+function staleConnection(err: unknown): boolean {
+  if (!(err instanceof Error) || err.name === 'AbortError') return false;
+  const text = err.message;
+  return !/\(Connect\)|timed? ?out/i.test(text) && /connection closed|connection reset|IncompleteMessage|broken pipe|\(SendRequest\)/i.test(text);
+}
+
+/** wreq's own bound on a request (given the time the call has left) ran out. */
+function wreqTimedOut(err: unknown): boolean {
+  return err instanceof Error && err.name !== 'AbortError' && /\btimed? ?out\b|TimedOut|deadline has elapsed/i.test(err.message);
+}
 
 export function createHttpFetcher(options: HttpFetcherOptions): HttpFetcher {
   const slots = new Slots(options.concurrency);
@@ -319,13 +377,16 @@ export function createHttpFetcher(options: HttpFetcherOptions): HttpFetcher {
         const proxy = session?.exit.proxy ?? null;
         const identity = session ?? clients.defaultIdentity(asked.origin);
         const method = init.method ?? 'GET';
-        let client: ImpitClient;
+        let client: HttpClient;
+        let transport: Transport;
         try {
           client = clients.clientOf(identity, proxy);
+          transport = await client.hold();
         } catch (err) {
           const via = proxy ? ` through the proxy ${proxy.label}` : '';
-          throw new ScrapeFailure('upstream', `fetching ${url}${via} failed: ${scrub((err as Error).message, proxy)}`, { cause: err, proxyFailed: proxy !== null });
+          throw new ScrapeFailure('upstream', `fetching ${url}${via} failed: ${scrub(reasonOf(err as Error), proxy)}`, { cause: err, proxyFailed: proxy !== null });
         }
+        try {
         let target = asked;
         for (let hop = 0; ; hop++) {
           const headers = onTheWire(kind, identity.requestHeaders(kind, target.href, init.headers), target, method);
@@ -333,28 +394,31 @@ export function createHttpFetcher(options: HttpFetcherOptions): HttpFetcher {
           if (method === 'POST' && !init.body) headers.splice(target.protocol === 'http:' ? 2 : 0, 0, ['content-length', '0']);
           session?.sent();
           const send = () =>
-            client.fetch(target.href, {
+            wreqFetch(target.href, {
+              transport,
               method,
               headers,
-              body: method === 'POST' ? (init.body ? init.body : NO_BYTES) : undefined,
+              // Our headers only, in our order; and no cookie store of wreq's (the identity's jar is the one).
+              disableDefaultHeaders: true,
+              cookieMode: 'ephemeral',
+              body: method === 'POST' ? (init.body ?? '') : undefined,
+              // wreq cancels the request in flight on abort (its stream is reset, measured).
               signal: controller.signal,
-              // impit's own bound as well: an abort ends the wait for the answer, but only impit's
-              // timeout ends the request itself (impit 0.14.5 cannot cancel one in flight).
               timeout: Math.max(1, options.timeoutMs - (Date.now() - started)),
               redirect: 'manual',
             });
-          let answer: ImpitAnswer;
+          let answer: WreqAnswer;
           try {
             try {
               answer = await send();
             } catch (err) {
-              if (!(err instanceof RemoteProtocolError) || cut || !answeredBefore.has(client)) throw err;
+              if (cut || !client.answered || !staleConnection(err)) throw err;
               answer = await send();
             }
           } catch (err) {
             throw failureOf(err, url, proxy, cut, cutShort, options.timeoutMs);
           }
-          answeredBefore.add(client);
+          client.answered = true;
           const status = answer.status;
           if (status === 407 && proxy) {
             await discard(answer);
@@ -379,12 +443,12 @@ export function createHttpFetcher(options: HttpFetcherOptions): HttpFetcher {
           }
           let body: string;
           try {
-            body = decode(await readAll(answer, url), answer.headers.get('content-type'));
+            body = decode(await readAll(answer, url, controller.signal), answer.headers.get('content-type'));
           } catch (err) {
             if (err instanceof ScrapeFailure) throw err;
             if (cut) throw cutShort(err);
-            // impit's own bound (the same limit) may end the read a moment before our timer does.
-            if (err instanceof TimeoutError || /\bTimedOut\b/.test((err as Error).message)) throw new ScrapeFailure('attempt_timeout', `no answer from ${url} within ${options.timeoutMs} ms`, { cause: err });
+            // wreq's own bound (the same limit) may end the read a moment before our timer does.
+            if (wreqTimedOut(err)) throw new ScrapeFailure('attempt_timeout', `no answer from ${url} within ${options.timeoutMs} ms`, { cause: err });
             const cause = proxy ? Object.assign(new Error(scrub((err as Error).message, proxy)), { name: (err as Error).name }) : err;
             throw new ScrapeFailure('upstream', `reading ${url} failed: ${scrub(reasonOf(err as Error), proxy)}`, { cause });
           }
@@ -392,6 +456,9 @@ export function createHttpFetcher(options: HttpFetcherOptions): HttpFetcher {
           const wall = init.blockPage?.({ status, headers: page.headers!, body });
           if (wall) throw blockPageFailure(url, wall, retryAfter, Date.now());
           return page;
+        }
+        } finally {
+          client.release();
         }
       } finally {
         slots.give();
@@ -436,13 +503,15 @@ function failureOf(err: unknown, url: string, proxy: ProxyEndpoint | null, cut: 
   const via = proxy ? ` through the proxy ${proxy.label}` : '';
   // Through a proxy, the error kept as the cause (logs show it) says what it said, scrubbed.
   const cause = proxy && err instanceof Error ? Object.assign(new Error(scrub(err.message, proxy)), { name: err.name }) : err;
-  if (err instanceof TimeoutError) return new ScrapeFailure('attempt_timeout', `no answer from ${url}${via} within ${timeoutMs} ms`, { cause });
-  if (proxy && err instanceof ProxyAuthRequired) {
+  if (wreqTimedOut(err)) return new ScrapeFailure('attempt_timeout', `no answer from ${url}${via} within ${timeoutMs} ms`, { cause });
+  const text = err instanceof Error ? err.message : String(err);
+  if (proxy && /\b407\b|Proxy Authentication Required/i.test(text)) {
     return new ScrapeFailure('upstream', `the proxy ${proxy.label} refused our credentials (407) fetching ${url}`, { cause, proxyFailed: true });
   }
-  if (proxy && err instanceof ProxyTunnelError) {
-    const status = err.status === undefined ? '' : ` with ${err.status}`;
-    return new ScrapeFailure('upstream', `the proxy ${proxy.label} refused to open a tunnel to ${url}${status}`, { cause, proxyFailed: true });
+  const tunnel = proxy ? /tunnel\D*?(\d{3})|unsuccessful tunnel|proxy.*?\b([45]\d\d)\b/i.exec(text) : null;
+  if (proxy && tunnel) {
+    const status = tunnel[1] ?? tunnel[2];
+    return new ScrapeFailure('upstream', `the proxy ${proxy.label} refused to open a tunnel to ${url}${status ? ` with ${status}` : ''}`, { cause, proxyFailed: true });
   }
   const reason = err instanceof Error ? reasonOf(err) : String(err);
   return new ScrapeFailure('upstream', `fetching ${url}${via} failed: ${scrub(reason, proxy)}`, { cause, proxyFailed: proxy !== null });

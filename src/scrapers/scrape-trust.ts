@@ -1,13 +1,12 @@
-// Which certificate authorities the scrapers' HTTP client (http-fetcher.ts, on impit) trusts: the
+// Which certificate authorities the scrapers' HTTP client (http-fetcher.ts, on wreq-js) trusts: the
 // system's store, plus those of SCRAPE_CA_FILE (a simulator's own CA, a TLS-inspecting gateway's).
 // TLS verification is never turned off.
 //
-// impit takes no CA option: it reads the file named by SSL_CERT_FILE, which REPLACES the system
-// store rather than adding to it, once per process, when its first client is built (measured with
-// impit 0.14.5: a change of SSL_CERT_FILE after that is ignored by every later client). So the
-// extra CAs are written, after the system's bundle, into a private file of our own, and
-// SSL_CERT_FILE is pointed at it before the first client: a process-wide setting, fixed for the
-// process's life, which is why a second, different CA file is refused instead of silently ignored.
+// wreq-js takes no CA option: its `trustStore` is Mozilla's roots plus BoringSSL's default verify
+// paths, where the file named by SSL_CERT_FILE REPLACES the system's bundle rather than adding to
+// it. wreq reads that variable each time it builds a transport (measured with wreq-js 3.1.0). So the
+// extra CAs are written, after the system's bundle, into a private file of our own, and each
+// transport is built with SSL_CERT_FILE pointing at it for that one synchronous call only.
 import { X509Certificate } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -41,30 +40,51 @@ export function readCaCertificates(file: string): string[] {
   return blocks;
 }
 
-/** The CA file the process's clients were set up with: undefined before the first, null for none. */
-let fixed: string | null | undefined;
+/** The bundle written for each CA file asked for, by its resolved path. */
+const bundles = new Map<string, string>();
 
 /**
- * Sets up the trust of the process's impit clients, before the first is built: the system store,
- * plus `caFile`'s CAs when given. Later calls asking for no file, or for the same one, change
- * nothing; one asking for another file throws, as impit would not read it.
+ * The PEM bundle a transport is to trust for `caFile`: the system store, then `caFile`'s CAs,
+ * written once per file into a private file removed at exit; null for no file (the system store as
+ * it is). Throws, saying why, when the file is not a PEM file of certificates.
  */
-export function trustScrapeCa(caFile: string | undefined): void {
-  const wanted = caFile === undefined || caFile === '' ? null : path.resolve(caFile);
-  if (fixed !== undefined) {
-    if (wanted === null || wanted === fixed) return;
-    throw new Error(`the scrapers' CAs were set for this process at its first HTTP client (${fixed ?? 'the system store only'}); ${wanted} cannot be added later`);
+export function caBundle(caFile: string | undefined): string | null {
+  if (caFile === undefined || caFile === '') return null;
+  const wanted = path.resolve(caFile);
+  const kept = bundles.get(wanted);
+  if (kept !== undefined) return kept;
+  const extra = readCaCertificates(wanted);
+  // An operator's own SSL_CERT_FILE stands for the system store, as BoringSSL would read it.
+  const base = [process.env.SSL_CERT_FILE, ...SYSTEM_BUNDLES].find((f) => f !== undefined && f !== '' && !isOurs(f) && fs.existsSync(f));
+  const system = base === undefined ? '' : fs.readFileSync(base, 'utf8');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-ca-'));
+  const bundle = path.join(dir, 'bundle.pem');
+  fs.writeFileSync(bundle, `${system.trimEnd()}\n${extra.join('\n')}\n`, { mode: 0o600 });
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  bundles.set(wanted, bundle);
+  return bundle;
+}
+
+function isOurs(file: string): boolean {
+  for (const bundle of bundles.values()) if (bundle === file) return true;
+  return false;
+}
+
+/**
+ * Runs `make` (a synchronous call that builds a wreq transport) with SSL_CERT_FILE pointing at
+ * `bundle`, and puts the variable back before returning: wreq reads it as it builds each transport
+ * (measured with wreq-js 3.1.0: a transport trusts what the variable named when it was built,
+ * whatever it says later), so each transport gets its own CAs and the process's setting is left as
+ * it was. `bundle` null leaves the variable alone.
+ */
+export function withCaBundle<T>(bundle: string | null, make: () => T): T {
+  if (bundle === null) return make();
+  const before = process.env.SSL_CERT_FILE;
+  process.env.SSL_CERT_FILE = bundle;
+  try {
+    return make();
+  } finally {
+    if (before === undefined) delete process.env.SSL_CERT_FILE;
+    else process.env.SSL_CERT_FILE = before;
   }
-  if (wanted !== null) {
-    const extra = readCaCertificates(wanted);
-    // An operator's own SSL_CERT_FILE stands for the system store, as impit would read it.
-    const base = [process.env.SSL_CERT_FILE, ...SYSTEM_BUNDLES].find((f) => f !== undefined && f !== '' && fs.existsSync(f));
-    const system = base === undefined ? '' : fs.readFileSync(base, 'utf8');
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-ca-'));
-    const bundle = path.join(dir, 'bundle.pem');
-    fs.writeFileSync(bundle, `${system.trimEnd()}\n${extra.join('\n')}\n`, { mode: 0o600 });
-    process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
-    process.env.SSL_CERT_FILE = bundle;
-  }
-  fixed = wanted;
 }

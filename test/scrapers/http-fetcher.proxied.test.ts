@@ -137,7 +137,7 @@ describe('a session', () => {
   it('goes out from this machine as the origin\'s default client when there is none', async () => {
     await fetcher.json(`${base}/api`);
     expect(last().address).toBe('127.0.0.1');
-    expect(last().headers['user-agent']).toMatch(/Chrome\/151\./);
+    expect(last().headers['user-agent']).toMatch(/Chrome\/143\./);
   });
 
   it('reads gzip and brotli answers', async () => {

@@ -1,4 +1,4 @@
-// The HTTP fetcher (http-fetcher.ts, on impit) against local servers on 127.0.0.1, the contract of
+// The HTTP fetcher (http-fetcher.ts, on wreq-js) against local servers on 127.0.0.1, the contract of
 // the two fetchers it replaced: statuses come back as pages (4xx) or as the right failure (5xx as
 // upstream; 429 and 403 as blocked with their Retry-After; network, time-out and abort), POST
 // bodies and headers travel, redirects stay on their origin and are bounded, the concurrency bound
@@ -38,11 +38,11 @@ describe('answers', () => {
     expect(page.$('p.x').text()).toBe('Z\u00fcrich');
   });
 
-  it("introduces itself as Chrome 151 (its profile's), with client hints of the same version, not as node", async () => {
+  it("introduces itself as Chrome 143 (its profile's), with client hints of the same version, not as node", async () => {
     const page = await pages.json(`${server.url}/headers`);
     expect(page.data).toMatchObject({
-      'user-agent': expect.stringMatching(/^Mozilla\/5\.0 .*Chrome\/151\.0\.0\.0 Safari\/537\.36$/),
-      'sec-ch-ua': expect.stringContaining('"Google Chrome";v="151"'),
+      'user-agent': expect.stringMatching(/^Mozilla\/5\.0 .*Chrome\/143\.0\.0\.0 Safari\/537\.36$/),
+      'sec-ch-ua': expect.stringContaining('"Google Chrome";v="143"'),
       'accept-language': expect.stringContaining('en'),
     });
   });
@@ -214,9 +214,8 @@ describe('failures', () => {
   it('rejects at once when aborted, and at once when the signal is already aborted', async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 30);
-    // A page that never answers and a limit of 8 s: only the abort can end the call early. (impit
-    // cannot cancel a request in flight: its connection is closed at the limit, which is kept short
-    // so that the tests after this one find the server idle.)
+    // A page that never answers and a limit of 8 s: only the abort can end the call early (wreq
+    // cancels the request in flight: its HTTP/2 stream is reset).
     const patient = createHttpFetcher({ concurrency: 1, timeoutMs: 8_000 });
     const started = performance.now();
     const failure = await expectFailure(patient.json(`${server.url}/hang`, { signal: controller.signal }), 'attempt_timeout');

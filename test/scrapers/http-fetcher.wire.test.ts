@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitPool } from '../../src/scrapers/egress/exit-pool.ts';
 import { parseProxyUrl } from '../../src/scrapers/egress/proxy-urls.ts';
 import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
-import { trustScrapeCa } from '../../src/scrapers/scrape-trust.ts';
+import { caBundle } from '../../src/scrapers/scrape-trust.ts';
 import { startLoopbackProxies, type LoopbackProxies } from '../support/loopback-proxies.ts';
 import { makeTestCa, selfSignedLeaf } from '../support/test-ca.ts';
 import { expectFailure } from './platform-harness.ts';
@@ -33,6 +33,8 @@ const seen: Seen[] = [];
 /** The bot cookie each rotating route expects next, per route. */
 const botCookie = new Map<string, string>();
 let rotations = 0;
+/** Paths of never-answered requests whose stream (HTTP/2) or socket the client closed. */
+const letGo = new Set<string>();
 
 function handle(req: http.IncomingMessage | http2.Http2ServerRequest, res: http.ServerResponse | http2.Http2ServerResponse): void {
   const url = new URL(req.url ?? '/', 'https://x');
@@ -45,6 +47,11 @@ function handle(req: http.IncomingMessage | http2.Http2ServerRequest, res: http.
     headers[name] = req.rawHeaders[i + 1]!;
   }
   seen.push({ path: url.pathname, httpVersion: req.httpVersion, order, headers });
+  // /hang/...: never answered; when the client lets go of the request, its closing is noted.
+  if (url.pathname.startsWith('/hang/')) {
+    req.on('close', () => letGo.add(url.pathname));
+    return;
+  }
   // /rot/<name>/...: a bot cookie rotated on every answer, the old value refused at once.
   const rot = /^\/rot\/([\w-]+)\/(page|hop)$/.exec(url.pathname);
   if (rot) {
@@ -85,7 +92,6 @@ let proxies: LoopbackProxies;
 const SETTINGS = { rpsPerExit: 100, sessionMaxRequests: 1_000, sessionMaxAgeMs: 3_600_000, cooldownMs: 1_000 };
 
 beforeAll(async () => {
-  // The first client of the process: the CA file is set up before it (scrape-trust.ts).
   fetcher = createHttpFetcher({ concurrency: 4, timeoutMs: 10_000, caFile });
   main = await listenTls(ca.leaf());
   const server = http.createServer(handle);
@@ -107,7 +113,7 @@ function lastSeen(path: string): Seen {
   return found;
 }
 
-/** Chrome 151's order (captured from Chromium 156) of the headers a request of `kind` carries. */
+/** Chrome's order (captured from Chromium 156) of the headers a request of `kind` carries. */
 const CHROME_ORDER = {
   html: ['sec-ch-ua', 'sec-ch-ua-mobile', 'sec-ch-ua-platform', 'upgrade-insecure-requests', 'user-agent', 'accept', 'sec-fetch-site', 'sec-fetch-mode', 'sec-fetch-user', 'sec-fetch-dest', 'accept-encoding', 'accept-language', 'priority'],
   json: ['sec-ch-ua-platform', 'user-agent', 'sec-ch-ua', 'sec-ch-ua-mobile', 'accept', 'sec-fetch-site', 'sec-fetch-mode', 'sec-fetch-dest', 'accept-encoding', 'accept-language', 'priority'],
@@ -118,7 +124,7 @@ function expectOneBrowser(headers: Record<string, string>): void {
   const ua = headers['user-agent']!;
   expect(ua).not.toMatch(/Headless/i);
   const version = /Chrome\/(\d+)\./.exec(ua)?.[1];
-  expect(version).toBe('151');
+  expect(version).toBe('143');
   expect(headers['sec-ch-ua']).toContain(`"Google Chrome";v="${version}"`);
   expect(headers['sec-ch-ua']).toContain(`"Chromium";v="${version}"`);
   expect(headers['sec-ch-ua-mobile']).toBe('?0');
@@ -206,9 +212,22 @@ describe('cookies', () => {
   });
 });
 
+describe('abort', () => {
+  it('cancels the request in flight: the server sees its stream closed at once, not at the time limit', async () => {
+    const controller = new AbortController();
+    const started = Date.now();
+    setTimeout(() => controller.abort(), 200);
+    const failure = await expectFailure(fetcher.json(`${main.url}/hang/h2`, { signal: controller.signal }), 'attempt_timeout');
+    expect(failure.message).toMatch(/was aborted/);
+    await expect.poll(() => letGo.has('/hang/h2'), { timeout: 2_000 }).toBe(true);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+});
+
 describe('trust', () => {
-  it('trusts the system store plus the CA file, through a private bundle it points SSL_CERT_FILE at', () => {
-    const bundle = process.env.SSL_CERT_FILE!;
+  it('trusts the system store plus the CA file, through a private bundle, and leaves the process’s SSL_CERT_FILE as it was', () => {
+    expect(process.env.SSL_CERT_FILE ?? '').not.toMatch(/scrape-ca-/);
+    const bundle = caBundle(caFile)!;
     expect(bundle).toMatch(/scrape-ca-/);
     const text = fs.readFileSync(bundle, 'utf8');
     expect(text).toContain(ca.cert.trim());
@@ -224,7 +243,7 @@ describe('trust', () => {
     const self = await listenTls(selfSignedLeaf());
     try {
       const unknown = await expectFailure(fetcher.html(`${other.url}/page/x`), 'upstream');
-      expect(unknown.message).toMatch(/UnknownIssuer/);
+      expect(unknown.message).toMatch(/CERTIFICATE_VERIFY_FAILED/);
       expect(unknown.proxyFailed).toBe(false);
       await expectFailure(fetcher.json(`${self.url}/api/x`), 'upstream');
       expect(seen.some((s) => s.path === '/page/x' || s.path === '/api/x')).toBe(false);
@@ -234,9 +253,14 @@ describe('trust', () => {
     }
   });
 
-  it('refuses to change the CAs once the first client is built (impit reads them once per process)', () => {
-    expect(() => trustScrapeCa(makeTestCa('Late CA').writeCertFile())).toThrow(/cannot be added later/);
-    expect(() => trustScrapeCa(caFile)).not.toThrow();
-    expect(() => trustScrapeCa(undefined)).not.toThrow();
+  it('gives each fetcher its own CAs: one without the CA file refuses the leaf the other trusts', async () => {
+    const bare = createHttpFetcher({ concurrency: 1, timeoutMs: 10_000 });
+    try {
+      const refused = await expectFailure(bare.html(`${main.url}/page/bare`), 'upstream');
+      expect(refused.message).toMatch(/CERTIFICATE_VERIFY_FAILED|certificate/i);
+      expect((await fetcher.html(`${main.url}/page/trusted`)).status).toBe(200);
+    } finally {
+      bare.close();
+    }
   });
 });

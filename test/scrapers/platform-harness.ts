@@ -143,7 +143,7 @@ export async function startHarness(options: { timeoutMs?: number; concurrency?: 
 }
 
 /**
- * Sends one request of each kind through a fetcher, so that the one-off set-up (loading impit's
+ * Sends one request of each kind through a fetcher, so that the one-off set-up (loading wreq-js's
  * native module, its first client) is not charged to a test's short time limit.
  */
 export async function warmUp(pages: HttpFetcher, url: string): Promise<void> {

@@ -105,7 +105,7 @@ function capturedLogger(): { log: ReturnType<typeof createLogger>; text: () => s
   return { log: createLogger('debug', sink), text: () => lines.join('') };
 }
 
-/** What impit, proxy-chain and the browser pool print on their own (the console, stdout, stderr). */
+/** What wreq-js, proxy-chain and the browser pool print on their own (the console, stdout, stderr). */
 function capturedOutput(): { text: () => string; stop: () => void } {
   const chunks: string[] = [];
   const out = process.stdout.write.bind(process.stdout);
@@ -204,7 +204,7 @@ describe('the HTTP fetcher through proxies', () => {
     const page = await pages.json(`${base}/whoami`);
     const at = JSON.parse(page.body) as Seen;
     expect(at.address).toBe('127.0.0.1');
-    expect(at.headers['user-agent']).toMatch(/^Mozilla\/5\.0 .*Chrome\/151\./);
+    expect(at.headers['user-agent']).toMatch(/^Mozilla\/5\.0 .*Chrome\/143\./);
     expect(page.headers?.['set-cookie']).toBeDefined();
     const again = JSON.parse((await pages.json(`${base}/whoami`)).body) as Seen;
     expect(again.headers.cookie).toMatch(/^client=\d+$/);

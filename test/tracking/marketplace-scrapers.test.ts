@@ -19,7 +19,7 @@ let scrapers: MarketplaceScrapers;
 beforeAll(async () => {
   sim = await startSimulator();
   // No test here waits a limit out: it only has to hold the first request of the process
-  // (loading impit's native module) and every answer on a loaded machine.
+  // (loading wreq-js's native module) and every answer on a loaded machine.
   http = createHttpFetcher({ concurrency: 4, timeoutMs: 15_000 });
   scrapers = createMarketplaceScrapers(http, { marketplace_a: sim.marketplaceUrls.marketplace_a, marketplace_b: sim.marketplaceUrls.marketplace_b });
 });

@@ -1,7 +1,7 @@
 // A scrape session (issue 27): what one client of a platform looks like from the platform's side,
 // kept for the session's life: the address it comes from (its exit: a proxy, or this machine), a
-// cookie jar, and one browser identity (chrome-identity.ts: Chrome 151's headers, of one system and
-// language, the browser impit's profile speaks on the wire). Every request of a session sends its
+// cookie jar, and one browser identity (chrome-identity.ts: Chrome 143's headers, of one system and
+// language, the browser wreq-js's profile speaks on the wire). Every request of a session sends its
 // headers and cookies and leaves through its exit; no request mixes two sessions. A session ends on
 // a block, or ages out after SCRAPE_SESSION_MAX_REQUESTS requests or SCRAPE_SESSION_MAX_AGE_MS
 // (exit-pool.ts). A request made without a session goes out as its platform's default client
@@ -16,7 +16,7 @@ export type RequestKind = 'html' | 'json';
 /** The headers a browser context is told to send beside its user agent. */
 const CONTEXT_HEADERS = ['accept-language', 'sec-ch-ua', 'sec-ch-ua-mobile', 'sec-ch-ua-platform'] as const;
 
-/** One browser's headers for a navigation, lower-case: a Chrome 151 identity (chrome-identity.ts). */
+/** One browser's headers for a navigation, lower-case: a Chrome 143 identity (chrome-identity.ts). */
 export function browserHeaderSet(): Record<string, string> {
   return chromeHeaderSet();
 }
