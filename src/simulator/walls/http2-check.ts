@@ -15,8 +15,9 @@ export interface Http2Profile {
 }
 
 /**
- * Chrome's measured on this machine (test/simulator/walls-measure.test.ts: Chromium 156 and
- * impit's Chrome profile send the same); Firefox's and Safari's as published for Firefox 128+ and
+ * Chrome's measured on this machine (test/simulator/walls-measure.test.ts: Chromium 156, and
+ * wreq-js's Chrome profiles, the scrapers' client, send the same; impit's Chrome profiles leave out
+ * HEADER_TABLE_SIZE and add MAX_FRAME_SIZE, and are refused); Firefox's and Safari's as published for Firefox 128+ and
  * Safari 17/18 (their Akamai HTTP/2 fingerprints `1:65536;4:131072;5:16384|12517377|3|m,p,a,s`
  * and `2:0;3:100;4:2097152;8:1;9:1|10420225|0|m,s,a,p` / `...;4:4194304|...|m,s,p,a`).
  */
