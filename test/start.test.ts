@@ -575,9 +575,10 @@ describe('npm start with DATABASE_URL and TEMPORAL_ADDRESS', () => {
           svc.kill();
         }
       }
-      // Nothing under DATA_DIR but the webhook sealing key (WEBHOOK_SECRET_KEY unset): no
-      // embedded server, no demo key.
-      expect(await fs.readdir(dataDir)).toEqual(['webhook-secret.key']);
+      // Nothing under DATA_DIR but the webhook sealing key (WEBHOOK_SECRET_KEY unset) and the
+      // simulator's CA certificate (its key never leaves memory): no embedded server, no demo key.
+      expect(await fs.readdir(dataDir)).toEqual(['simulator', 'webhook-secret.key']);
+      expect(await fs.readdir(path.join(dataDir, 'simulator'))).toEqual(['ca.pem']);
     } finally {
       await fs.rm(dataDir, { recursive: true, force: true });
       await scratch.drop();

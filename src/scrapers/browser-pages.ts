@@ -158,9 +158,11 @@ function clientOf(session: ScrapeSession | undefined): PageClient {
   const scheme = username || password ? url.protocol : (CHROMIUM_SCHEMES[url.protocol] ?? url.protocol);
   const headers = session.contextHeaders();
   const userAgent = session.headers['user-agent'];
-  // The client hints are Chromium's own, made from the identity's metadata (in their place among
-  // its headers, and matching navigator.userAgentData): only the language is added as a header.
-  const extra = headers['accept-language'] === undefined ? {} : { 'accept-language': headers['accept-language'] };
+  // The client hints are Chromium's own, made from the identity (in their place among its
+  // headers, and matching navigator.userAgentData). The language is Chromium's own as well: every
+  // identity speaks its default (chrome-identity.ts), as a language given per page (an extra
+  // header, or CDP's acceptLanguage) goes out before accept-encoding, where Chrome never puts it
+  // and a wall reads a bot (measured, issue 37).
   return {
     // In memory only (the URL holds the credentials): two sessions of one exit with the same
     // header set may share idle pages.
@@ -170,7 +172,6 @@ function clientOf(session: ScrapeSession | undefined): PageClient {
       // No bypass list: Playwright then sends loopback targets through the proxy too.
       proxy: { server: `${scheme}//${url.host}`, ...(username ? { username } : {}), ...(password ? { password } : {}) },
       ...(userAgent ? { userAgent } : {}),
-      extraHTTPHeaders: extra,
     },
     ...(userAgent ? { identity: identityOfHeaders(session.headers, userAgent) } : {}),
   };

@@ -92,8 +92,10 @@ describe.each(['direct', 'proxied'] as const)('every wall on, %s', (name) => {
     const mode = modes[name]!;
     const before = wall(platform);
     const ref = demoRef(platform);
-    const onDemandData = await mode.onDemand.scrape(ref);
-    const polled = await mode.polls.scrape(ref);
+    // A scrape the wall refused fails saying what the wall saw (its last refusal's reason and detail).
+    const said = (err: unknown) => new Error(`${(err as Error).message}; the wall: ${wall(platform).last}`);
+    const onDemandData = await mode.onDemand.scrape(ref).catch((err: unknown) => Promise.reject(said(err)));
+    const polled = await mode.polls.scrape(ref).catch((err: unknown) => Promise.reject(said(err)));
     expect(Object.keys(onDemandData.sections).length).toBeGreaterThan(0);
     expect(polled.sections).toEqual(onDemandData.sections);
     const after = wall(platform);

@@ -159,11 +159,11 @@ describe('the bot cookie', () => {
   const cookieFor = (jar: BotCookies, value: string) => `other=1; ${jar.name}=${value}`;
 
   it('is issued, kept until due, rotated, the old value taken for the grace and then refused', () => {
-    const jar = new BotCookies('cloudflare');
+    const jar = new BotCookies('cloudflare', '/pf_03');
     const first = jar.judge(undefined, CHROME_UA, '127.0.0.1', true, 0, settings);
     expect(first).toMatchObject({ ok: true });
     if (!first.ok) return;
-    expect(first.setCookies[0]).toMatch(/^__cf_bm=[^;]+; Path=\/; Max-Age=10; HttpOnly; Secure; SameSite=None$/);
+    expect(first.setCookies[0]).toMatch(/^__cf_bm=[^;]+; Path=\/pf_03; Max-Age=10; HttpOnly; Secure; SameSite=None$/);
     const v1 = valueOf(first.setCookies[0]!);
     expect(jar.judge(cookieFor(jar, v1), CHROME_UA, '127.0.0.1', true, 999, settings)).toEqual({ ok: true, setCookies: [] });
     const rotated = jar.judge(cookieFor(jar, v1), CHROME_UA, '127.0.0.1', true, 1_000, settings);
@@ -181,7 +181,7 @@ describe('the bot cookie', () => {
   });
 
   it('refuses a forged value, a value given to another user agent, and a value past its Max-Age', () => {
-    const jar = new BotCookies('datadome');
+    const jar = new BotCookies('datadome', '/pf_04');
     const issued = jar.judge(undefined, CHROME_UA, '127.0.0.1', true, 0, settings);
     if (!issued.ok) throw new Error('refused');
     const value = valueOf(issued.setCookies[0]!);
@@ -194,7 +194,7 @@ describe('the bot cookie', () => {
   });
 
   it('gives one address at most the bound of new cookies a minute', () => {
-    const jar = new BotCookies('perimeterx');
+    const jar = new BotCookies('perimeterx', '/pf_02');
     for (let i = 0; i < 3; i++) expect(jar.judge(undefined, CHROME_UA, '127.0.0.2', true, i, settings)).toMatchObject({ ok: true });
     expect(jar.judge(undefined, CHROME_UA, '127.0.0.2', true, 3, settings)).toMatchObject({ ok: false, reason: 'cookie_missing' });
     // Another address is not charged; the first is free again a minute later.
@@ -204,7 +204,7 @@ describe('the bot cookie', () => {
   });
 
   it('remembers at most its cap, forgetting the oldest', () => {
-    const jar = new BotCookies('akamai', 5);
+    const jar = new BotCookies('akamai', '/pf_07', 5);
     const unbounded = withSettings(settings, { cookieIssuesPerAddressPerMinute: null });
     const values: string[] = [];
     for (let i = 0; i < 8; i++) {

@@ -251,7 +251,7 @@ describe("the simulator's walls", () => {
     await putEvent(sim, 'pf_03', 'walled-3', { region: 'US', sections: [{ name: 'Floor', price: 10, stock: 1 }] });
     const passed = await fetch(`${sim.url}/pf_03/e/walled-3`, { headers: { 'user-agent': CHROME_UA } });
     expect(passed.status).toBe(200);
-    expect(passed.headers.get('set-cookie')).toMatch(/^__cf_bm=[^;]+; Path=\/; Max-Age=1800; HttpOnly; SameSite=Lax$/);
+    expect(passed.headers.get('set-cookie')).toMatch(/^__cf_bm=[^;]+; Path=\/pf_03; Max-Age=1800; HttpOnly; SameSite=Lax$/);
     // pf_08 now on: Akamai's 403.
     const akamai = await fetch(`${sim.url}/pf_08/event/x`);
     expect(akamai.status).toBe(403);

@@ -17,8 +17,9 @@
 //
 // Only what a real population of that browser varies is drawn per identity: the operating system
 // (the user agent's platform token and sec-ch-ua-platform together, read from wreq's own profile
-// for that system; Chrome's handshake is the same on all three) and the language. The version stays
-// the profile's, so that the user agent, the client hints and the handshake always agree.
+// for that system; Chrome's handshake is the same on all three); the language is the browser's
+// default for all (LANGUAGES says why). The version stays the profile's, so that the user agent,
+// the client hints and the handshake always agree.
 import { getEmulationHeaders, type EmulationOS } from 'wreq-js';
 import type { RequestKind } from './scrape-session.ts';
 
@@ -47,8 +48,12 @@ export function emulationOs(headers: Readonly<Record<string, string>>): Emulatio
   return SYSTEMS.find((s) => s.platform === headers['sec-ch-ua-platform'])?.os ?? 'windows';
 }
 
-/** English locales, as Chrome writes its accept-language for each. */
-const LANGUAGES = ['en-US,en;q=0.9', 'en-US,en;q=0.9', 'en-US,en;q=0.9', 'en-GB,en;q=0.9', 'en-US,en;q=0.9,es;q=0.8', 'en-CA,en;q=0.9,fr-CA;q=0.8'] as const;
+/**
+ * The one language every identity speaks: the browser's default, as Chromium writes it. A language
+ * per identity cannot be given to the browser's pages without its header moving before
+ * accept-encoding (browser-pages.ts), and a session's page and HTTP requests must say the same.
+ */
+const LANGUAGES = ['en-US,en;q=0.9'] as const;
 
 const NAVIGATION_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7';
 

@@ -63,6 +63,11 @@ export class BotCookies {
 
   constructor(
     private readonly family: ChallengeFamily,
+    /**
+     * The cookie's Path: the site's mount (`/pf_03`). Every simulated site shares one host, where a
+     * real one has its own domain; scoped to its path, a site's cookie reaches no other site's wall.
+     */
+    private readonly path: string,
     private readonly maxCookies = MAX_COOKIES,
     private readonly maxAddresses = MAX_ISSUE_ADDRESSES,
   ) {
@@ -140,7 +145,7 @@ export class BotCookies {
     this.issued++;
     const setCookies = [this.setCookie(value, secure, settings)];
     // Akamai's world has a second cookie beside _abck; it is set, never judged.
-    if (this.family === 'akamai') setCookies.push(`bm_sz=${randomBytes(16).toString('hex').toUpperCase()}~YAAQ${randomBytes(24).toString('base64url')}; Path=/; Max-Age=14400; HttpOnly${secure ? '; Secure' : ''}`);
+    if (this.family === 'akamai') setCookies.push(`bm_sz=${randomBytes(16).toString('hex').toUpperCase()}~YAAQ${randomBytes(24).toString('base64url')}; Path=${this.path}; Max-Age=14400; HttpOnly${secure ? '; Secure' : ''}`);
     return { ok: true, setCookies };
   }
 
@@ -200,7 +205,7 @@ export class BotCookies {
   private setCookie(value: string, secure: boolean, settings: WallSettings): string {
     const maxAge = Math.ceil(settings.cookieMaxAgeMs / 1000);
     // SameSite=None needs Secure; over plaintext (the plaintext check off) a browser would drop it.
-    return `${this.name}=${value}; Path=/; Max-Age=${maxAge}; HttpOnly; ${secure ? 'Secure; SameSite=None' : 'SameSite=Lax'}`;
+    return `${this.name}=${value}; Path=${this.path}; Max-Age=${maxAge}; HttpOnly; ${secure ? 'Secure; SameSite=None' : 'SameSite=Lax'}`;
   }
 }
 

@@ -65,7 +65,7 @@ export class SiteWall {
   ) {
     this.family = challengeFamilyOf(site);
     this.settings = { ...initial };
-    this.cookies = new BotCookies(this.family, maxCookies);
+    this.cookies = new BotCookies(this.family, `/${site}`, maxCookies);
   }
 
   get current(): Readonly<WallSettings> {
