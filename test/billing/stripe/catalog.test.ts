@@ -260,7 +260,9 @@ describe.sequential('accounts:create under Stripe', () => {
     expect(writes(requests)).toEqual([]); // nothing made in Stripe to attach them
     expect(out).toMatchObject({ customer_id: customer.id, subscription_id: sub.id, plan: METERED, status: 'active' });
     expect(await db('subscriptions').where({ account_id: out.account_id }).first()).toMatchObject({ id: sub.id, plan_id: METERED });
-  });
+    // Three runs of the admin CLI, each a process loading the project (4-8 s each beside a full
+    // suite on two cores: one full run took it past 30 s), as the refusals below get 90 s.
+  }, 90_000);
 });
 
 describe.concurrent('refusals', { timeout: 90_000 }, () => {
