@@ -136,7 +136,8 @@ describe('event URLs', () => {
 
 describe('configuration', () => {
   it('scrapes the simulator by default, or the configured base URLs; a bad one names its variable', () => {
-    expect(marketplaceBaseUrls({ SIM_PORT: 8090 }, {})).toEqual({ marketplace_a: BASE_A, marketplace_b: BASE_B });
+    // The simulator over HTTPS, as a real marketplace is reached (issue 37).
+    expect(marketplaceBaseUrls({ SIM_PORT: 8090 }, {})).toEqual({ marketplace_a: 'https://127.0.0.1:8090/marketplace_a', marketplace_b: 'https://127.0.0.1:8090/marketplace_b' });
     expect(marketplaceBaseUrls({ SIM_PORT: 8090 }, { MARKETPLACE_B_BASE_URL: 'https://b.internal.example/api/' }).marketplace_b).toBe('https://b.internal.example/api');
     expect(() => marketplaceBaseUrls({ SIM_PORT: 8090 }, { MARKETPLACE_A_BASE_URL: 'ftp://x' })).toThrow(ConfigError);
     expect(() => marketplaceBaseUrls({ SIM_PORT: 8090 }, { MARKETPLACE_A_BASE_URL: 'ftp://x' })).toThrow(/MARKETPLACE_A_BASE_URL/);
