@@ -18,8 +18,8 @@ import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
 import { createBrowserPages, type BrowserPages } from '../../src/scrapers/browser-pages.ts';
 import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { createPf01 } from '../../src/scrapers/platforms/pf_01.ts';
-import { createPf01Sessions, sessionHeaders, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
-import { ScrapeFailure, type PageFetcher, type ScrapeData, type SessionUse } from '../../src/scrapers/types.ts';
+import { createPf01Clearances, clearanceHeaders, type Pf01Clearances } from '../../src/scrapers/platforms/pf_01-clearance.ts';
+import { ScrapeFailure, type PageFetcher, type ScrapeData, type ClearanceUse } from '../../src/scrapers/types.ts';
 import { withFetchers, type BoundAdapter } from './platform-harness.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { simEventInputSchema } from '../../src/simulator/state.ts';
@@ -39,13 +39,13 @@ const noHttp: PageFetcher = {
   json: () => Promise.reject(new Error('the page path must not fetch over HTTP')),
 };
 
-function adapter(sessions: Pf01Sessions, use: SessionUse): BoundAdapter {
-  return withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser, sessions: { pf01: sessions, use } });
+function adapter(sessions: Pf01Clearances, use: ClearanceUse): BoundAdapter {
+  return withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser, clearances: { pf01: sessions, use } });
 }
 
-function sessions(size = 2, opts: { browser?: BrowserPages } = {}): Pf01Sessions {
+function sessions(size = 2, opts: { browser?: BrowserPages } = {}): Pf01Clearances {
   // The challenge wait below the page visit's limit, as it is in the worker (10 s against 60 s).
-  return createPf01Sessions({ browser: opts.browser ?? browser, http, baseUrl: sim.baseUrls.pf_01!, size, makeTimeoutMs: TIMEOUT_MS * 2, challengeWaitMs: TIMEOUT_MS / 2 });
+  return createPf01Clearances({ browser: opts.browser ?? browser, http, baseUrl: sim.baseUrls.pf_01!, size, makeTimeoutMs: TIMEOUT_MS * 2, challengeWaitMs: TIMEOUT_MS / 2 });
 }
 
 let serial = 0;
@@ -219,7 +219,7 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     const pool = sessions(1);
     const polls = adapter(pool, 'always');
     const protection = (body: unknown) => fetch(`${sim.url}/_sim/pf_01/protection`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const made = () => sessionHeaders(pool.pool.ready()!.session);
+    const made = () => clearanceHeaders(pool.pool.ready()!.clearance);
     try {
       const first = await polls.scrape(ref);
       expect(first.sections.Floor).toBeDefined();
@@ -247,7 +247,7 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
   it('replays the headers the browser sent with its own data request, the cookie from its context', async () => {
     const pool = sessions(1);
     const lease = await pool.pool.acquire();
-    const headers = lease.session.headers;
+    const headers = lease.clearance.headers;
     const names = headers.map(([name]) => name);
     // What Chromium sends with a script's fetch(): its identity, the token, the fetch metadata.
     for (const name of ['user-agent', 'sec-ch-ua', 'sec-ch-ua-mobile', 'sec-ch-ua-platform', 'x-pf01-token', 'accept', 'sec-fetch-site', 'sec-fetch-mode', 'sec-fetch-dest', 'referer', 'accept-language']) {
@@ -256,9 +256,9 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     // Nothing of the connection's, and no HeadlessChrome.
     for (const name of ['host', 'connection', 'cookie', 'accept-encoding']) expect(names).not.toContain(name);
     expect(JSON.stringify(headers)).not.toMatch(/headless/i);
-    expect(lease.session.cookie).toMatch(/^pf01_sid=[0-9a-f]{32}$/);
+    expect(lease.clearance.cookie).toMatch(/^pf01_sid=[0-9a-f]{32}$/);
     // The expiry the session endpoint gave the page.
-    expect(lease.session.expiresAt).toBeGreaterThan(Date.now() + 500_000);
+    expect(lease.clearance.expiresAt).toBeGreaterThan(Date.now() + 500_000);
     await pool.pool.close();
   });
 
@@ -271,7 +271,7 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     await new Promise<void>((resolve) => redesigned.listen(0, '127.0.0.1', resolve));
     try {
       const ref = putEvent({ sections: [{ name: 'Floor', price: 40, stock: 12 }] });
-      const pool = createPf01Sessions({ browser, http, baseUrl: `http://127.0.0.1:${(redesigned.address() as AddressInfo).port}/pf_01`, size: 1, makeTimeoutMs: TIMEOUT_MS * 2, challengeWaitMs: TIMEOUT_MS / 4 });
+      const pool = createPf01Clearances({ browser, http, baseUrl: `http://127.0.0.1:${(redesigned.address() as AddressInfo).port}/pf_01`, size: 1, makeTimeoutMs: TIMEOUT_MS * 2, challengeWaitMs: TIMEOUT_MS / 4 });
       const err = (await adapter(pool, 'always').scrape(ref).catch((e: unknown) => e)) as ScrapeFailure;
       expect(err).toBeInstanceOf(ScrapeFailure);
       expect(err.kind).toBe('blocked');
@@ -296,7 +296,7 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     try {
       const pool = sessions(1, { browser: missing });
       const ref = putEvent({ sections: [{ name: 'Floor', price: 40, stock: 12 }] });
-      const make = (use: SessionUse) => withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser: missing, sessions: { pf01: pool, use } });
+      const make = (use: ClearanceUse) => withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser: missing, clearances: { pf01: pool, use } });
       const poll = (await make('always').scrape(ref).catch((e: unknown) => e)) as ScrapeFailure;
       expect(poll.kind).toBe('blocked');
       expect(poll.message).toMatch(/chromium/i);
