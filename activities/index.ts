@@ -12,7 +12,7 @@ import { createHttpClients, createHttpFetcher } from '../src/scrapers/http-fetch
 import { startBrowserReports } from '../src/scrapers/browser-reports.ts';
 import { createBrowserPages } from '../src/scrapers/browser-pages.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
-import { createPf01Sessions } from '../src/scrapers/platforms/pf_01-session.ts';
+import { createPf01Clearances } from '../src/scrapers/platforms/pf_01-clearance.ts';
 import { registerScraperMetrics, scraperFigures } from '../src/scrapers/scraper-metrics.ts';
 import { ScrapeFailure } from '../src/scrapers/types.ts';
 import { pollAttemptTimeoutMs, scrapeBackstopMs } from '../workflows/scrape-timing.ts';
@@ -64,9 +64,9 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   const backstopMs = scrapeBackstopMs(config.SCRAPE_TIMEOUT_MS);
   const http = createHttpFetcher({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: backstopMs, clients: httpClients });
   const baseUrls = deps.baseUrls ?? platformBaseUrls(config);
-  // One Chromium per process, for on-demand page visits and for making pf_01's sessions.
+  // One Chromium per process, for on-demand page visits and for making pf_01's clearances.
   const browser = createBrowserPages({ pages: config.BROWSER_PAGES, chromiumPath: config.CHROMIUM_PATH, timeoutMs: backstopMs, caFile });
-  // The pollers' fetcher: the same client, its own time bound; pf_01's sessions send their
+  // The pollers' fetcher: the same client, its own time bound; pf_01's clearances send their
   // requests through it too, polls and on-demand scrapes alike.
   const pollTimeoutMs = pollAttemptTimeoutMs(config.SCRAPE_TIMEOUT_MS);
   // Its own bound (MONITOR_FETCH_CONCURRENCY), well above SCRAPE_CONCURRENCY: the shards' pacers
@@ -85,7 +85,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     cooldownMs: config.SCRAPE_PROXY_COOLDOWN_MS,
     targetBackoffMs: config.SCRAPE_TARGET_BACKOFF_MS,
   });
-  const pf01 = createPf01Sessions({
+  const pf01 = createPf01Clearances({
     browser,
     http: pollHttp,
     baseUrl: baseUrls.pf_01!.replace(/\/+$/, ''),
@@ -95,14 +95,14 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   const scrapers = createScrapers({
     http,
     browser,
-    sessions: { pf01, use: 'when-warm' },
+    clearances: { pf01, use: 'when-warm' },
     exits,
     baseUrls,
     browserPages: config.BROWSER_PAGES,
     chromiumPath: config.CHROMIUM_PATH,
     attemptTimeoutMs: backstopMs,
   });
-  const scraperSources = { browser, sessions: { pf_01: pf01.pool } };
+  const scraperSources = { browser, clearances: { pf_01: pf01.pool } };
   registerScraperMetrics(deps.registry, scraperSources);
   registerProxyMetrics(deps.registry, exits);
   const browserFigures = scraperFigures(scraperSources);
@@ -116,12 +116,12 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     if (!(err instanceof ScrapeFailure && err.kind === 'browser_missing')) log.warn({ err }, 'could not warm the scrapers; the first scrape will');
   });
   const alog = log.child({ component: 'activities' });
-  // The pollers' own scrapers: the same adapters, the same warm browser and sessions, over the
-  // pollers' fetcher; a poll of pf_01 always goes through a session.
+  // The pollers' own scrapers: the same adapters, the same warm browser and clearances, over the
+  // pollers' fetcher; a poll of pf_01 always goes with a clearance.
   const pollScrapers = createScrapers({
     http: pollHttp,
     browser,
-    sessions: { pf01, use: 'always' },
+    clearances: { pf01, use: 'always' },
     exits,
     // The pollers pace each exit, hand over its session and account for refusals themselves.
     exitsChosenByCaller: true,

@@ -2,10 +2,10 @@
 // /events/scrape through the gateway (auth, rate limit, metering) and Temporal (workflow start,
 // activity on the worker, result), for an HTTP platform (pf_03) and the browser platform
 // (pf_01), sequential and with 20 concurrent clients. pf_01 is measured both ways a scrape of it
-// can go: over HTTP with a warm session made in the browser (what the worker does once it holds
+// can go: over HTTP with a warm clearance made in the browser (what the worker does once it holds
 // one), and by rendering the page in Chromium (direct only: the worker renders only while it has
-// no session). Reports p50/p95 of each and the gateway path's added p50. Targets: under 50 ms
-// added at p50; pf_01 through the gateway with a warm session under 30 ms at p50.
+// no clearance). Reports p50/p95 of each and the gateway path's added p50. Targets: under 50 ms
+// added at p50; pf_01 through the gateway with a warm clearance under 30 ms at p50.
 // Env: BENCH_SEQUENTIAL (requests per sequential run, default 60), BENCH_CONCURRENT_TOTAL
 // (requests per concurrent run, default 200), BENCH_CONCURRENCY (default 20), BENCH_PLATFORMS
 // (default pf_03,pf_01,pf_01-page), BENCH_EAGER=0 (start runs through the task queue, as a gateway
@@ -24,7 +24,7 @@ import { parseEventRef, type EventRef } from '../src/platform/event-ref.ts';
 import { closeServices, createRequestPool, createServices } from '../src/runtime/services.ts';
 import { createHttpFetcher } from '../src/scrapers/http-fetcher.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
-import { createPf01Sessions } from '../src/scrapers/platforms/pf_01-session.ts';
+import { createPf01Clearances } from '../src/scrapers/platforms/pf_01-clearance.ts';
 import { startSimulator } from '../src/simulator/server.ts';
 import { simEventInputSchema } from '../src/simulator/state.ts';
 import { Registry } from 'prom-client';
@@ -44,7 +44,7 @@ const concurrentTotal = Number(process.env.BENCH_CONCURRENT_TOTAL ?? 200);
 const concurrency = Number(process.env.BENCH_CONCURRENCY ?? 20);
 const EVENTS_PER_PLATFORM = 40;
 const noEager = process.env.BENCH_EAGER === '0';
-/** pf_01 is the session path, pf_01-page the rendered page. */
+/** pf_01 is the clearance path, pf_01-page the rendered page. */
 type Path = 'pf_03' | 'pf_01' | 'pf_01-page';
 const platforms = (process.env.BENCH_PLATFORMS ?? 'pf_03,pf_01,pf_01-page').split(',') as Path[];
 const LABELS: Record<Path, string> = { pf_03: 'pf_03 (HTTP, Cheerio)', pf_01: 'pf_01 (warm session, HTTP)', 'pf_01-page': 'pf_01 (page in Chromium)' };
@@ -173,16 +173,16 @@ async function main() {
     });
     cleanups.push(() => direct.close());
     await direct.warm();
-    // The direct session path: the worker's own pieces (the pollers' fetcher, a session pool on
+    // The direct clearance path: the worker's own pieces (the pollers' fetcher, a clearance pool on
     // the same warm browser), so its figure is what the worker's activity spends inside.
     const lean = createHttpFetcher({ concurrency: 20, timeoutMs: scrapeBackstopMs(config.SCRAPE_TIMEOUT_MS), caFile: config.SCRAPE_CA_FILE });
     cleanups.push(async () => lean.close());
-    const pf01 = createPf01Sessions({ browser: direct.browser, http: lean, baseUrl: sim.baseUrls.pf_01!, size: config.BROWSER_SESSIONS, makeTimeoutMs: 30_000 });
+    const pf01 = createPf01Clearances({ browser: direct.browser, http: lean, baseUrl: sim.baseUrls.pf_01!, size: config.BROWSER_SESSIONS, makeTimeoutMs: 30_000 });
     cleanups.push(() => pf01.pool.close());
-    const directSessions = createScrapers({
+    const directClearances = createScrapers({
       http: lean,
       browser: direct.browser,
-      sessions: { pf01, use: 'always' },
+      clearances: { pf01, use: 'always' },
       baseUrls: sim.baseUrls,
       browserPages: 4,
       chromiumPath: config.CHROMIUM_PATH,
@@ -191,7 +191,7 @@ async function main() {
 
     const refsOf = (path: Path) => refs[path === 'pf_03' ? 'pf_03' : 'pf_01'];
     const viaDirect = (path: Path) => async (i: number) => {
-      await (path === 'pf_01' ? directSessions : direct).scrape(refsOf(path)[i % EVENTS_PER_PLATFORM]!);
+      await (path === 'pf_01' ? directClearances : direct).scrape(refsOf(path)[i % EVENTS_PER_PLATFORM]!);
       return true;
     };
     const viaGateway = (path: Path) => async (i: number) => {
@@ -205,7 +205,7 @@ async function main() {
       return res.status === 200;
     };
 
-    // The gateway's pf_01 requests warm the worker's session pool too (a session is made behind
+    // The gateway's pf_01 requests warm the worker's clearance pool too (a clearance is made behind
     // the first on-demand scrape); the page path goes direct only.
     console.error('warming up every path...');
     for (const p of platforms) {

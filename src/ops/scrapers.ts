@@ -1,10 +1,11 @@
 // `npm run ops -- scrapers:sessions`: what each running scrape worker's browser and browser-made
-// sessions are doing, from the reports the workers write every 30 s (browser-reports.ts): page
-// loads (in all and per minute), and per platform the sessions ready, made, renewed, refused and
-// failed, requests per session, and why none can be made when that is so.
+// clearances are doing (the command and its fields keep their old name, "sessions"), from the
+// reports the workers write every 30 s (browser-reports.ts): page loads (in all and per minute),
+// and per platform the clearances ready, made, renewed, refused and failed, requests per
+// clearance, and why none can be made when that is so.
 import type { Db } from '../../db/connection.ts';
 import { FRESH_MS, type ScraperFigures } from '../scrapers/browser-reports.ts';
-import type { SessionPoolStats } from '../scrapers/session-pool.ts';
+import type { ClearancePoolStats } from '../scrapers/types.ts';
 
 export interface WorkerSessions {
   worker: string;
@@ -12,7 +13,7 @@ export interface WorkerSessions {
   reported_at: string;
   chromium_found: boolean;
   browser: ScraperFigures['browser'] | null;
-  sessions: Record<string, SessionPoolStats & { requests_per_session: number | null; unavailable_because: string | null }>;
+  sessions: Record<string, ClearancePoolStats & { requests_per_session: number | null; unavailable_because: string | null }>;
 }
 
 export async function workerSessions(db: Db, opts: { platform?: string } = {}): Promise<WorkerSessions[]> {
@@ -21,7 +22,7 @@ export async function workerSessions(db: Db, opts: { platform?: string } = {}): 
     .orderBy('worker')
     .select('worker', 'task_queue', 'reported_at', 'chromium_found', 'scrapers')) as { worker: string; task_queue: string; reported_at: Date; chromium_found: boolean; scrapers: ScraperFigures | null }[];
   return rows.map((row) => {
-    const sessions = Object.entries((row.scrapers?.sessions ?? {}) as Record<string, SessionPoolStats>)
+    const sessions = Object.entries((row.scrapers?.sessions ?? {}) as Record<string, ClearancePoolStats>)
       .filter(([platform]) => !opts.platform || platform === opts.platform)
       .map(([platform, s]) => [
         platform,

@@ -31,7 +31,7 @@ import { CaTrustError, trustHome, type TrustHome } from './chromium-ca.ts';
 import { chromiumFix, chromiumFound } from './chromium.ts';
 import type { ScrapeSession } from './egress/scrape-session.ts';
 import { parseRetryAfter } from './retry-after.ts';
-import { blockedFailure, isBlockedStatus, ScrapeFailure, type BrowserSession } from './types.ts';
+import { blockedFailure, isBlockedStatus, ScrapeFailure, type PageOpener } from './types.ts';
 
 export interface BrowserPagesOptions {
   /** Pages open at once. */
@@ -59,7 +59,7 @@ export interface BrowserPagesStats {
   visits: number;
 }
 
-export interface BrowserPages extends BrowserSession {
+export interface BrowserPages extends PageOpener {
   /** Launches the browser now instead of at the first page. */
   warm(): Promise<void>;
   close(): Promise<void>;

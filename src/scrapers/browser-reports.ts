@@ -1,5 +1,5 @@
 // Which scrape workers can launch their Chromium, kept in `scrape_worker_browsers` (issue 14),
-// with the figures of their browser and browser-made sessions (issue 23) for the ops CLI.
+// with the figures of their browser and browser-made clearances (issue 23) for the ops CLI.
 // The browser platforms are degraded when a worker that serves the scrape task queue cannot: a
 // scrape of theirs may land on it and fail. Only that worker can tell, since it is the process
 // that launches Chromium; the gateway that answers GET /events/platforms is often another
@@ -26,10 +26,10 @@ const PRUNE_AFTER_MS = 24 * 3600_000;
 const READ_CACHE_MS = 2_000;
 const READ_DEADLINE_MS = 2_000;
 
-/** What a worker's browser and its sessions have done, as `npm run ops -- scrapers:sessions` shows it. */
+/** What a worker's browser and its clearances have done, as `npm run ops -- scrapers:sessions` shows it. */
 export interface ScraperFigures {
   browser: { page_loads: number; page_loads_per_minute: number | null; launches: number; open_pages: number };
-  /** Session pool figures by platform (session-pool.ts's stats). */
+  /** Clearance pool figures by platform (clearance-pool.ts's stats), under the ops CLI's own name. */
   sessions: Record<string, object>;
   /** Each proxied platform's exits (egress/exit-pool.ts's stats), for `npm run ops -- scrapers:proxies`. */
   proxies?: ExitPoolStats[];

@@ -22,7 +22,7 @@ import { throughExits } from './egress/through-exits.ts';
 import { createHttpFetcher, type HttpFetcher } from './http-fetcher.ts';
 import { ADAPTER_FACTORIES, BLOCK_PAGES } from './platforms/index.ts';
 import { scrapeVia, type ScrapeFetchers } from './scrape-via.ts';
-import type { PageFetcher, PlatformAdapter, PlatformSessions, ScrapeData, ScrapeOptions } from './types.ts';
+import type { PageFetcher, PlatformAdapter, PlatformClearances, ScrapeData, ScrapeOptions } from './types.ts';
 
 interface ScraperSettings {
   /** Base URL per platform key (config.platformBaseUrls or a test simulator's baseUrls). */
@@ -45,8 +45,8 @@ interface ScraperSettings {
 export type ScrapersOptions = ScraperSettings &
   ({ http: PageFetcher & Partial<Pick<HttpFetcher, 'warm'>> } | { concurrency: number }) & {
     browser?: BrowserPages;
-    /** Browser-made sessions shared with other scrapers of the process (their owner closes them). */
-    sessions?: PlatformSessions;
+    /** Browser-made clearances shared with other scrapers of the process (their owner closes them). */
+    clearances?: PlatformClearances;
     /** Where requests leave from, per platform (their owner closes them); none: direct, no session. */
     exits?: ExitPools;
     /** The caller picks each scrape's exit and session and accounts for refusals (the pollers). */
@@ -77,8 +77,8 @@ export function createScrapers(options: ScrapersOptions): Scrapers {
   for (const [platform, create] of Object.entries(ADAPTER_FACTORIES) as [PlatformKey, (typeof ADAPTER_FACTORIES)[PlatformKey]][]) {
     const baseUrl = options.baseUrls[platform];
     if (!baseUrl) throw new Error(`no base URL for ${platform}`);
-    // The browser-made sessions serve pf_01 alone (PlatformSessions.pf01): no other scrape makes a pool of them.
-    const fetchers = { http, browser, sessions: platform === 'pf_01' ? options.sessions : undefined };
+    // The browser-made clearances serve pf_01 alone (PlatformClearances.pf01): no other scrape makes a pool of them.
+    const fetchers = { http, browser, clearances: platform === 'pf_01' ? options.clearances : undefined };
     platforms.set(platform, { adapter: create({ baseUrl: baseUrl.replace(/\/+$/, '') }), fetchers });
   }
   return {

@@ -7,7 +7,7 @@
 // the init it may pass has no session to set or omit (ScrapeFetchInit).
 import type { BlockPageRule } from './block-pages.ts';
 import type { ScrapeSession } from './egress/scrape-session.ts';
-import type { BrowserSession, FetchInit, PageFetcher, PlatformSessions, ScrapeBrowser, ScrapeFetcher, ScrapeFetchInit, ScrapeVia } from './types.ts';
+import type { PageOpener, FetchInit, PageFetcher, PlatformClearances, ScrapeBrowser, ScrapeFetcher, ScrapeFetchInit, ScrapeVia } from './types.ts';
 
 /** What a scrape decided for all its requests. No session: this machine's address, today's headers. */
 export interface ScrapeBinding {
@@ -40,27 +40,27 @@ export function bindFetcher(http: PageFetcher, binding: ScrapeBinding): ScrapeFe
   };
 }
 
-export function bindBrowser(browser: BrowserSession, binding: ScrapeBinding): ScrapeBrowser {
+export function bindBrowser(browser: PageOpener, binding: ScrapeBinding): ScrapeBrowser {
   const { signal, session, blockPage } = binding;
   return { withPage: (url, use) => browser.withPage(url, use, { signal, session, blockPage }) };
 }
 
-/** The fetchers a scrape has. `sessions`: the browser-made sessions, given only to the platform they serve. */
+/** The fetchers a scrape has. `clearances`: the browser-made clearances, given only to the platform they serve. */
 export interface ScrapeFetchers {
   http: PageFetcher;
-  browser: BrowserSession;
-  sessions?: PlatformSessions;
+  browser: PageOpener;
+  clearances?: PlatformClearances;
 }
 
 /** Everything one scrape of a platform may reach the network with. */
 export function scrapeVia(fetchers: ScrapeFetchers, binding: ScrapeBinding): ScrapeVia {
-  const { sessions } = fetchers;
+  const { clearances } = fetchers;
   return {
     signal: binding.signal,
     http: bindFetcher(fetchers.http, binding),
     browser: bindBrowser(fetchers.browser, binding),
-    // Sessions made through the exit this scrape leaves from (its own pool), their requests sent
-    // through the same session as the rest of the scrape.
-    browserMade: sessions && { pool: sessions.pf01.poolFor(binding.session), http: bindFetcher(sessions.pf01.http, binding), use: sessions.use },
+    // Clearances made through the exit this scrape leaves from (its own pool), their requests sent
+    // with the same scrape session as the rest of the scrape.
+    clearances: clearances && { pool: clearances.pf01.poolFor(binding.session), http: bindFetcher(clearances.pf01.http, binding), use: clearances.use },
   };
 }

@@ -1,20 +1,20 @@
-// The worker's browser and session figures in /metrics (issue 23): page loads of the warm
-// Chromium, and per platform the sessions made, renewed, refused and failed, the requests they
-// served (polls per session is the ratio of the two) and how many are ready. Read from the pool's and the browser's own counters at scrape
+// The worker's browser and clearance figures in /metrics (issue 23): page loads of the warm
+// Chromium, and per platform the clearances made, renewed, refused and failed, the requests they
+// served (polls per clearance is the ratio of the two) and how many are ready. Read from the pool's and the browser's own counters at scrape
 // time (prom-client's collect), so the hot path of a poll does no metrics work of its own.
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { BrowserPages } from './browser-pages.ts';
 import type { ScraperFigures } from './browser-reports.ts';
-import type { SessionPool, SessionPoolStats } from './session-pool.ts';
+import type { ClearancePool, ClearancePoolStats } from './types.ts';
 
 export interface ScraperMetricsSources {
   browser: Pick<BrowserPages, 'stats'>;
-  /** Session pools by platform key. */
-  sessions: Record<string, Pick<SessionPool<unknown>, 'stats'>>;
+  /** Clearance pools by platform key. */
+  clearances: Record<string, Pick<ClearancePool<unknown>, 'stats'>>;
 }
 
-type SessionEvent = 'made' | 'renewed' | 'refused' | 'failed';
-const EVENTS: readonly SessionEvent[] = ['made', 'renewed', 'refused', 'failed'];
+type ClearanceEvent = 'made' | 'renewed' | 'refused' | 'failed';
+const EVENTS: readonly ClearanceEvent[] = ['made', 'renewed', 'refused', 'failed'];
 
 /** Brings a counter up to `total` (the sources only ever count up). */
 function catchUp(counter: Counter<string>, labels: Record<string, string>, last: Map<string, number>, key: string, total: number): void {
@@ -26,10 +26,10 @@ function catchUp(counter: Counter<string>, labels: Record<string, string>, last:
 export function registerScraperMetrics(registry: Registry, sources: ScraperMetricsSources): void {
   const registers = [registry];
   const seen = new Map<string, number>();
-  const readStats = (): [string, SessionPoolStats][] => Object.entries(sources.sessions).map(([platform, pool]) => [platform, pool.stats()]);
+  const readStats = (): [string, ClearancePoolStats][] => Object.entries(sources.clearances).map(([platform, pool]) => [platform, pool.stats()]);
   new Counter({
     name: 'browser_page_loads_total',
-    help: 'Pages the warm Chromium loaded: on-demand scrapes without a ready session, and sessions being made',
+    help: 'Pages the warm Chromium loaded: on-demand scrapes without a ready clearance, and clearances being made',
     registers,
     collect() {
       catchUp(this, {}, seen, 'browser', sources.browser.stats().visits);
@@ -37,7 +37,7 @@ export function registerScraperMetrics(registry: Registry, sources: ScraperMetri
   });
   new Counter({
     name: 'scrape_sessions_total',
-    help: 'Browser-made sessions by what happened to them: made (renewals included), renewed, refused by the platform, failed to make',
+    help: 'Browser-made clearances by what happened to them: made (renewals included), renewed, refused by the platform, failed to make',
     labelNames: ['platform', 'event'],
     registers,
     collect() {
@@ -48,8 +48,8 @@ export function registerScraperMetrics(registry: Registry, sources: ScraperMetri
   });
   new Counter({
     name: 'scrape_session_requests_total',
-    // Polls per session: this over scrape_sessions_total{event="made"}.
-    help: 'Scrapes served over HTTP with a browser-made session',
+    // Polls per clearance: this over scrape_sessions_total{event="made"}.
+    help: 'Scrapes served over HTTP with a browser-made clearance',
     labelNames: ['platform'],
     registers,
     collect() {
@@ -58,7 +58,7 @@ export function registerScraperMetrics(registry: Registry, sources: ScraperMetri
   });
   new Gauge({
     name: 'scrape_sessions_ready',
-    help: 'Browser-made sessions usable now',
+    help: 'Browser-made clearances usable now',
     labelNames: ['platform'],
     registers,
     collect() {
@@ -67,7 +67,7 @@ export function registerScraperMetrics(registry: Registry, sources: ScraperMetri
   });
   new Gauge({
     name: 'scrape_sessions_size',
-    help: 'Browser-made sessions a worker keeps (BROWSER_SESSIONS)',
+    help: 'Browser-made clearances a worker keeps (BROWSER_SESSIONS)',
     labelNames: ['platform'],
     registers,
     collect() {
@@ -76,7 +76,7 @@ export function registerScraperMetrics(registry: Registry, sources: ScraperMetri
   });
   new Gauge({
     name: 'scrape_session_unavailable',
-    help: '1 while no session can be made (the pool backs off; see npm run ops -- scrapers:sessions for why)',
+    help: '1 while no clearance can be made (the pool backs off; see npm run ops -- scrapers:sessions for why)',
     labelNames: ['platform'],
     registers,
     collect() {
@@ -98,7 +98,8 @@ export function scraperFigures(sources: ScraperMetricsSources, now: () => number
     last = { at, loads: browser.visits };
     return {
       browser: { page_loads: browser.visits, page_loads_per_minute: perMinute, launches: browser.launches, open_pages: browser.openPages },
-      sessions: Object.fromEntries(Object.entries(sources.sessions).map(([platform, pool]) => [platform, pool.stats()])),
+      // `sessions`: the ops CLI's field name (scrapers:sessions), kept as it was.
+      sessions: Object.fromEntries(Object.entries(sources.clearances).map(([platform, pool]) => [platform, pool.stats()])),
     };
   };
 }

@@ -4,7 +4,6 @@
 import type { CheerioAPI } from 'cheerio';
 import type { z } from 'zod';
 import type { Page } from 'playwright-core';
-import type { SessionPool } from './session-pool.ts';
 import type { EventRef } from '../platform/event-ref.ts';
 import type { PlatformKey } from '../platform/registry.ts';
 import type { BlockPageRule } from './block-pages.ts';
@@ -54,7 +53,7 @@ export class ScrapeFailure extends Error {
   /**
    * For `blocked`: the platform itself refused the request (a 403, a 429, its challenge page),
    * so the address it came from is blocked, not only this scrape. False for a block we infer
-   * ourselves (no browser session could be made).
+   * ourselves (no clearance could be made in the browser).
    */
   readonly refusedByPlatform: boolean;
   /**
@@ -149,7 +148,7 @@ export interface FetchInit {
   signal?: AbortSignal;
   /**
    * Statuses the caller reads itself instead of having them thrown as failures (pf_01 tells a
-   * refused session from a block by a 403's body).
+   * refused clearance from a block by a 403's body).
    */
   readStatuses?: readonly number[];
   /**
@@ -175,14 +174,14 @@ export interface PageFetcher {
 }
 
 /**
- * Pages of the warm browser (browser-pages.ts), for platforms that render client-side. Held by
- * the scrapers and pf_01's session maker; adapters get it bound to their scrape (ScrapeBrowser).
+ * Opens pages of the warm browser (browser-pages.ts), for platforms that render client-side. Held by
+ * the scrapers and pf_01's clearance maker; adapters get it bound to their scrape (ScrapeBrowser).
  */
-export interface BrowserSession {
+export interface PageOpener {
   /**
-   * `session`: the page goes through its exit's proxy as its browser (user agent, language).
+   * `session`: the scrape session; the page goes through its exit's proxy as its browser (user agent, language).
    * `blockPage`: the platform's challenge page; a main document it matches is a `blocked` failure.
-   * `watch`: called with the page before it navigates (to listen to its requests: pf_01's sessions
+   * `watch`: called with the page before it navigates (to listen to its requests: pf_01's clearances
    * record the page's own data requests); what it returns is called once the visit is over.
    */
   withPage<T>(url: string, use: (page: Page) => Promise<T>, options?: { signal?: AbortSignal; session?: ScrapeSession; blockPage?: BlockPageRule; watch?: (page: Page) => () => void }): Promise<T>;
@@ -212,23 +211,67 @@ export interface ScrapeBrowser {
   withPage<T>(url: string, use: (page: Page) => Promise<T>): Promise<T>;
 }
 
-/**
- * The browser-made sessions one scrape may use (pf_01's, pf_01-session.ts): those made through
- * the scrape's own exit, the fetcher their requests go through (bound like ScrapeVia's `http`),
- * and how this set of adapters uses them. What a session holds is its platform's business: the
- * platform's adapter knows it (pf_01.ts checks it), these generic types do not.
- */
-export interface ScrapeBrowserMade {
-  pool: SessionPool<unknown>;
-  http: ScrapeFetcher;
-  use: SessionUse;
+// Clearances (docs/scraping.md, "Words used in src/scrapers"): what a real browser visit leaves
+// behind that lets plain HTTP requests through, made and renewed by clearance-pool.ts. The pool's
+// shape lives here, beside what holds it, so that these generic types import no implementation
+// and no platform's module.
+
+/** A clearance handed to one request; give it back to refused() if the platform refuses it. */
+export interface ClearanceLease<S> {
+  clearance: S;
+  slot: number;
+  generation: number;
+  /** When the clearance was made (the pool's clock). */
+  madeAt: number;
 }
 
-/** One platform's browser-made sessions as the scrapers hold them: a pool per exit, and their fetcher. */
-export interface BrowserMadeSessions {
-  /** The pool a scrape made with `session` uses (its exit's). */
-  poolFor(session: ScrapeSession | undefined): SessionPool<unknown>;
-  /** The fetcher the sessions' requests go through, bound to each scrape (scrape-via.ts). */
+export interface ClearancePoolStats {
+  size: number;
+  /** Clearances usable now. */
+  ready: number;
+  made: number;
+  /** Made to replace a clearance (ahead of its expiry, after a refusal, or once it expired). */
+  renewed: number;
+  /** Clearances the platform refused before their time. */
+  refused: number;
+  /** Makes that failed. */
+  failed: number;
+  /** Requests served by a clearance (the leases handed out). */
+  polls: number;
+  /** Why the last make failed, while the pool is held back by it (null once a make succeeds). */
+  lastError: { kind: string; message: string; at: string; retry_at: string } | null;
+}
+
+export interface ClearancePool<S> {
+  /** A usable clearance, making or renewing one if need be; throws the make's ScrapeFailure. */
+  acquire(signal?: AbortSignal): Promise<ClearanceLease<S>>;
+  /** A usable clearance if one is ready now, never waiting for one (on-demand scrapes); starts one if none is. */
+  ready(): ClearanceLease<S> | null;
+  /** The platform refused this clearance: it is dropped and renewed once, whoever reports it. */
+  refused(lease: ClearanceLease<S>): void;
+  stats(): ClearancePoolStats;
+  /** The pool's clock (epoch ms), to compare with a lease's madeAt. */
+  now(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * The clearances one scrape may use (pf_01's, pf_01-clearance.ts): those made through
+ * the scrape's own exit, the fetcher their requests go through (bound like ScrapeVia's `http`),
+ * and how this set of adapters uses them. What a clearance holds is its platform's business: the
+ * platform's adapter knows it (pf_01.ts checks it), these generic types do not.
+ */
+export interface ScrapeClearances {
+  pool: ClearancePool<unknown>;
+  http: ScrapeFetcher;
+  use: ClearanceUse;
+}
+
+/** One platform's clearances as the scrapers hold them: a pool per exit, and their fetcher. */
+export interface ClearancesByExit {
+  /** The pool a scrape made with scrape session `session` uses (its exit's). */
+  poolFor(session: ScrapeSession | undefined): ClearancePool<unknown>;
+  /** The fetcher the clearances' requests go through, bound to each scrape (scrape-via.ts). */
   http: PageFetcher;
 }
 
@@ -242,8 +285,8 @@ export interface ScrapeVia {
   readonly signal: AbortSignal | undefined;
   readonly http: ScrapeFetcher;
   readonly browser: ScrapeBrowser;
-  /** Present for the platform whose data endpoints need a session made in the browser (pf_01), when the process makes them. */
-  readonly browserMade?: ScrapeBrowserMade;
+  /** Present for the platform whose data endpoints need a clearance made in the browser (pf_01), when the process makes them. */
+  readonly clearances?: ScrapeClearances;
 }
 
 /** What an adapter factory is given, once: where its platform is. Its fetchers come per scrape (ScrapeVia). */
@@ -253,17 +296,17 @@ export interface AdapterDeps {
 }
 
 /**
- * How a set of adapters uses the sessions: `always` (the monitors' polls: make one if need be,
+ * How a set of adapters uses the clearances: `always` (the monitors' polls: make one if need be,
  * and back off as for a block when none can be made) or `when-warm` (on-demand scrapes: a ready
- * session if there is one, the browser otherwise).
+ * clearance if there is one, the browser otherwise).
  */
-export type SessionUse = 'always' | 'when-warm';
+export type ClearanceUse = 'always' | 'when-warm';
 
 /**
- * The browser-made sessions a set of scrapers shares, and how it uses them; each scrape is given
- * those of its own exit (ScrapeVia.browserMade).
+ * The clearances a set of scrapers shares, and how it uses them; each scrape is given
+ * those of its own exit (ScrapeVia.clearances).
  */
-export interface PlatformSessions {
-  pf01: BrowserMadeSessions;
-  use: SessionUse;
+export interface PlatformClearances {
+  pf01: ClearancesByExit;
+  use: ClearanceUse;
 }

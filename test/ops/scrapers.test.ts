@@ -9,7 +9,7 @@ import { createDb } from '../../db/connection.ts';
 import { createLogger } from '../../src/logger.ts';
 import { startBrowserReports } from '../../src/scrapers/browser-reports.ts';
 import { scraperFigures } from '../../src/scrapers/scraper-metrics.ts';
-import { createSessionPool } from '../../src/scrapers/session-pool.ts';
+import { createClearancePool } from '../../src/scrapers/clearance-pool.ts';
 import { ScrapeFailure } from '../../src/scrapers/types.ts';
 import { databaseUrl, runTs } from '../support/harness.ts';
 import { uniqueTaskQueue } from '../support/temporal.ts';
@@ -21,7 +21,7 @@ describe('ops scrapers:sessions', () => {
   it("shows each worker's page loads and sessions, and why none can be made", async () => {
     let visits = 0;
     let failWith: ScrapeFailure | null = null;
-    const pool = createSessionPool<{ id: string }>({
+    const pool = createClearancePool<{ id: string }>({
       size: 2,
       makeTimeoutMs: 1_000,
       expiresAt: () => null,
@@ -42,7 +42,7 @@ describe('ops scrapers:sessions', () => {
 
     const browser = { stats: () => ({ launches: 1, browsers: 1, openPages: 1, peakOpenPages: 2, visits }) };
     const taskQueue = uniqueTaskQueue('scrapes');
-    const reporter = startBrowserReports({ db, taskQueue, chromiumPath: process.execPath, log: createLogger('silent'), figures: scraperFigures({ browser, sessions: { pf_01: pool } }) });
+    const reporter = startBrowserReports({ db, taskQueue, chromiumPath: process.execPath, log: createLogger('silent'), figures: scraperFigures({ browser, clearances: { pf_01: pool } }) });
     try {
       await expect.poll(() => db('scrape_worker_browsers').where({ task_queue: taskQueue }).first('scrapers'), { timeout: 15_000 }).toBeTruthy();
       const env = { ...process.env, DATABASE_URL: databaseUrl(), LOG_LEVEL: 'silent' };

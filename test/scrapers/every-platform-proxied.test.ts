@@ -21,7 +21,7 @@ import { parseProxyUrls } from '../../src/scrapers/egress/proxy-urls.ts';
 import { createHttpClients, createHttpFetcher, type HttpClients, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { createScrapers, type Scrapers } from '../../src/scrapers/index.ts';
 import { createMarketplaceScrapers } from '../../src/scrapers/marketplaces/index.ts';
-import { createPf01Sessions, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
+import { createPf01Clearances, type Pf01Clearances } from '../../src/scrapers/platforms/pf_01-clearance.ts';
 import { DEMO_IDS } from '../../src/simulator/marketplaces/demo.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { startLoopbackProxies, type LoopbackProxies } from '../support/loopback-proxies.ts';
@@ -37,7 +37,7 @@ let clients: HttpClients;
 let onDemandHttp: HttpFetcher;
 let pollHttp: HttpFetcher;
 let browser: BrowserPages;
-let pf01: Pf01Sessions;
+let pf01: Pf01Clearances;
 let onDemand: Scrapers;
 let polls: Scrapers;
 
@@ -63,11 +63,11 @@ beforeAll(async () => {
   onDemandHttp = createHttpFetcher({ concurrency: 4, timeoutMs: LIMIT_MS, clients });
   pollHttp = createHttpFetcher({ concurrency: 8, timeoutMs: LIMIT_MS, clients });
   browser = createBrowserPages({ pages: 2, chromiumPath: CHROMIUM, timeoutMs: LIMIT_MS });
-  pf01 = createPf01Sessions({ browser, http: pollHttp, baseUrl: sim.baseUrls.pf_01!, size: 1, makeTimeoutMs: LIMIT_MS });
+  pf01 = createPf01Clearances({ browser, http: pollHttp, baseUrl: sim.baseUrls.pf_01!, size: 1, makeTimeoutMs: LIMIT_MS });
   // As activities/index.ts builds them.
   const common = { browser, exits, baseUrls: sim.baseUrls, browserPages: 2, chromiumPath: CHROMIUM, attemptTimeoutMs: LIMIT_MS };
-  onDemand = createScrapers({ ...common, http: onDemandHttp, sessions: { pf01, use: 'when-warm' } });
-  polls = createScrapers({ ...common, http: pollHttp, sessions: { pf01, use: 'always' } });
+  onDemand = createScrapers({ ...common, http: onDemandHttp, clearances: { pf01, use: 'when-warm' } });
+  polls = createScrapers({ ...common, http: pollHttp, clearances: { pf01, use: 'always' } });
 });
 afterAll(async () => {
   unsubscribe('http.server.request.start', onRequest);

@@ -14,7 +14,7 @@ import { parseProxyUrls } from '../../src/scrapers/egress/proxy-urls.ts';
 import { createHttpClients, createHttpFetcher, type HttpClients } from '../../src/scrapers/http-fetcher.ts';
 import { createScrapers, type Scrapers } from '../../src/scrapers/index.ts';
 import { createMarketplaceScrapers } from '../../src/scrapers/marketplaces/index.ts';
-import { createPf01Sessions, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
+import { createPf01Clearances, type Pf01Clearances } from '../../src/scrapers/platforms/pf_01-clearance.ts';
 import { DEMO_IDS } from '../../src/simulator/marketplaces/demo.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import type { WalledSite } from '../../src/simulator/walls/wall.ts';
@@ -30,7 +30,7 @@ let browser: BrowserPages;
 
 interface Mode {
   exits: ExitPools | undefined;
-  pf01: Pf01Sessions;
+  pf01: Pf01Clearances;
   onDemand: Scrapers;
   polls: Scrapers;
   http: ReturnType<typeof createHttpFetcher>;
@@ -40,15 +40,15 @@ const modes: Partial<Record<'direct' | 'proxied', Mode>> = {};
 function buildMode(exits: ExitPools | undefined): Mode {
   const onDemandHttp = createHttpFetcher({ concurrency: 4, timeoutMs: LIMIT_MS, clients });
   const pollHttp = createHttpFetcher({ concurrency: 8, timeoutMs: LIMIT_MS, clients });
-  const pf01 = createPf01Sessions({ browser, http: pollHttp, baseUrl: sim.httpsBaseUrls.pf_01!, size: 1, makeTimeoutMs: LIMIT_MS });
+  const pf01 = createPf01Clearances({ browser, http: pollHttp, baseUrl: sim.httpsBaseUrls.pf_01!, size: 1, makeTimeoutMs: LIMIT_MS });
   // As activities/index.ts builds them.
   const common = { browser, exits, baseUrls: sim.httpsBaseUrls, browserPages: 2, chromiumPath: CHROMIUM, attemptTimeoutMs: LIMIT_MS };
   return {
     exits,
     pf01,
     http: onDemandHttp,
-    onDemand: createScrapers({ ...common, http: onDemandHttp, sessions: { pf01, use: 'when-warm' } }),
-    polls: createScrapers({ ...common, http: pollHttp, sessions: { pf01, use: 'always' } }),
+    onDemand: createScrapers({ ...common, http: onDemandHttp, clearances: { pf01, use: 'when-warm' } }),
+    polls: createScrapers({ ...common, http: pollHttp, clearances: { pf01, use: 'always' } }),
   };
 }
 

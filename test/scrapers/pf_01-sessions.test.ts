@@ -1,13 +1,13 @@
-// pf_01 over HTTP with sessions made in the browser (issue 23), against the real simulator's
-// protection (a JavaScript challenge per session, a token bound to a cookie and the user agent)
-// and a real Debian Chromium. The ground truth is the simulator's own count of sessions issued
+// pf_01 over HTTP with clearances made in the browser (issue 23; the file keeps its older name),
+// against the real simulator's protection (a JavaScript challenge per session, in the simulator's
+// words: a token bound to a cookie and the user agent) and a real Debian Chromium. The ground truth is the simulator's own count of sessions issued
 // and the browser's count of page loads, never the pool's view of itself:
-// - a session answers exactly what the rendered page answers (a property over inventories, and
+// - a clearance answers exactly what the rendered page answers (a property over inventories, and
 //   every failure kind), with one page load for any number of polls;
-// - a revoked session is renewed once for many polls; an expiring one ahead of time, with no
+// - a revoked clearance is renewed once for many polls; an expiring one ahead of time, with no
 //   poll failing; a changed challenge page or a missing Chromium makes polls back off as for a
-//   block, while on-demand scrapes answer as they do without sessions;
-// - the session is the page's own data request as the browser sent it: the token is followed to
+//   block, while on-demand scrapes answer as they do without clearances;
+// - the clearance is the page's own data request as the browser sent it: the token is followed to
 //   another header and into a cookie, set through the control API, with nothing changed here.
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -18,8 +18,8 @@ import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
 import { createBrowserPages, type BrowserPages } from '../../src/scrapers/browser-pages.ts';
 import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { createPf01 } from '../../src/scrapers/platforms/pf_01.ts';
-import { createPf01Sessions, sessionHeaders, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
-import { ScrapeFailure, type PageFetcher, type ScrapeData, type SessionUse } from '../../src/scrapers/types.ts';
+import { createPf01Clearances, clearanceHeaders, type Pf01Clearances } from '../../src/scrapers/platforms/pf_01-clearance.ts';
+import { ScrapeFailure, type PageFetcher, type ScrapeData, type ClearanceUse } from '../../src/scrapers/types.ts';
 import { withFetchers, type BoundAdapter } from './platform-harness.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { simEventInputSchema } from '../../src/simulator/state.ts';
@@ -39,13 +39,13 @@ const noHttp: PageFetcher = {
   json: () => Promise.reject(new Error('the page path must not fetch over HTTP')),
 };
 
-function adapter(sessions: Pf01Sessions, use: SessionUse): BoundAdapter {
-  return withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser, sessions: { pf01: sessions, use } });
+function adapter(pf01: Pf01Clearances, use: ClearanceUse): BoundAdapter {
+  return withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser, clearances: { pf01, use } });
 }
 
-function sessions(size = 2, opts: { browser?: BrowserPages } = {}): Pf01Sessions {
+function clearances(size = 2, opts: { browser?: BrowserPages } = {}): Pf01Clearances {
   // The challenge wait below the page visit's limit, as it is in the worker (10 s against 60 s).
-  return createPf01Sessions({ browser: opts.browser ?? browser, http, baseUrl: sim.baseUrls.pf_01!, size, makeTimeoutMs: TIMEOUT_MS * 2, challengeWaitMs: TIMEOUT_MS / 2 });
+  return createPf01Clearances({ browser: opts.browser ?? browser, http, baseUrl: sim.baseUrls.pf_01!, size, makeTimeoutMs: TIMEOUT_MS * 2, challengeWaitMs: TIMEOUT_MS / 2 });
 }
 
 let serial = 0;
@@ -87,29 +87,29 @@ beforeEach(() => {
   sim.protection.configure({ challenge: 'standard', session_ttl_ms: 600_000 });
 });
 
-describe('pf_01 sessions made in the browser, polls over HTTP', () => {
+describe('pf_01 clearances made in the browser, polls over HTTP', () => {
   it('answers exactly what the rendered page answers, for any inventory (property)', async () => {
-    const pool = sessions(1);
+    const pool = clearances(1);
     const polls = adapter(pool, 'always');
     let answered = 0;
     await fc.assert(
       fc.asyncProperty(inventory, fc.constantFrom('ok', 'ok', 'v1', 'v2'), async (inv, down) => {
         const ref = putEvent({ ...inv, arms: { v1: down === 'v1' ? 'error' : 'ok', v2: down === 'v2' ? 'error' : 'ok' } });
-        const [page, session] = await Promise.all([outcome(viaPage.scrape(ref)), outcome(polls.scrape(ref))]);
-        expect(session).toEqual(page);
+        const [page, clearance] = await Promise.all([outcome(viaPage.scrape(ref)), outcome(polls.scrape(ref))]);
+        expect(clearance).toEqual(page);
         if ('sections' in page) answered++;
       }),
       { numRuns: 25 },
     );
     // Not a comparison of two failures: most runs compared whole scrapes.
     expect(answered).toBeGreaterThan(15);
-    // Every poll above went through one session: one challenge answered in the browser.
+    // Every poll above went through one clearance: one challenge answered in the browser.
     expect(pool.pool.stats().made).toBe(1);
     await pool.pool.close();
   });
 
   it('fails the same way as the page for every behaviour of the platform', async () => {
-    const polls = adapter(sessions(1), 'always');
+    const polls = adapter(clearances(1), 'always');
     const cases: Partial<z.input<typeof simEventInputSchema>>[] = [
       { behaviour: 'not_found' },
       { behaviour: 'error' },
@@ -121,19 +121,19 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     ];
     for (const input of cases) {
       const ref = putEvent(input);
-      const [page, session] = await Promise.all([viaPage.scrape(ref).catch((e: ScrapeFailure) => e), polls.scrape(ref).catch((e: ScrapeFailure) => e)]);
-      expect(session, JSON.stringify(input)).toBeInstanceOf(ScrapeFailure);
-      expect((session as ScrapeFailure).kind, `${JSON.stringify(input)}: ${(session as Error).message}`).toBe((page as ScrapeFailure).kind);
-      expect((session as ScrapeFailure).retryAfterMs, JSON.stringify(input)).toBe((page as ScrapeFailure).retryAfterMs);
+      const [page, clearance] = await Promise.all([viaPage.scrape(ref).catch((e: ScrapeFailure) => e), polls.scrape(ref).catch((e: ScrapeFailure) => e)]);
+      expect(clearance, JSON.stringify(input)).toBeInstanceOf(ScrapeFailure);
+      expect((clearance as ScrapeFailure).kind, `${JSON.stringify(input)}: ${(clearance as Error).message}`).toBe((page as ScrapeFailure).kind);
+      expect((clearance as ScrapeFailure).retryAfterMs, JSON.stringify(input)).toBe((page as ScrapeFailure).retryAfterMs);
     }
     const unknown = parseEventRef('pf_01', 'NoSuchEvent00001', 'uk');
     if (!unknown.ok) throw new Error(unknown.message);
     await expect(polls.scrape(unknown.ref)).rejects.toMatchObject({ kind: 'not_found' });
   });
 
-  it('loads one page for a hundred polls: the session, not the page, is what the browser is for', async () => {
+  it('loads one page for a hundred polls: the clearance, not the page, is what the browser is for', async () => {
     const ref = putEvent({ sections: [{ name: 'Floor', price: 40, stock: 12 }] });
-    const pool = sessions(2);
+    const pool = clearances(2);
     const polls = adapter(pool, 'always');
     const loads0 = browser.stats().visits;
     const issued0 = issued();
@@ -147,11 +147,11 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     await pool.pool.close();
   });
 
-  it.each([1, 3])('renews each revoked session once (pool of %i) for twenty polls that meet the refusal together, and none of them fails', async (size) => {
+  it.each([1, 3])('renews each revoked clearance once (pool of %i) for twenty polls that meet the refusal together, and none of them fails', async (size) => {
     const ref = putEvent({ sections: [{ name: 'Floor', price: 40, stock: 12 }] });
-    const pool = sessions(size);
+    const pool = clearances(size);
     const polls = adapter(pool, 'always');
-    // Every slot filled first, so the revocation takes sessions the polls are spread over.
+    // Every slot filled first, so the revocation takes clearances the polls are spread over.
     await expect.poll(async () => (await polls.scrape(ref), pool.pool.stats().made), { timeout: 10_000, interval: 50 }).toBe(size);
     const issued0 = issued();
     sim.protection.revokeAll();
@@ -166,10 +166,10 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     await pool.pool.close();
   });
 
-  it('renews sessions ahead of their expiry, so polls never meet an expired one', async () => {
+  it('renews clearances ahead of their expiry, so polls never meet an expired one', async () => {
     sim.protection.configure({ session_ttl_ms: 6_000 });
     const ref = putEvent({ sections: [{ name: 'Floor', price: 40, stock: 12 }] });
-    const pool = sessions(1);
+    const pool = clearances(1);
     const polls = adapter(pool, 'always');
     const refused0 = sim.protection.stats().refused;
     const issued0 = issued();
@@ -180,8 +180,8 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
       count++;
       await new Promise((r) => setTimeout(r, 100));
     }
-    // 6 s sessions are handed out for 4 s (a 2 s margin) and renewed at 70-90% of that, every
-    // 2.8-3.6 s: in 9 s, the first session and 2-3 renewals.
+    // 6 s clearances are handed out for 4 s (a 2 s margin) and renewed at 70-90% of that, every
+    // 2.8-3.6 s: in 9 s, the first clearance and 2-3 renewals.
     expect(issued() - issued0).toBeGreaterThanOrEqual(3);
     expect(issued() - issued0).toBeLessThanOrEqual(4);
     expect(sim.protection.stats().refused - refused0).toBe(0);
@@ -190,15 +190,15 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     await pool.pool.close();
   });
 
-  it('answers on-demand scrapes from a warm session, and through the page while there is none', async () => {
+  it('answers on-demand scrapes from a warm clearance, and through the page while there is none', async () => {
     const ref = putEvent({ sections: [{ name: 'Floor', price: 40, stock: 12 }] });
-    const pool = sessions(1);
+    const pool = clearances(1);
     const onDemand = adapter(pool, 'when-warm');
     const loads0 = browser.stats().visits;
     const issued0 = issued();
     const cold = await onDemand.scrape(ref);
-    // No session yet: the page was rendered (its own challenge answered in the page), and one
-    // session is made behind it for the next scrape.
+    // No clearance yet: the page was rendered (its own challenge answered in the page), and one
+    // clearance is made behind it for the next scrape.
     await expect.poll(() => pool.pool.stats().made, { timeout: 10_000 }).toBe(1);
     expect(browser.stats().visits - loads0).toBe(2);
     const loads1 = browser.stats().visits;
@@ -208,7 +208,7 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     expect(browser.stats().visits).toBe(loads1);
     expect(issued()).toBe(issued1);
     expect(issued1 - issued0).toBe(2);
-    // A refused warm session sends the scrape to the page, not into a wait.
+    // A refused warm clearance sends the scrape to the page, not into a wait.
     sim.protection.revokeAll();
     expect(await onDemand.scrape(ref)).toEqual(cold);
     await pool.pool.close();
@@ -216,16 +216,16 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
 
   it('follows the token wherever the page puts it (another header, then a cookie), set through the control API, with no change here', async () => {
     const ref = putEvent({ sections: [{ name: 'Floor', price: 40, stock: 12 }] });
-    const pool = sessions(1);
+    const pool = clearances(1);
     const polls = adapter(pool, 'always');
     const protection = (body: unknown) => fetch(`${sim.url}/_sim/pf_01/protection`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const made = () => sessionHeaders(pool.pool.ready()!.session);
+    const made = () => clearanceHeaders(pool.pool.ready()!.clearance);
     try {
       const first = await polls.scrape(ref);
       expect(first.sections.Floor).toBeDefined();
       expect(made()['x-pf01-token']).toMatch(/^[0-9a-f]{48}$/);
 
-      // The redesign: other names. The session in hand is refused, renewed once, and the new one
+      // The redesign: other names. The clearance in hand is refused, renewed once, and the new one
       // carries the token where the page now sends it.
       expect((await protection({ challenge: 'changed' })).status).toBe(200);
       expect(await polls.scrape(ref)).toEqual(first);
@@ -245,9 +245,9 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
   });
 
   it('replays the headers the browser sent with its own data request, the cookie from its context', async () => {
-    const pool = sessions(1);
+    const pool = clearances(1);
     const lease = await pool.pool.acquire();
-    const headers = lease.session.headers;
+    const headers = lease.clearance.headers;
     const names = headers.map(([name]) => name);
     // What Chromium sends with a script's fetch(): its identity, the token, the fetch metadata.
     for (const name of ['user-agent', 'sec-ch-ua', 'sec-ch-ua-mobile', 'sec-ch-ua-platform', 'x-pf01-token', 'accept', 'sec-fetch-site', 'sec-fetch-mode', 'sec-fetch-dest', 'referer', 'accept-language']) {
@@ -256,14 +256,14 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     // Nothing of the connection's, and no HeadlessChrome.
     for (const name of ['host', 'connection', 'cookie', 'accept-encoding']) expect(names).not.toContain(name);
     expect(JSON.stringify(headers)).not.toMatch(/headless/i);
-    expect(lease.session.cookie).toMatch(/^pf01_sid=[0-9a-f]{32}$/);
-    // The expiry the session endpoint gave the page.
-    expect(lease.session.expiresAt).toBeGreaterThan(Date.now() + 500_000);
+    expect(lease.clearance.cookie).toMatch(/^pf01_sid=[0-9a-f]{32}$/);
+    // The expiry the token endpoint gave the page.
+    expect(lease.clearance.expiresAt).toBeGreaterThan(Date.now() + 500_000);
     await pool.pool.close();
   });
 
   it('when the front page no longer asks its data endpoints: polls back off as for a block, saying why; on-demand scrapes still render the page', async () => {
-    // A redesign we cannot follow: the front page gets no session and asks nothing.
+    // A redesign we cannot follow: the front page gets no token and asks nothing.
     const redesigned = createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html', 'set-cookie': 'pf01_sid=0123456789abcdef0123456789abcdef; Path=/' });
       res.end('<!doctype html><html><head><title>pf01 tickets</title></head><body><main id="home">New look!</main></body></html>');
@@ -271,7 +271,7 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
     await new Promise<void>((resolve) => redesigned.listen(0, '127.0.0.1', resolve));
     try {
       const ref = putEvent({ sections: [{ name: 'Floor', price: 40, stock: 12 }] });
-      const pool = createPf01Sessions({ browser, http, baseUrl: `http://127.0.0.1:${(redesigned.address() as AddressInfo).port}/pf_01`, size: 1, makeTimeoutMs: TIMEOUT_MS * 2, challengeWaitMs: TIMEOUT_MS / 4 });
+      const pool = createPf01Clearances({ browser, http, baseUrl: `http://127.0.0.1:${(redesigned.address() as AddressInfo).port}/pf_01`, size: 1, makeTimeoutMs: TIMEOUT_MS * 2, challengeWaitMs: TIMEOUT_MS / 4 });
       const err = (await adapter(pool, 'always').scrape(ref).catch((e: unknown) => e)) as ScrapeFailure;
       expect(err).toBeInstanceOf(ScrapeFailure);
       expect(err.kind).toBe('blocked');
@@ -294,9 +294,9 @@ describe('pf_01 sessions made in the browser, polls over HTTP', () => {
   it('without Chromium: polls back off as for a block, on-demand scrapes answer browser_missing as today', async () => {
     const missing = createBrowserPages({ pages: 1, chromiumPath: '/nonexistent/chromium', timeoutMs: TIMEOUT_MS });
     try {
-      const pool = sessions(1, { browser: missing });
+      const pool = clearances(1, { browser: missing });
       const ref = putEvent({ sections: [{ name: 'Floor', price: 40, stock: 12 }] });
-      const make = (use: SessionUse) => withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser: missing, sessions: { pf01: pool, use } });
+      const make = (use: ClearanceUse) => withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser: missing, clearances: { pf01: pool, use } });
       const poll = (await make('always').scrape(ref).catch((e: unknown) => e)) as ScrapeFailure;
       expect(poll.kind).toBe('blocked');
       expect(poll.message).toMatch(/chromium/i);

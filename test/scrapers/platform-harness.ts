@@ -9,7 +9,7 @@ import { PLATFORMS, type PlatformKey } from '../../src/platform/registry.ts';
 import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { ADAPTER_FACTORIES, BLOCK_PAGES } from '../../src/scrapers/platforms/index.ts';
 import { scrapeVia, type ScrapeFetchers } from '../../src/scrapers/scrape-via.ts';
-import { ScrapeFailure, type BrowserSession, type OfferSection, type PageFetcher, type PlatformAdapter, type ScrapeData, type ScrapeFailureKind, type ScrapeOptions } from '../../src/scrapers/types.ts';
+import { ScrapeFailure, type PageOpener, type OfferSection, type PageFetcher, type PlatformAdapter, type ScrapeData, type ScrapeFailureKind, type ScrapeOptions } from '../../src/scrapers/types.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import type { SimSection } from '../../src/simulator/state.ts';
 
@@ -84,7 +84,7 @@ export function refOf(platform: HttpPlatform, eventId: string, region: string): 
   return parsed.ref;
 }
 
-const noBrowser: BrowserSession = {
+const noBrowser: PageOpener = {
   withPage: () => Promise.reject(new Error('no browser in HTTP adapter tests')),
 };
 

@@ -13,7 +13,7 @@ import { createLogger } from '../../src/logger.ts';
 import { createBrowserPages, type BrowserPages } from '../../src/scrapers/browser-pages.ts';
 import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { createPf01 } from '../../src/scrapers/platforms/pf_01.ts';
-import { createPf01Sessions, sessionHeaders, type Pf01Sessions } from '../../src/scrapers/platforms/pf_01-session.ts';
+import { createPf01Clearances, clearanceHeaders, type Pf01Clearances } from '../../src/scrapers/platforms/pf_01-clearance.ts';
 import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { simEventInputSchema } from '../../src/simulator/state.ts';
@@ -319,7 +319,7 @@ describe('pf_01 through proxies: browser sessions made through the exit their po
   let sim: Simulator;
   let browser: BrowserPages;
   let lean: HttpFetcher;
-  let pf01: Pf01Sessions;
+  let pf01: Pf01Clearances;
   let polls: BoundAdapter;
   let serial = 0;
   const noHttp: PageFetcher = {
@@ -331,8 +331,8 @@ describe('pf_01 through proxies: browser sessions made through the exit their po
     sim = await startSimulator({ empty: true });
     browser = createBrowserPages({ pages: 2, chromiumPath: CHROMIUM, timeoutMs: LIMIT_MS });
     lean = createHttpFetcher({ concurrency: 8, timeoutMs: LIMIT_MS });
-    pf01 = createPf01Sessions({ browser, http: lean, baseUrl: sim.baseUrls.pf_01!, size: 1, makeTimeoutMs: LIMIT_MS * 2, challengeWaitMs: LIMIT_MS / 2 });
-    polls = withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser, sessions: { pf01, use: 'always' } });
+    pf01 = createPf01Clearances({ browser, http: lean, baseUrl: sim.baseUrls.pf_01!, size: 1, makeTimeoutMs: LIMIT_MS * 2, challengeWaitMs: LIMIT_MS / 2 });
+    polls = withFetchers(createPf01({ baseUrl: sim.baseUrls.pf_01! }), { http: noHttp, browser, clearances: { pf01, use: 'always' } });
   });
   afterAll(async () => {
     await pf01?.pool.close();
@@ -375,7 +375,7 @@ describe('pf_01 through proxies: browser sessions made through the exit their po
     expect(addressesSince(t)).toEqual(new Set([proxies.proxies[0]!.address]));
     // The browser session is the first exit's browser: its user agent is the scrape session's.
     // Its client hints are the ones Chromium made for that identity (the same brands, in the same order).
-    const made = sessionHeaders(pf01.poolFor(viaOne).ready()!.session);
+    const made = clearanceHeaders(pf01.poolFor(viaOne).ready()!.clearance);
     expect(made['user-agent']).toBe(viaOne!.headers['user-agent']);
     expect(made['sec-ch-ua']).toBe(viaOne!.headers['sec-ch-ua']);
     expect(made['accept-language']).toBe(viaOne!.headers['accept-language']);
@@ -387,7 +387,7 @@ describe('pf_01 through proxies: browser sessions made through the exit their po
     expect(issued()).toBe(2);
     expect(forwarded()[0]! - before[0]!).toBe(0);
     expect(addressesSince(t)).toEqual(new Set([proxies.proxies[1]!.address]));
-    expect(sessionHeaders(pf01.poolFor(viaTwo).ready()!.session)['user-agent']).toBe(viaTwo!.headers['user-agent']);
+    expect(clearanceHeaders(pf01.poolFor(viaTwo).ready()!.clearance)['user-agent']).toBe(viaTwo!.headers['user-agent']);
 
     // Polls go on through each exit with that exit's session: no new session, the token accepted.
     t = mark();

@@ -7,7 +7,7 @@ import { ExitPool } from '../../src/scrapers/egress/exit-pool.ts';
 import { parseProxyUrl } from '../../src/scrapers/egress/proxy-urls.ts';
 import { noBlockPage, cloudflareChallenge } from '../../src/scrapers/block-pages.ts';
 import { bindBrowser, bindFetcher, scrapeVia } from '../../src/scrapers/scrape-via.ts';
-import type { BrowserSession, FetchInit, PageFetcher, ScrapeFetchInit } from '../../src/scrapers/types.ts';
+import type { PageOpener, FetchInit, PageFetcher, ScrapeFetchInit } from '../../src/scrapers/types.ts';
 
 /** A fetcher that answers nothing and records what it was asked with. */
 function recorder(): { http: PageFetcher; calls: FetchInit[] } {
@@ -49,12 +49,12 @@ describe('a scrape\'s bound fetchers', () => {
     const via = scrapeVia({ http, browser: { withPage: () => Promise.reject(new Error('unused')) } }, { session: undefined, signal: undefined, blockPage: noBlockPage });
     await via.http.json('http://x/');
     expect(calls[0]).toMatchObject({ session: undefined, signal: undefined });
-    expect(via.browserMade).toBeUndefined();
+    expect(via.clearances).toBeUndefined();
   });
 
   it('open browser pages through the scrape\'s session', async () => {
     const seen: unknown[] = [];
-    const browser: BrowserSession = { withPage: (_url, _use, options) => (seen.push(options), Promise.resolve(undefined as never)) };
+    const browser: PageOpener = { withPage: (_url, _use, options) => (seen.push(options), Promise.resolve(undefined as never)) };
     const session = pool.session(pool.exits[0]!);
     await bindBrowser(browser, { session, signal: undefined, blockPage: cloudflareChallenge }).withPage('http://x/', () => Promise.resolve(1));
     expect(seen).toEqual([{ session, signal: undefined, blockPage: cloudflareChallenge }]);

@@ -2,15 +2,16 @@
 // map in the browser from two data arms: seats from the seat arm (v2), resale listings and
 // general-admission counts from the availability arm (v1). One arm down still answers, marked
 // `degraded` (spec 2.5); both down fails. Two ways in, judged by the same rules (parsePf01):
-// - the rendered DOM of a warm Chromium page (on-demand scrapes without a ready session);
-// - both arms over plain HTTP with a session made in the browser (pf_01-session.ts): the
-//   monitors' polls always, on-demand scrapes when a session is ready. domFromArms turns the
+// - the rendered DOM of a warm Chromium page (on-demand scrapes without a ready clearance);
+// - both arms over plain HTTP with a clearance made in the browser (pf_01-clearance.ts: the
+//   token-bearing headers and cookies of the page's own data request): the monitors' polls
+//   always, on-demand scrapes when a clearance is ready. domFromArms turns the
 //   two answers into the DOM the page would have drawn from them.
 // Both ways come bound to the scrape (ScrapeVia, issue 36): the page is opened through the
-// scrape's session, and the arms are polled through it with a browser session made through the
-// same exit (the exit's own pool, `via.browserMade`). Both check pf_01's Cloudflare challenge
+// scrape's session, and the arms are polled through it with a clearance made through the
+// same exit (the exit's own pool, `via.clearances`). Both check pf_01's Cloudflare challenge
 // page, a block the platform answered; the arms' own `challenge_required` 403 is not one, but a
-// refused browser session.
+// refused clearance (its token).
 import type { Page } from 'playwright-core';
 import type { EventRef } from '../../platform/event-ref.ts';
 import { eventInfo, publicUrl } from '../event-info.ts';
@@ -18,8 +19,8 @@ import { PageReader } from '../page-reader.ts';
 import { SeatMapSectionsBuilder } from '../sections.ts';
 import { failureForStatus } from '../answer-status.ts';
 import { blockedFailure, isBlockedStatus, ScrapeFailure, type AdapterDeps, type Degraded, type FetchedPage, type PlatformAdapter, type ScrapeBrowser, type ScrapeData, type ScrapeFetcher, type TicketType } from '../types.ts';
-import type { SessionLease } from '../session-pool.ts';
-import { isPf01Session, PF01_BLOCK_PAGE, sessionHeaders, type Pf01Session } from './pf_01-session.ts';
+import type { ClearanceLease } from '../types.ts';
+import { isPf01Clearance, PF01_BLOCK_PAGE, clearanceHeaders, type Pf01Clearance } from './pf_01-clearance.ts';
 
 const read = new PageReader('pf_01');
 
@@ -284,7 +285,7 @@ export function domFromArms(v2: ArmData, v1: ArmData): Pf01Dom {
 /** How one arm's request ended. */
 type ArmOutcome = { kind: 'ok'; data: Record<string, unknown> } | { kind: 'failed'; failure: ScrapeFailure; unreadable: boolean } | { kind: 'refused' };
 
-/** The data arms' answer to a request without a valid session (docs/simulator.md). */
+/** The data arms' answer to a request without a valid token (docs/simulator.md). */
 function isChallenge(page: FetchedPage): boolean {
   if (page.status !== 403) return false;
   try {
@@ -294,11 +295,11 @@ function isChallenge(page: FetchedPage): boolean {
   }
 }
 
-async function fetchArm(http: ScrapeFetcher, url: string, session: Pf01Session): Promise<ArmOutcome> {
+async function fetchArm(http: ScrapeFetcher, url: string, clearance: Pf01Clearance): Promise<ArmOutcome> {
   let page: FetchedPage & { data: unknown };
   try {
     // The challenge page (bound: PF01_BLOCK_PAGE) is checked on the 403s read here too: Cloudflare's answers 403.
-    page = await http.json(url, { headers: sessionHeaders(session), readStatuses: [403] });
+    page = await http.json(url, { headers: clearanceHeaders(clearance), readStatuses: [403] });
   } catch (err) {
     // 5xx, the network, a time-out: the page would draw this arm as unavailable. A block is not
     // an arm's trouble but the platform's word on us, and is thrown as it is.
@@ -323,13 +324,13 @@ function retryAfterOf(page: FetchedPage): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** Both arms over HTTP with one session; 'refused' when the platform did not take the session. */
-async function scrapeWithSession(ref: EventRef, baseUrl: string, http: ScrapeFetcher, session: Pf01Session, signal: AbortSignal | undefined): Promise<ScrapeData | 'refused'> {
+/** Both arms over HTTP with one clearance; 'refused' when the platform did not take its token. */
+async function scrapeWithClearance(ref: EventRef, baseUrl: string, http: ScrapeFetcher, clearance: Pf01Clearance, signal: AbortSignal | undefined): Promise<ScrapeData | 'refused'> {
   const query = `?region=${encodeURIComponent(ref.region)}`;
   const key = encodeURIComponent(ref.key);
   const [v2, v1] = await Promise.all([
-    fetchArm(http, `${baseUrl}/api/v2/events/${key}/seats${query}`, session),
-    fetchArm(http, `${baseUrl}/api/v1/events/${key}/availability${query}`, session),
+    fetchArm(http, `${baseUrl}/api/v2/events/${key}/seats${query}`, clearance),
+    fetchArm(http, `${baseUrl}/api/v1/events/${key}/availability${query}`, clearance),
   ]);
   if (v2.kind === 'refused' || v1.kind === 'refused') return 'refused';
   if (v2.kind === 'failed' && v1.kind === 'failed') {
@@ -344,10 +345,10 @@ async function scrapeWithSession(ref: EventRef, baseUrl: string, http: ScrapeFet
 /** pf_01 is behind Cloudflare's managed challenge (block-pages.ts). */
 export const blockPage = PF01_BLOCK_PAGE;
 
-/** The pf_01 session a pool lent (the scrapers give pf_01 only pf_01's pools: anything else is a wiring bug). */
-function sessionOf(lease: SessionLease<unknown>): Pf01Session {
-  if (!isPf01Session(lease.session)) throw new Error('pf_01 was given a browser-made session that is not one of pf_01-session.ts');
-  return lease.session;
+/** The pf_01 clearance a pool lent (the scrapers give pf_01 only pf_01's pools: anything else is a wiring bug). */
+function clearanceOf(lease: ClearanceLease<unknown>): Pf01Clearance {
+  if (!isPf01Clearance(lease.clearance)) throw new Error('pf_01 was given a clearance that is not one of pf_01-clearance.ts');
+  return lease.clearance;
 }
 
 export function createPf01({ baseUrl }: AdapterDeps): PlatformAdapter {
@@ -357,30 +358,30 @@ export function createPf01({ baseUrl }: AdapterDeps): PlatformAdapter {
   };
   return {
     platform: 'pf_01',
-    async scrape(ref, { signal, browser, browserMade }) {
-      if (!browserMade) return viaBrowser(ref, browser);
-      // Browser sessions made through the exit this scrape leaves from, and its fetcher.
-      const { pool, http, use } = browserMade;
+    async scrape(ref, { signal, browser, clearances }) {
+      if (!clearances) return viaBrowser(ref, browser);
+      // Clearances made through the exit this scrape leaves from, and their fetcher.
+      const { pool, http, use } = clearances;
       const first = use === 'always' ? await pool.acquire(signal) : pool.ready();
       if (!first) return viaBrowser(ref, browser);
-      const answer = await scrapeWithSession(ref, baseUrl, http, sessionOf(first), signal);
+      const answer = await scrapeWithClearance(ref, baseUrl, http, clearanceOf(first), signal);
       if (answer !== 'refused') return answer;
-      // Refused before its time (revoked, or the platform's rules changed): the session is
+      // Refused before its time (revoked, or the platform's rules changed): the clearance is
       // renewed once, and every poll that meets the same refusal waits for that one renewal.
       pool.refused(first);
       if (use === 'when-warm') return viaBrowser(ref, browser);
       const refusedAt = pool.now();
-      // The pool's other sessions may have been refused too (a revocation takes them all): each
+      // The pool's other clearances may have been refused too (a revocation takes them all): each
       // is reported and renewed in turn, until one made after the first refusal answers or is
       // refused as well, which is the platform refusing what its own challenge just gave.
       for (let tries = 0; tries <= pool.stats().size; tries++) {
         const next = await pool.acquire(signal);
-        const again = await scrapeWithSession(ref, baseUrl, http, sessionOf(next), signal);
+        const again = await scrapeWithClearance(ref, baseUrl, http, clearanceOf(next), signal);
         if (again !== 'refused') return again;
         pool.refused(next);
         if (next.madeAt >= refusedAt) break;
       }
-      throw blockedFailure('pf_01: its data arms, with a session made just now,', 403, null);
+      throw blockedFailure('pf_01: its data arms, with a clearance made just now,', 403, null);
     },
   };
 }

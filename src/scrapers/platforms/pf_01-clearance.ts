@@ -1,29 +1,29 @@
-// pf_01's sessions (issue 23): made once in the warm Chromium, then used by plain HTTP polls of
+// pf_01's clearances (issue 23): made once in the warm Chromium, then used by plain HTTP polls of
 // the two data arms until they expire or are refused. pf_01's data endpoints refuse a client
 // without the token its page script obtains by answering a JavaScript challenge, bound to a cookie
 // and to the user agent that asked (docs/simulator.md, "pf_01's protection"). We never answer the
 // challenge ourselves, nor look for the token: Chromium runs the platform's own script on its
 // front page, whose script then asks one of the platform's data endpoints with it, as the home
 // page does. We record that request as the browser sent it (issue 37: Playwright's response
-// events, nothing altered), and the session is exactly its headers (the user agent, client hints,
+// events, nothing altered), and the clearance is exactly its headers (the user agent, client hints,
 // language and whatever carries the token: a header, a cookie) and the context's cookies, which
 // every poll then sends. So a platform that moves its token to another header or into a cookie
-// needs no change here. The expiry is the one the session endpoint's answer gives (`expires_at`).
+// needs no change here. The expiry is the one the token endpoint's answer gives (`expires_at`).
 //
-// With proxies (issue 27) a session is made through the exit its polls leave from, as the client
+// With proxies (issue 27) a clearance is made through the exit its polls leave from, as the client
 // that exit's scrape session is (browser-pages.ts): the platform then sees the front page, the
 // challenge and the polls come from one address and one browser. So there is one pool per exit,
-// made when a poll first goes through it, each of BROWSER_SESSIONS sessions: an exit's polls are
-// paced by its own budget, so the sessions it needs do not shrink as exits are added, and every
-// exit in use needs at least one of its own anyway. Polls with no session, or through a direct
+// made when a poll first goes through it, each of BROWSER_SESSIONS clearances: an exit's polls are
+// paced by its own budget, so the clearances it needs do not shrink as exits are added, and every
+// exit in use needs at least one of its own anyway. Polls with no scrape session, or through a direct
 // exit, share the one pool there was before. `pool`'s figures and close() cover every exit's.
 import type { Page, Request, Response } from 'playwright-core';
 import { cloudflareChallenge } from '../block-pages.ts';
 import type { ScrapeSession } from '../egress/scrape-session.ts';
-import { createSessionPool, type SessionLease, type SessionPool, type SessionPoolStats } from '../session-pool.ts';
-import { ScrapeFailure, type BrowserSession, type PageFetcher } from '../types.ts';
+import { createClearancePool } from '../clearance-pool.ts';
+import { ScrapeFailure, type ClearanceLease, type ClearancePool, type ClearancePoolStats, type PageFetcher, type PageOpener } from '../types.ts';
 
-export interface Pf01Session {
+export interface Pf01Clearance {
   /**
    * The headers of the page's own data request, in the order the browser sent them, names in
    * lower case; without the cookie (below) and what the connection itself carries (host, the
@@ -36,10 +36,10 @@ export interface Pf01Session {
   expiresAt: number | null;
 }
 
-/** A session of this module's making: what pf_01's adapter checks a pool's session is (types.ts knows no platform's). */
-export function isPf01Session(value: unknown): value is Pf01Session {
+/** A clearance of this module's making: what pf_01's adapter checks a pool's clearance is (types.ts knows no platform's). */
+export function isPf01Clearance(value: unknown): value is Pf01Clearance {
   if (typeof value !== 'object' || value === null) return false;
-  const s = value as Partial<Pf01Session>;
+  const s = value as Partial<Pf01Clearance>;
   return Array.isArray(s.headers) && typeof s.cookie === 'string' && (s.expiresAt === null || typeof s.expiresAt === 'number');
 }
 
@@ -59,11 +59,11 @@ const CHALLENGE_WAIT_MS = 10_000;
  */
 const NOT_REPLAYED = new Set(['host', 'connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'transfer-encoding', 'upgrade', 'te', 'content-length', 'cookie', 'accept-encoding']);
 
-/** The headers of one request made with `session`: the page's own, and its cookies. */
-export function sessionHeaders(session: Pf01Session): Record<string, string> {
+/** The headers of one request made with `clearance`: the page's own, and its cookies. */
+export function clearanceHeaders(clearance: Pf01Clearance): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of session.headers) out[name] = value;
-  if (session.cookie) out.cookie = session.cookie;
+  for (const [name, value] of clearance.headers) out[name] = value;
+  if (clearance.cookie) out.cookie = clearance.cookie;
   return out;
 }
 
@@ -71,13 +71,13 @@ export function sessionHeaders(session: Pf01Session): Record<string, string> {
 interface Watched {
   /** The first request the page's script made to a data endpoint, once answered. */
   data: Promise<{ request: Request; status: number }>;
-  /** The session endpoint's status, once it answered. */
-  sessionStatus: number | null;
-  /** The expiry the session endpoint's answer gave (epoch ms), or null. */
+  /** The token endpoint's status, once it answered. */
+  tokenStatus: number | null;
+  /** The expiry the token endpoint's answer gave (epoch ms), or null. */
   expiresAt: Promise<number | null>;
 }
 
-/** The expiry in the session endpoint's answer (`{"token", "expires_at"}`), or null. */
+/** The expiry in the token endpoint's answer (`{"token", "expires_at"}`), or null. */
 async function expiryOf(response: Response): Promise<number | null> {
   try {
     const body: unknown = await response.json();
@@ -91,20 +91,20 @@ async function expiryOf(response: Response): Promise<number | null> {
 
 /**
  * Listens to the front page's answers, before it navigates: the data endpoints are those below
- * `${baseUrl}/api/` that the page's script asks (fetch or XHR GETs), the session endpoint is
- * `api/session`. Only observed: no request is held, changed or answered here.
+ * `${baseUrl}/api/` that the page's script asks (fetch or XHR GETs), the token endpoint is
+ * `api/session` (the platform's word). Only observed: no request is held, changed or answered here.
  */
 function watchFrontPage(baseUrl: string): { watched: Watched; watch: (page: Page) => () => void } {
   const api = `${baseUrl}/api/`;
-  const sessionUrl = `${api}session`;
+  const tokenUrl = `${api}session`;
   let answered!: (value: { request: Request; status: number }) => void;
   let expiry!: (value: Promise<number | null>) => void;
-  const watched: Watched = { data: new Promise((resolve) => (answered = resolve)), sessionStatus: null, expiresAt: new Promise((resolve) => (expiry = resolve)) };
+  const watched: Watched = { data: new Promise((resolve) => (answered = resolve)), tokenStatus: null, expiresAt: new Promise((resolve) => (expiry = resolve)) };
   const onResponse = (response: Response) => {
     const request = response.request();
     const url = request.url().split(/[?#]/)[0]!;
-    if (url === sessionUrl && request.method() === 'POST') {
-      watched.sessionStatus = response.status();
+    if (url === tokenUrl && request.method() === 'POST') {
+      watched.tokenStatus = response.status();
       expiry(response.ok() ? expiryOf(response) : Promise.resolve(null));
     } else if (url.startsWith(api) && request.method() === 'GET' && (request.resourceType() === 'fetch' || request.resourceType() === 'xhr')) {
       answered({ request, status: response.status() });
@@ -128,16 +128,16 @@ function navigationStatus(): number {
   return entry?.responseStatus ?? 0;
 }
 
-/** The session a loaded front page obtained, or a ScrapeFailure saying why there is none. */
-async function captureSession(page: Page, frontUrl: string, waitMs: number, watched: Watched): Promise<Pf01Session> {
+/** The clearance a loaded front page obtained, or a ScrapeFailure saying why there is none. */
+async function captureClearance(page: Page, frontUrl: string, waitMs: number, watched: Watched): Promise<Pf01Clearance> {
   const status = await page.evaluate(navigationStatus);
   if (status === 404 || status === 410) throw new ScrapeFailure('malformed', `pf_01: the front page (${frontUrl}) answered ${status}: its challenge page has moved`);
   if (status >= 400) throw new ScrapeFailure('upstream', `pf_01: the front page answered ${status}`);
   let timer: NodeJS.Timeout | undefined;
   const data = await Promise.race([watched.data, new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), waitMs)))]).finally(() => clearTimeout(timer));
   if (!data) {
-    if (watched.sessionStatus !== null && watched.sessionStatus >= 400) {
-      throw new ScrapeFailure('upstream', `pf_01: the platform did not accept the challenge's answer (its session endpoint answered ${watched.sessionStatus})`);
+    if (watched.tokenStatus !== null && watched.tokenStatus >= 400) {
+      throw new ScrapeFailure('upstream', `pf_01: the platform did not accept the challenge's answer (its token endpoint answered ${watched.tokenStatus})`);
     }
     throw new ScrapeFailure('malformed', `pf_01: the front page asked none of its data endpoints within ${waitMs / 1000} s: the challenge page may have changed`);
   }
@@ -154,36 +154,36 @@ async function captureSession(page: Page, frontUrl: string, waitMs: number, watc
 }
 
 /** A pool's figures, with each exit's when there are proxies (`npm run ops -- scrapers:sessions`). */
-export type Pf01SessionStats = SessionPoolStats & { exits?: Record<string, SessionPoolStats> };
+export type Pf01ClearanceStats = ClearancePoolStats & { exits?: Record<string, ClearancePoolStats> };
 
-export interface Pf01Sessions {
+export interface Pf01Clearances {
   /**
-   * The sessions of polls made without a proxy (acquire, ready, refused); its stats() sum every
+   * The clearances of polls made without a proxy (acquire, ready, refused); its stats() sum every
    * exit's pool, listed by exit under `exits`, and its close() closes them all.
    */
-  pool: Omit<SessionPool<Pf01Session>, 'stats'> & { stats(): Pf01SessionStats };
-  /** The pool a poll made with `session` uses: its exit's if that is a proxy, else the plain one. */
-  poolFor(session: ScrapeSession | undefined): SessionPool<Pf01Session>;
-  /** The lean fetcher the session's requests go through; the adapter gets it bound to its scrape (scrape-via.ts). */
+  pool: Omit<ClearancePool<Pf01Clearance>, 'stats'> & { stats(): Pf01ClearanceStats };
+  /** The pool a poll made with scrape session `session` uses: its exit's if that is a proxy, else the plain one. */
+  poolFor(session: ScrapeSession | undefined): ClearancePool<Pf01Clearance>;
+  /** The lean fetcher the clearances' requests go through; the adapter gets it bound to its scrape (scrape-via.ts). */
   http: PageFetcher;
 }
 
-export interface Pf01SessionsOptions {
-  browser: BrowserSession;
+export interface Pf01ClearancesOptions {
+  browser: PageOpener;
   http: PageFetcher;
   /** pf_01's base URL (no trailing slash). */
   baseUrl: string;
-  /** Sessions kept at once (BROWSER_SESSIONS). */
+  /** Clearances kept at once, per exit (BROWSER_SESSIONS). */
   size: number;
-  /** Upper bound of making one session, page load included. */
+  /** Upper bound of making one clearance, page load included. */
   makeTimeoutMs: number;
   /** How long a loaded front page may take over its challenge (default CHALLENGE_WAIT_MS); below the page visit's own limit. */
   challengeWaitMs?: number;
 }
 
 /** Figures of several pools as one: counts summed, the latest reason none could be made. */
-function sumStats(all: SessionPoolStats[]): SessionPoolStats {
-  const sum: SessionPoolStats = { size: 0, ready: 0, made: 0, renewed: 0, refused: 0, failed: 0, polls: 0, lastError: null };
+function sumStats(all: ClearancePoolStats[]): ClearancePoolStats {
+  const sum: ClearancePoolStats = { size: 0, ready: 0, made: 0, renewed: 0, refused: 0, failed: 0, polls: 0, lastError: null };
   for (const s of all) {
     sum.size += s.size;
     sum.ready += s.ready;
@@ -197,28 +197,28 @@ function sumStats(all: SessionPoolStats[]): SessionPoolStats {
   return sum;
 }
 
-export function createPf01Sessions(options: Pf01SessionsOptions): Pf01Sessions {
+export function createPf01Clearances(options: Pf01ClearancesOptions): Pf01Clearances {
   const frontUrl = `${options.baseUrl}/`;
   const waitMs = options.challengeWaitMs ?? CHALLENGE_WAIT_MS;
   /** Made through the exit `scrape()` names: the scrape session last seen of it, when its pool needs one. */
   const poolOf = (scrape: () => ScrapeSession | undefined) =>
-    createSessionPool<Pf01Session>({
+    createClearancePool<Pf01Clearance>({
       size: options.size,
       makeTimeoutMs: options.makeTimeoutMs,
       expiresAt: (s) => s.expiresAt,
       make: (signal) => {
         const { watched, watch } = watchFrontPage(options.baseUrl);
-        return options.browser.withPage(frontUrl, (page) => captureSession(page, frontUrl, waitMs, watched), { signal, session: scrape(), blockPage: PF01_BLOCK_PAGE, watch });
+        return options.browser.withPage(frontUrl, (page) => captureClearance(page, frontUrl, waitMs, watched), { signal, session: scrape(), blockPage: PF01_BLOCK_PAGE, watch });
       },
     });
   const plain = poolOf(() => undefined);
   let plainUsed = false;
   /** By proxy URL (in memory only: it holds the credentials), so one address has one pool. */
-  const byProxy = new Map<string, { label: string; pool: SessionPool<Pf01Session>; latest: ScrapeSession }>();
+  const byProxy = new Map<string, { label: string; pool: ClearancePool<Pf01Clearance>; latest: ScrapeSession }>();
 
   let closed = false;
 
-  const poolFor = (session: ScrapeSession | undefined): SessionPool<Pf01Session> => {
+  const poolFor = (session: ScrapeSession | undefined): ClearancePool<Pf01Clearance> => {
     const proxy = session?.exit.proxy;
     // Once closed, no pool is made that nobody would close: the plain one answers that it is closed.
     if (!session || !proxy || closed) {
@@ -227,28 +227,28 @@ export function createPf01Sessions(options: Pf01SessionsOptions): Pf01Sessions {
     }
     let entry = byProxy.get(proxy.url);
     if (!entry) {
-      const made: { label: string; pool: SessionPool<Pf01Session>; latest: ScrapeSession } = { label: proxy.label, pool: null!, latest: session };
+      const made: { label: string; pool: ClearancePool<Pf01Clearance>; latest: ScrapeSession } = { label: proxy.label, pool: null!, latest: session };
       made.pool = poolOf(() => made.latest);
       byProxy.set(proxy.url, made);
       entry = made;
     }
-    // A new session's header set: the sessions made from now on are that browser's.
+    // A new scrape session's header set: the clearances made from now on are that browser's.
     entry.latest = session;
     return entry.pool;
   };
 
-  const stats = (): Pf01SessionStats => {
+  const stats = (): Pf01ClearanceStats => {
     if (byProxy.size === 0) return plain.stats();
-    const exits: Record<string, SessionPoolStats> = {};
+    const exits: Record<string, ClearancePoolStats> = {};
     if (plainUsed) exits.direct = plain.stats();
     for (const { label, pool } of byProxy.values()) exits[label] = pool.stats();
     return { ...sumStats(Object.values(exits)), exits };
   };
 
-  const pool: Pf01Sessions['pool'] = {
+  const pool: Pf01Clearances['pool'] = {
     acquire: (signal) => poolFor(undefined).acquire(signal),
     ready: () => poolFor(undefined).ready(),
-    refused: (lease: SessionLease<Pf01Session>) => plain.refused(lease),
+    refused: (lease: ClearanceLease<Pf01Clearance>) => plain.refused(lease),
     now: plain.now,
     stats,
     close: async () => {

@@ -1,79 +1,40 @@
-// A worker's pool of platform sessions made in the browser (issue 23): a session is whatever a
+// A worker's pool of platform clearances made in the browser (issue 23): a clearance is whatever a
 // real browser visit leaves behind that lets plain HTTP requests through (pf_01: its anti-bot
 // token, cookies and the user agent that got them). Making one costs a page load in Chromium, so
-// polls share a few sessions and the browser is visited only to make or renew one:
-// - a session is renewed in the background before it expires, at a random point between
-//   RENEW_FROM and RENEW_UNTIL of its life, so sessions made together do not fall due together,
+// polls share a few clearances and the browser is visited only to make or renew one:
+// - a clearance is renewed in the background before it expires, at a random point between
+//   RENEW_FROM and RENEW_UNTIL of its life, so clearances made together do not fall due together,
 //   and polls go on with the old one meanwhile;
-// - a session the platform refuses is renewed once: every poll that needs it waits for that one
+// - a clearance the platform refuses is renewed once: every poll that needs it waits for that one
 //   renewal (single flight per slot) instead of each opening a page;
 // - a failed make holds the pool back (doubling from BACKOFF_FIRST_MS to BACKOFF_MAX_MS) and says
 //   why, so a missing browser or a changed challenge page costs one page load per back-off, not
 //   one per poll; the caller decides what that means for it (poll-shard backs off as for a block).
-import { ScrapeFailure } from './types.ts';
+import { ScrapeFailure, type ClearanceLease, type ClearancePool } from './types.ts';
 
-export interface SessionPoolOptions<S> {
-  /** Sessions kept at once (BROWSER_SESSIONS). */
+export interface ClearancePoolOptions<S> {
+  /** Clearances kept at once (BROWSER_SESSIONS). */
   size: number;
-  /** Makes one session in the browser; throws a ScrapeFailure saying why it could not. */
+  /** Makes one clearance in the browser; throws a ScrapeFailure saying why it could not. */
   make(signal: AbortSignal): Promise<S>;
-  /** When the platform said the session ends (epoch ms), or null when it did not say. */
-  expiresAt(session: S): number | null;
+  /** When the platform said the clearance ends (epoch ms), or null when it did not say. */
+  expiresAt(clearance: S): number | null;
   /** Upper bound of one make, page load included. */
   makeTimeoutMs: number;
   now?: () => number;
   random?: () => number;
 }
 
-/** A session handed to one request; give it back to refused() if the platform refuses it. */
-export interface SessionLease<S> {
-  session: S;
-  slot: number;
-  generation: number;
-  /** When the session was made (the pool's clock). */
-  madeAt: number;
-}
-
-export interface SessionPoolStats {
-  size: number;
-  /** Sessions usable now. */
-  ready: number;
-  made: number;
-  /** Made to replace a session (ahead of its expiry, after a refusal, or once it expired). */
-  renewed: number;
-  /** Sessions the platform refused before their time. */
-  refused: number;
-  /** Makes that failed. */
-  failed: number;
-  /** Requests served by a session (the leases handed out). */
-  polls: number;
-  /** Why the last make failed, while the pool is held back by it (null once a make succeeds). */
-  lastError: { kind: string; message: string; at: string; retry_at: string } | null;
-}
-
-export interface SessionPool<S> {
-  /** A usable session, making or renewing one if need be; throws the make's ScrapeFailure. */
-  acquire(signal?: AbortSignal): Promise<SessionLease<S>>;
-  /** A usable session if one is ready now, never waiting for one (on-demand scrapes); starts one if none is. */
-  ready(): SessionLease<S> | null;
-  /** The platform refused this session: it is dropped and renewed once, whoever reports it. */
-  refused(lease: SessionLease<S>): void;
-  stats(): SessionPoolStats;
-  /** The pool's clock (epoch ms), to compare with a lease's madeAt. */
-  now(): number;
-  close(): Promise<void>;
-}
-
 const RENEW_FROM = 0.7;
 const RENEW_UNTIL = 0.9;
-/** A session this close to its end is not handed out: a request could outlive it. */
+/** A clearance this close to its end is not handed out: a request could outlive it. */
 const EXPIRY_MARGIN_MS = 2_000;
 const BACKOFF_FIRST_MS = 5_000;
 const BACKOFF_MAX_MS = 300_000;
 
 interface Slot<S> {
   index: number;
-  session: S | null;
+  clearance: S | null;
   generation: number;
   madeAt: number;
   renewAt: number;
@@ -82,7 +43,7 @@ interface Slot<S> {
 }
 
 function abortedFailure(): ScrapeFailure {
-  return new ScrapeFailure('attempt_timeout', 'waiting for a session was aborted');
+  return new ScrapeFailure('attempt_timeout', 'waiting for a clearance was aborted');
 }
 
 /** Resolves with `work`, or rejects as soon as `signal` aborts (the work goes on for others). */
@@ -105,13 +66,13 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Pro
   });
 }
 
-export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPool<S> {
-  if (!Number.isInteger(options.size) || options.size < 1) throw new Error('the session pool size must be a positive integer');
+export function createClearancePool<S>(options: ClearancePoolOptions<S>): ClearancePool<S> {
+  if (!Number.isInteger(options.size) || options.size < 1) throw new Error('the clearance pool size must be a positive integer');
   const now = options.now ?? Date.now;
   const random = options.random ?? Math.random;
   const slots: Slot<S>[] = Array.from({ length: options.size }, (_, index) => ({
     index,
-    session: null,
+    clearance: null,
     generation: 0,
     madeAt: 0,
     renewAt: Infinity,
@@ -126,22 +87,22 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
   let closed = false;
   const closing = new AbortController();
 
-  const usable = (slot: Slot<S>, at: number): boolean => slot.session !== null && (slot.expiresAt === null || slot.expiresAt - EXPIRY_MARGIN_MS > at);
+  const usable = (slot: Slot<S>, at: number): boolean => slot.clearance !== null && (slot.expiresAt === null || slot.expiresAt - EXPIRY_MARGIN_MS > at);
 
   const heldFailure = (at: number): ScrapeFailure => {
     const cause = lastError!.failure;
     const waitMs = Math.max(0, heldUntil - at);
     // Whatever stopped the make (no browser, a changed challenge page, a refusing platform), a
     // poll can only wait: it reads as a block, with the pool's back-off as its Retry-After.
-    return new ScrapeFailure('blocked', `no session could be made: ${cause.message} (next try in ${Math.ceil(waitMs / 1000)} s)`, {
+    return new ScrapeFailure('blocked', `no clearance could be made: ${cause.message} (next try in ${Math.ceil(waitMs / 1000)} s)`, {
       cause,
       retryAfterMs: waitMs,
-      // The platform refusing the page that makes sessions refuses the address it came from.
+      // The platform refusing the page that makes clearances refuses the address it came from.
       refusedByPlatform: cause.refusedByPlatform,
     });
   };
 
-  /** Makes (or renews) the slot's session; concurrent callers share the one make. */
+  /** Makes (or renews) the slot's clearance; concurrent callers share the one make. */
   const make = (slot: Slot<S>): Promise<S> => {
     if (slot.making) return slot.making;
     const renewal = slot.generation > 0;
@@ -151,11 +112,11 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
     const timer = setTimeout(() => stop.abort(), options.makeTimeoutMs);
     const making = (async () => {
       try {
-        const session = await options.make(stop.signal);
-        if (closed) throw new ScrapeFailure('upstream', 'the session pool is closed');
+        const clearance = await options.make(stop.signal);
+        if (closed) throw new ScrapeFailure('upstream', 'the clearance pool is closed');
         const at = now();
-        const expiresAt = options.expiresAt(session);
-        slot.session = session;
+        const expiresAt = options.expiresAt(clearance);
+        slot.clearance = clearance;
         slot.generation++;
         slot.madeAt = at;
         slot.expiresAt = expiresAt;
@@ -165,12 +126,12 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
         if (renewal) stats.renewed++;
         failures = 0;
         lastError = null;
-        return session;
+        return clearance;
       } catch (err) {
         const failure =
           err instanceof ScrapeFailure
             ? err
-            : new ScrapeFailure('upstream', stop.signal.aborted ? `making a session took longer than ${options.makeTimeoutMs} ms` : `making a session failed: ${(err as Error).message}`, { cause: err });
+            : new ScrapeFailure('upstream', stop.signal.aborted ? `making a clearance took longer than ${options.makeTimeoutMs} ms` : `making a clearance failed: ${(err as Error).message}`, { cause: err });
         if (!closed) {
           stats.failed++;
           failures++;
@@ -191,20 +152,20 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
     return making;
   };
 
-  const lease = (slot: Slot<S>): SessionLease<S> => {
+  const lease = (slot: Slot<S>): ClearanceLease<S> => {
     stats.polls++;
-    return { session: slot.session!, slot: slot.index, generation: slot.generation, madeAt: slot.madeAt };
+    return { clearance: slot.clearance!, slot: slot.index, generation: slot.generation, madeAt: slot.madeAt };
   };
 
   /** Background work a handed-out lease starts: renew a slot due, or fill one empty slot. */
   const upkeep = (at: number): void => {
     if (closed || at < heldUntil) return;
     for (const slot of slots) {
-      if (slot.session !== null && slot.renewAt <= at && !slot.making) void make(slot).catch(() => {});
+      if (slot.clearance !== null && slot.renewAt <= at && !slot.making) void make(slot).catch(() => {});
     }
     // Fill the pool one slot at a time, as polls come, rather than a burst of page loads at start.
     if (slots.some((s) => s.making)) return;
-    const empty = slots.find((s) => s.session === null);
+    const empty = slots.find((s) => s.clearance === null);
     if (empty) void make(empty).catch(() => {});
   };
 
@@ -222,7 +183,7 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
   return {
     async acquire(signal) {
       for (let attempt = 0; ; attempt++) {
-        if (closed) throw new ScrapeFailure('upstream', 'the session pool is closed');
+        if (closed) throw new ScrapeFailure('upstream', 'the clearance pool is closed');
         if (signal?.aborted) throw abortedFailure();
         const at = now();
         const ready = pickReady(at);
@@ -233,17 +194,17 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
         // Nothing usable: wait for a make in flight, or start one unless the pool is held back.
         const inFlight = slots.find((s) => s.making);
         if (!inFlight && at < heldUntil && lastError) throw heldFailure(at);
-        const slot = inFlight ?? slots.find((s) => s.session === null || !usable(s, at))!;
-        const session = untilAborted(make(slot), signal);
+        const slot = inFlight ?? slots.find((s) => s.clearance === null || !usable(s, at))!;
+        const clearance = untilAborted(make(slot), signal);
         try {
-          await session;
+          await clearance;
         } catch (err) {
           if (err instanceof ScrapeFailure && err.kind === 'attempt_timeout' && signal?.aborted) throw err;
           if (lastError && now() < heldUntil) throw heldFailure(now());
           throw err;
         }
-        // Loop: the new session is normally usable at once; a bounded few tries otherwise.
-        if (attempt >= 3) throw new ScrapeFailure('upstream', 'a session was made but expired before it could be used');
+        // Loop: the new clearance is normally usable at once; a bounded few tries otherwise.
+        if (attempt >= 3) throw new ScrapeFailure('upstream', 'a clearance was made but expired before it could be used');
       }
     },
 
@@ -251,7 +212,7 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
       if (closed) return null;
       const at = now();
       const slot = pickReady(at);
-      // Nothing ready: this caller goes to the browser, and a session is made behind it for the
+      // Nothing ready: this caller goes to the browser, and a clearance is made behind it for the
       // next one (unless the pool is held back), so on-demand scrapes alone also warm the pool.
       upkeep(at);
       return slot ? lease(slot) : null;
@@ -259,10 +220,10 @@ export function createSessionPool<S>(options: SessionPoolOptions<S>): SessionPoo
 
     refused(refusedLease) {
       const slot = slots[refusedLease.slot];
-      // Only the first report of this session counts; later ones find it already replaced.
-      if (!slot || slot.generation !== refusedLease.generation || slot.session === null) return;
+      // Only the first report of this clearance counts; later ones find it already replaced.
+      if (!slot || slot.generation !== refusedLease.generation || slot.clearance === null) return;
       stats.refused++;
-      slot.session = null;
+      slot.clearance = null;
       if (!closed && now() >= heldUntil) void make(slot).catch(() => {});
     },
 
