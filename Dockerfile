@@ -14,7 +14,8 @@ RUN npm ci --omit=dev --ignore-scripts && sh deploy/image-uws.sh && npm cache cl
 
 FROM node:24-trixie-slim
 ENV NODE_ENV=production
-RUN apt-get update && apt-get install -y --no-install-recommends chromium && rm -rf /var/lib/apt/lists/*
+# certutil (libnss3-tools): Chromium trusts SCRAPE_CA_FILE through an NSS database of its own (src/scrapers/chromium-ca.ts).
+RUN apt-get update && apt-get install -y --no-install-recommends chromium libnss3-tools && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY package.json tsconfig.json ./
