@@ -13,8 +13,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseEventRef, type EventRef } from '../../src/platform/event-ref.ts';
-import { PLATFORM_KEYS, PLATFORMS, type PlatformKey } from '../../src/platform/registry.ts';
+import { PLATFORM_KEYS } from '../../src/platform/registry.ts';
 import { createBrowserPages, type BrowserPages } from '../../src/scrapers/browser-pages.ts';
 import { ExitPools } from '../../src/scrapers/egress/exit-pool.ts';
 import { parseProxyUrls } from '../../src/scrapers/egress/proxy-urls.ts';
@@ -25,6 +24,7 @@ import { createPf01Clearances, type Pf01Clearances } from '../../src/scrapers/pl
 import { DEMO_IDS } from '../../src/simulator/marketplaces/demo.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { startLoopbackProxies, type LoopbackProxies } from '../support/loopback-proxies.ts';
+import { demoRef } from '../support/simulator.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const LIMIT_MS = 20_000;
@@ -78,15 +78,6 @@ afterAll(async () => {
   await proxies?.close();
   await sim?.close();
 });
-
-/** The platform's seeded demo event (the simulator's SimStore.reset). */
-function demoRef(platform: PlatformKey): EventRef {
-  const info = PLATFORMS[platform];
-  const region = platform === 'pf_08' ? 'au' : ((info.regions as readonly string[] | null)?.[0] ?? 'us');
-  const parsed = parseEventRef(platform, info.event_id_example, region);
-  if (!parsed.ok) throw new Error(parsed.message);
-  return parsed.ref;
-}
 
 interface LoggedRequest {
   address: string;
