@@ -169,6 +169,8 @@ class ShardLoop {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly log: Logger;
   private wakeUp: () => void = () => {};
+  /** When the loop's current sleep ends (-Infinity while it runs). */
+  private sleepingUntil = -Infinity;
   /** Aborted by handBack: the run ends as if its time were up, and polls in flight are dropped. */
   private readonly handedBack = new AbortController();
   /** The activity's cancellation or the hand-back, whichever comes first. */
@@ -306,11 +308,13 @@ class ShardLoop {
     // Waiting for room, a target of another account may still fall due and find some.
     const next = backlog === null ? this.schedule.nextDueAt() : backlog === 'room' ? this.schedule.nextDueAfter(now) : backlog.until;
     const until = Math.min(endsAt, now + MAX_SLEEP_MS, next ?? Infinity, this.reloadWanted ? this.lastReload + MIN_RELOAD_GAP_MS : Infinity);
+    this.sleepingUntil = until;
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.stopSignal.removeEventListener('abort', done);
         this.wakeUp = () => {};
+        this.sleepingUntil = -Infinity;
         resolve();
       };
       const timer = setTimeout(done, Math.max(0, until - now));
@@ -422,7 +426,11 @@ class ShardLoop {
       }
       this.inFlight.delete(p);
       this.fair.finished(t.key);
-      if (this.waitingForRoom || this.rerouted) {
+      // A target is left out of the sleep's end while its poll is out: with every target out (a
+      // small shard), the loop slept its longest (1 s) and a 300 ms interval became 1 s, polls
+      // bunched into waves (test/monitors/poll-cadence.test.ts). Its end wakes the loop if it is
+      // due before the loop would wake.
+      if (this.waitingForRoom || this.rerouted || t.dueAt < this.sleepingUntil) {
         this.rerouted = false;
         this.wakeUp();
       }
