@@ -11,6 +11,7 @@
 //   why, so a missing browser or a changed challenge page costs one page load per back-off, not
 //   one per poll; the caller decides what that means for it (poll-shard backs off as for a block).
 import { ScrapeFailure, type ClearanceLease, type ClearancePool } from './types.ts';
+import { untilAborted } from '../runtime/until-aborted.ts';
 
 export interface ClearancePoolOptions<S> {
   /** Clearances kept at once (BROWSER_SESSIONS). */
@@ -44,26 +45,6 @@ interface Slot<S> {
 
 function abortedFailure(): ScrapeFailure {
   return new ScrapeFailure('attempt_timeout', 'waiting for a clearance was aborted');
-}
-
-/** Resolves with `work`, or rejects as soon as `signal` aborts (the work goes on for others). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  if (signal.aborted) return Promise.reject(abortedFailure());
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(abortedFailure());
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }
 
 export function createClearancePool<S>(options: ClearancePoolOptions<S>): ClearancePool<S> {
@@ -195,7 +176,7 @@ export function createClearancePool<S>(options: ClearancePoolOptions<S>): Cleara
         const inFlight = slots.find((s) => s.making);
         if (!inFlight && at < heldUntil && lastError) throw heldFailure(at);
         const slot = inFlight ?? slots.find((s) => s.clearance === null || !usable(s, at))!;
-        const clearance = untilAborted(make(slot), signal);
+        const clearance = untilAborted(make(slot), signal, abortedFailure);
         try {
           await clearance;
         } catch (err) {

@@ -27,7 +27,7 @@ import { createTransport, fetch as wreqFetch, type Response as WreqAnswer, type 
 import { blockPageFailure, failureForStatus } from './answer-status.ts';
 import { CHROME_PROFILE, chromeHeaderSet, emulationOs, onTheWire } from './egress/chrome-identity.ts';
 import type { ProxyEndpoint } from './egress/proxy-urls.ts';
-import { ClientIdentity, ScrapeSession, type RequestKind } from './egress/scrape-session.ts';
+import { ClientIdentity, ScrapeSession, type FirstContact, type RequestKind } from './egress/scrape-session.ts';
 import { caBundle, withCaBundle } from './scrape-trust.ts';
 import { ScrapeFailure, type FetchedPage, type FetchInit, type PageFetcher } from './types.ts';
 
@@ -389,26 +389,33 @@ export function createHttpFetcher(options: HttpFetcherOptions): HttpFetcher {
         try {
         let target = asked;
         for (let hop = 0; ; hop++) {
-          const headers = onTheWire(kind, identity.requestHeaders(kind, target.href, init.headers), target, method);
-          // An empty POST says so, as Chrome's does, where Chrome puts it; hyper leaves it out.
-          if (method === 'POST' && !init.body) headers.splice(target.protocol === 'http:' ? 2 : 0, 0, ['content-length', '0']);
-          session?.sent();
-          const send = () =>
-            wreqFetch(target.href, {
-              transport,
-              method,
-              headers,
-              // Our headers only, in our order; and no cookie store of wreq's (the identity's jar is the one).
-              disableDefaultHeaders: true,
-              cookieMode: 'ephemeral',
-              body: method === 'POST' ? (init.body ?? '') : undefined,
-              // wreq cancels the request in flight on abort (its stream is reset, measured).
-              signal: controller.signal,
-              timeout: Math.max(1, options.timeoutMs - (Date.now() - started)),
-              redirect: 'manual',
-            });
+          // The first request of this identity to a site goes alone; the others wait for its cookies.
+          let first: FirstContact;
+          try {
+            first = await identity.firstContact(target, controller.signal);
+          } catch (err) {
+            throw cutShort(err);
+          }
           let answer: WreqAnswer;
           try {
+            const headers = onTheWire(kind, identity.requestHeaders(kind, target.href, init.headers), target, method);
+            // An empty POST says so, as Chrome's does, where Chrome puts it; hyper leaves it out.
+            if (method === 'POST' && !init.body) headers.splice(target.protocol === 'http:' ? 2 : 0, 0, ['content-length', '0']);
+            session?.sent();
+            const send = () =>
+              wreqFetch(target.href, {
+                transport,
+                method,
+                headers,
+                // Our headers only, in our order; and no cookie store of wreq's (the identity's jar is the one).
+                disableDefaultHeaders: true,
+                cookieMode: 'ephemeral',
+                body: method === 'POST' ? (init.body ?? '') : undefined,
+                // wreq cancels the request in flight on abort (its stream is reset, measured).
+                signal: controller.signal,
+                timeout: Math.max(1, options.timeoutMs - (Date.now() - started)),
+                redirect: 'manual',
+              });
             try {
               answer = await send();
             } catch (err) {
@@ -416,16 +423,19 @@ export function createHttpFetcher(options: HttpFetcherOptions): HttpFetcher {
               answer = await send();
             }
           } catch (err) {
+            first(false);
             throw failureOf(err, url, proxy, cut, cutShort, options.timeoutMs);
           }
           client.answered = true;
           const status = answer.status;
           if (status === 407 && proxy) {
+            first(false);
             await discard(answer);
             // The proxy, not the platform, refused: named by label, its credentials never shown.
             throw new ScrapeFailure('upstream', `the proxy ${proxy.label} refused our credentials (407) fetching ${url}`, { proxyFailed: true });
           }
           identity.received(target.href, answer.headers.getSetCookie());
+          first(true);
           const location = answer.headers.get('location');
           if (status >= 300 && status < 400 && location !== null) {
             await discard(answer);

@@ -8,12 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitPool } from '../../src/scrapers/egress/exit-pool.ts';
 import { parseProxyUrl } from '../../src/scrapers/egress/proxy-urls.ts';
 import { chromeHeaderSet } from '../../src/scrapers/egress/chrome-identity.ts';
-import { ScrapeSession } from '../../src/scrapers/egress/scrape-session.ts';
+import { FIRST_CONTACT_HOLD_MS, ScrapeSession } from '../../src/scrapers/egress/scrape-session.ts';
 import { createHttpFetcher, type HttpFetcher } from '../../src/scrapers/http-fetcher.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/server.ts';
 import { knownFingerprint } from '../../src/simulator/tls/known-fingerprints.ts';
 import { REFUSAL_REASONS } from '../../src/simulator/walls/wall.ts';
 import { startLoopbackProxies, type LoopbackProxies } from '../support/loopback-proxies.ts';
+import { putEvent } from '../support/simulator.ts';
 
 let sim: Simulator;
 let fetcher: HttpFetcher;
@@ -98,5 +99,72 @@ describe('through the walls, every check on', () => {
     expect(refusals(), lastRefusal()).toBe(0);
     expect(ja4s.length).toBeGreaterThan(0);
     for (const ja4 of new Set(ja4s)) expect(knownFingerprint('chrome', ja4), ja4).toBe(true);
+  });
+});
+
+describe('a fresh identity’s first requests to a site', () => {
+  // A worker just started has an empty jar and dozens of polls due at once. Sent together, each
+  // was given a bot cookie of its own, and a wall that gives an address a bounded number of them a
+  // minute refused the rest (bench:monitors, 56 refusals after the worker's restart). The first
+  // request goes alone; the others wait for its answer and carry the cookie it set.
+  it('24 sent at once get one bot cookie between them, and all pass a wall that gives an address 2 a minute', async () => {
+    const walls = sim.walls.site('pf_03');
+    // The cases above had cookies issued to this address within the minute: forgotten, so that the
+    // bound counts this case's alone.
+    walls.reset();
+    walls.configure({ cookieIssuesPerAddressPerMinute: 2, cookieRotateMs: 600_000 });
+    const own = createHttpFetcher({ concurrency: 32, timeoutMs: 10_000, caFile: sim.caFile });
+    try {
+      const issued = walls.stats().cookie.issued;
+      const pages = await Promise.all(Array.from({ length: 24 }, () => own.html(`${sim.httpsBaseUrls.pf_03}${EVENT}`).catch((err: Error) => err)));
+      expect(pages.map((p) => (p instanceof Error ? p.message : p.status)), lastRefusal()).toEqual(pages.map(() => 200));
+      expect(pages.every((p) => !(p instanceof Error) && p.$('h1').text().includes('Demo event')), lastRefusal()).toBe(true);
+      expect(refusals(), lastRefusal()).toBe(0);
+      expect(walls.stats().cookie.issued - issued).toBe(1);
+    } finally {
+      own.close();
+      walls.reset();
+    }
+  });
+
+  it('a first request the platform is slow to answer holds the others back 2 s at most', async () => {
+    const own = createHttpFetcher({ concurrency: 8, timeoutMs: 10_000, caFile: sim.caFile });
+    try {
+      const walls = sim.walls.site('pf_03');
+      const issued = walls.stats().cookie.issued;
+      await putEvent(sim, 'pf_03', 'https://pf03.example/e/slow-first', { region: 'fr', sections: [], behaviour: 'slow', delay_ms: 6_000 });
+      const started = Date.now();
+      const first = own.html(`${sim.httpsBaseUrls.pf_03}/e/slow-first`, { signal: AbortSignal.timeout(8_000) }).catch((err: Error) => err);
+      await new Promise((r) => setTimeout(r, 50));
+      const pages = await Promise.all(Array.from({ length: 6 }, () => own.html(`${sim.httpsBaseUrls.pf_03}${EVENT}`)));
+      const waited = Date.now() - started;
+      expect(pages.map((p) => p.$('h1').text().includes('Demo event')), lastRefusal()).toEqual(pages.map(() => true));
+      expect(waited).toBeGreaterThanOrEqual(FIRST_CONTACT_HOLD_MS - 100);
+      expect(waited).toBeLessThan(5_000);
+      expect(walls.stats().cookie.issued - issued).toBe(2);
+      await first;
+    } finally {
+      own.close();
+    }
+  });
+
+  it('a first request that ends unanswered (its caller gave up) lets one of those waiting be the first', async () => {
+    const own = createHttpFetcher({ concurrency: 8, timeoutMs: 10_000, caFile: sim.caFile });
+    try {
+      const walls = sim.walls.site('pf_03');
+      const issued = walls.stats().cookie.issued;
+      await putEvent(sim, 'pf_03', 'https://pf03.example/e/slow-first', { region: 'fr', sections: [], behaviour: 'slow', delay_ms: 5_000 });
+      // The first is answered in 5 s, but its caller gives up after 300 ms: its cookie never arrives.
+      const first = own.html(`${sim.httpsBaseUrls.pf_03}/e/slow-first`, { signal: AbortSignal.timeout(300) }).catch((err: Error) => err);
+      await new Promise((r) => setTimeout(r, 50));
+      const waiting = Array.from({ length: 6 }, () => own.html(`${sim.httpsBaseUrls.pf_03}${EVENT}`));
+      expect(await first).toBeInstanceOf(Error);
+      const pages = await Promise.all(waiting);
+      expect(pages.map((p) => p.$('h1').text().includes('Demo event')), lastRefusal()).toEqual(pages.map(() => true));
+      // The wall issued one to the request that gave up, and one to the next first: not one each.
+      expect(walls.stats().cookie.issued - issued).toBe(2);
+    } finally {
+      own.close();
+    }
   });
 });

@@ -7,6 +7,7 @@
 // (exit-pool.ts). A request made without a session goes out as its platform's default client
 // (http-fetcher.ts), a ClientIdentity of its own: headers and a jar, no exit.
 import { CookieJar } from 'tough-cookie';
+import { untilAborted } from '../../runtime/until-aborted.ts';
 import { chromeHeaderSet } from './chrome-identity.ts';
 import type { Exit } from './exit-pool.ts';
 
@@ -50,6 +51,26 @@ function cookiePairs(header: string): [string, string][] {
 }
 
 /**
+ * Where a site's first answer sets the cookies its other pages need: the origin and the path's
+ * first segment (a site's cookies are set for its root or for a section of it, `Path=/pf_03` on the
+ * simulator where every site shares one host).
+ */
+function scopeOf(url: URL): string {
+  const slash = url.pathname.indexOf('/', 1);
+  return url.origin + (slash < 0 ? url.pathname : url.pathname.slice(0, slash));
+}
+
+/** Scopes an identity remembers having been answered in, at most (a site has a handful). */
+const MAX_ANSWERED_SCOPES = 64;
+
+/** The longest a site's first request holds the identity's others to that site back. */
+export const FIRST_CONTACT_HOLD_MS = 2_000;
+
+/** Says how the first request in a scope ended: `answered` lets the others go. */
+export type FirstContact = (answered: boolean) => void;
+const NOT_FIRST: FirstContact = () => {};
+
+/**
  * What a client looks like to a platform, beside where it comes from: one browser's header set and
  * a cookie jar that keeps what every answer sets. A ScrapeSession is one (with its exit); a request
  * without a session goes out as its platform's default one (http-fetcher.ts).
@@ -58,6 +79,10 @@ export class ClientIdentity {
   readonly jar = new CookieJar();
   private readonly byKind: Record<RequestKind, Readonly<Record<string, string>>>;
   private hasCookies = false;
+  /** Scopes (scopeOf) this identity has had an answer from: its requests there go out at once. */
+  private readonly answered = new Set<string>();
+  /** The one request out in a scope not answered yet, which the others there wait for. */
+  private readonly opening = new Map<string, Promise<void>>();
 
   constructor(navigation: Readonly<Record<string, string>>) {
     this.byKind = { html: navigation, json: apiHeaders(navigation) };
@@ -104,6 +129,48 @@ export class ClientIdentity {
     const kept = cookiePairs(given).filter(([name]) => !inJar.has(name));
     headers.cookie = [...kept, ...jarPairs].map(([name, value]) => (name === '' ? value : `${name}=${value}`)).join('; ');
     return headers;
+  }
+
+  /**
+   * Waits, until `signal` aborts, while another request of this identity is the first in `url`'s
+   * scope; then returns at once if the scope has answered, or makes this request its first. A
+   * browser loads a site's page before the requests that page makes, so they carry the cookies its
+   * answer set; a client that sends dozens at once with an empty jar (a worker just started, 64
+   * polls due) gets a bot cookie issued to each, and a wall that bounds the cookies it gives an
+   * address refuses the rest (cookie_missing: 56 refusals in one bench:monitors run on pf_03). The
+   * first request's end must be told, answered or not, through the function returned (a failed one
+   * lets the next waiting request be the first); one still out after FIRST_CONTACT_HOLD_MS lets the
+   * next be a first beside it.
+   */
+  async firstContact(url: URL, signal: AbortSignal): Promise<FirstContact> {
+    const scope = scopeOf(url);
+    for (;;) {
+      if (this.answered.has(scope)) return NOT_FIRST;
+      const opening = this.opening.get(scope);
+      if (!opening) break;
+      await untilAborted(opening, signal, () => signal.reason);
+    }
+    let open!: () => void;
+    const opening = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const release = () => {
+      if (this.opening.get(scope) === opening) this.opening.delete(scope);
+      open();
+    };
+    this.opening.set(scope, opening);
+    // A first request the platform is slow to answer (one slow page) holds the others no longer
+    // than this: then the next waiting one is the first as well.
+    const timer = setTimeout(release, FIRST_CONTACT_HOLD_MS);
+    timer.unref();
+    return (answered) => {
+      clearTimeout(timer);
+      if (answered) {
+        if (this.answered.size >= MAX_ANSWERED_SCOPES) this.answered.delete(this.answered.values().next().value!);
+        this.answered.add(scope);
+      }
+      release();
+    };
   }
 
   /** Keeps the cookies an answer from `url` set. */
