@@ -137,10 +137,10 @@ export class ClientIdentity {
    * browser loads a site's page before the requests that page makes, so they carry the cookies its
    * answer set; a client that sends dozens at once with an empty jar (a worker just started, 64
    * polls due) gets a bot cookie issued to each, and a wall that bounds the cookies it gives an
-   * address refuses the rest (cookie_missing: 56 refusals in one bench:monitors run on pf_03). The
-   * first request's end must be told, answered or not, through the function returned (a failed one
-   * lets the next waiting request be the first); one still out after FIRST_CONTACT_HOLD_MS lets the
-   * next be a first beside it.
+   * address refuses the rest (cookie_missing: 56 refusals in one bench:monitors run on pf_03, all
+   * at the first polls after the worker's restart). The first request's end must be told, answered
+   * or not, through the function returned (a failed one lets the next waiting request be the
+   * first); one still out after FIRST_CONTACT_HOLD_MS lets the next be a first beside it.
    */
   async firstContact(url: URL, signal: AbortSignal): Promise<FirstContact> {
     const scope = scopeOf(url);
