@@ -8,6 +8,7 @@
 // job). Objects a superuser made earlier (a cluster from before issue 25, whose tables the
 // superuser owns) are handed to the owning role.
 import pg from 'pg';
+import { scramVerifier } from './scram-verifier.ts';
 
 export interface LoginRole {
   name: string;
@@ -44,7 +45,8 @@ async function ensureLoginRole(admin: pg.Client, role: LoginRole): Promise<void>
     );
   }
   const verb = found.rowCount === 0 ? 'CREATE' : 'ALTER';
-  await admin.query(`${verb} ROLE ${ident(role.name)} ${ORDINARY} PASSWORD ${pg.escapeLiteral(role.password)}`);
+  // The verifier, never the password: a statement's text may be logged (db/scram-verifier.ts).
+  await admin.query(`${verb} ROLE ${ident(role.name)} ${ORDINARY} PASSWORD ${pg.escapeLiteral(scramVerifier(role.password))}`);
 }
 
 /** Creates `database` owned by `owner`, or makes `owner` its owner; only its owner and `connect` may connect. */
