@@ -35,6 +35,7 @@ export function createServe(store: SimStore, requests?: RequestLog): ServeEvent 
     event.hits++;
     // pf_01's data arms fail on their own, per the event's `arms`, instead of counting down `failures`.
     if (target.arm && event.arms[target.arm] === 'error') return answerPage(ctx, failurePage(target.type, 503));
+    if (target.arm && event.arms[target.arm] === 'not_found') return answerPage(ctx, failurePage(target.type, 404));
     return serveBehaviour(
       ctx,
       event,

@@ -41,8 +41,13 @@ export const simEventInputSchema = z.strictObject({
   region: z.string().trim().min(1).max(8),
   sections: z.array(simSectionSchema).max(200).default([]),
   ...behaviourFields,
-  /** pf_01 only: its two data arms, `v1` (resale and general admission) and `v2` (seats). */
-  arms: z.strictObject({ v1: z.enum(['ok', 'error']).default('ok'), v2: z.enum(['ok', 'error']).default('ok') }).default({ v1: 'ok', v2: 'ok' }),
+  /**
+   * pf_01 only: its two data arms, `v1` (resale and general admission) and `v2` (seats); `error`
+   * answers 503, `not_found` 404 while the event and the other arm are there.
+   */
+  arms: z
+    .strictObject({ v1: z.enum(['ok', 'error', 'not_found']).default('ok'), v2: z.enum(['ok', 'error', 'not_found']).default('ok') })
+    .default({ v1: 'ok', v2: 'ok' }),
   name: z.string().max(200).default('Simulated event'),
   venue: z.string().max(200).default('Simulated Arena'),
   city: z.string().max(100).default('Springfield'),

@@ -93,8 +93,11 @@ describe('pf_01 clearances made in the browser, polls over HTTP', () => {
     const polls = adapter(pool, 'always');
     let answered = 0;
     await fc.assert(
-      fc.asyncProperty(inventory, fc.constantFrom('ok', 'ok', 'v1', 'v2'), async (inv, down) => {
-        const ref = putEvent({ ...inv, arms: { v1: down === 'v1' ? 'error' : 'ok', v2: down === 'v2' ? 'error' : 'ok' } });
+      // An arm down answers 503; one gone answers 404 while the event and the other arm are there,
+      // which the page draws as unavailable: never the event's end (issue 38).
+      fc.asyncProperty(inventory, fc.constantFrom('ok', 'ok', 'v1', 'v2', 'v1 404', 'v2 404'), async (inv, down) => {
+        const arm = (name: 'v1' | 'v2') => (down === name ? 'error' : down === `${name} 404` ? 'not_found' : 'ok');
+        const ref = putEvent({ ...inv, arms: { v1: arm('v1'), v2: arm('v2') } });
         const [page, clearance] = await Promise.all([outcome(viaPage.scrape(ref)), outcome(polls.scrape(ref))]);
         expect(clearance).toEqual(page);
         if ('sections' in page) answered++;
@@ -117,6 +120,8 @@ describe('pf_01 clearances made in the browser, polls over HTTP', () => {
       { behaviour: 'blocked', blocked_status: 403, retry_after_s: null },
       { behaviour: 'malformed', sections: [{ name: 'Floor', price: 10, stock: 2 }] },
       { arms: { v1: 'error', v2: 'error' } },
+      { arms: { v1: 'not_found', v2: 'error' } },
+      { arms: { v1: 'error', v2: 'not_found' } },
       { behaviour: 'slow', delay_ms: TIMEOUT_MS * 2 },
     ];
     for (const input of cases) {

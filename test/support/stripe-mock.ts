@@ -64,8 +64,12 @@ export interface StripeProxy {
   store: StripeStore;
   meterTotal(customer: string, eventName: string): number;
   setSubscription(id: string, override: SubscriptionOverride): void;
-  /** Answers the next `n` requests with `status` (a Stripe-shaped error) without forwarding them. */
-  failNext(n: number, status: number, opts?: { retryAfter?: number }): void;
+  /**
+   * Answers the next `n` requests (to `path` only, when given) with `status` (a Stripe-shaped
+   * error) without forwarding them. A worker's Schedules call Stripe on their own (the reconcile):
+   * a fault meant for the meter events must be aimed at them, or another call may take it.
+   */
+  failNext(n: number, status: number, opts?: { retryAfter?: number; path?: string }): void;
   /**
    * Holds the next `n` meter event requests open, unanswered and not yet forwarded, until
    * releaseHeld(); they are then forwarded and recorded as usual even if their client is gone.
@@ -87,7 +91,7 @@ export async function startStripeProxy(upstream: string = stripeMockUrl()): Prom
   const seenIdentifiers = new Set<string>();
   const subscriptions = new Map<string, SubscriptionOverride>();
   const store = newStore();
-  let faults: { left: number; status: number; retryAfter?: number } | null = null;
+  let faults: { left: number; status: number; retryAfter?: number; path?: string } | null = null;
   let holds = 0;
   let held: (() => void)[] = [];
 
@@ -109,7 +113,7 @@ export async function startStripeProxy(upstream: string = stripeMockUrl()): Prom
     const record = (status: number, injected: boolean) =>
       requests.push({ method, path: url.pathname, form, idempotencyKey: Array.isArray(header) ? header[0] : header, status, injected });
 
-    if (faults && faults.left > 0) {
+    if (faults && faults.left > 0 && (faults.path === undefined || faults.path === url.pathname)) {
       const { status, retryAfter } = faults;
       if (--faults.left === 0) faults = null;
       record(status, true);
@@ -209,7 +213,7 @@ export async function startStripeProxy(upstream: string = stripeMockUrl()): Prom
       meterEvents.filter((e) => e.customer === customer && e.eventName === eventName).reduce((sum, e) => sum + e.value, 0),
     setSubscription: (id, override) => void subscriptions.set(id, override),
     failNext: (n, status, opts = {}) => {
-      faults = n > 0 ? { left: n, status, retryAfter: opts.retryAfter } : null;
+      faults = n > 0 ? { left: n, status, retryAfter: opts.retryAfter, path: opts.path } : null;
     },
     holdMeterEvents: (n) => {
       holds = n;

@@ -283,7 +283,13 @@ export function domFromArms(v2: ArmData, v1: ArmData): Pf01Dom {
 }
 
 /** How one arm's request ended. */
-type ArmOutcome = { kind: 'ok'; data: Record<string, unknown> } | { kind: 'failed'; failure: ScrapeFailure; unreadable: boolean } | { kind: 'refused' };
+type ArmOutcome =
+  | { kind: 'ok'; data: Record<string, unknown> }
+  | { kind: 'failed'; failure: ScrapeFailure; unreadable: boolean }
+  | { kind: 'refused' }
+  | { kind: 'not_found'; url: string; status: number };
+/** An arm as the inventory is read from it: its data, or unavailable. */
+type ArmRead = Extract<ArmOutcome, { kind: 'ok' | 'failed' }>;
 
 /** The data arms' answer to a request without a valid token (docs/simulator.md). */
 function isChallenge(page: FetchedPage): boolean {
@@ -306,7 +312,8 @@ async function fetchArm(http: ScrapeFetcher, url: string, clearance: Pf01Clearan
     if (err instanceof ScrapeFailure && err.kind !== 'blocked') return { kind: 'failed', failure: err, unreadable: false };
     throw err;
   }
-  if (page.status === 404 || page.status === 410) throw new ScrapeFailure('not_found', `pf_01: no such event in this region (its data arm answered ${page.status})`);
+  // The event is gone only if the other arm says so too (scrapeWithClearance).
+  if (page.status === 404 || page.status === 410) return { kind: 'not_found', url, status: page.status };
   if (isChallenge(page)) return { kind: 'refused' };
   const refusal = failureForStatus(url, page.status, retryAfterOf(page), Date.now());
   if (refusal) throw refusal;
@@ -333,6 +340,22 @@ async function scrapeWithClearance(ref: EventRef, baseUrl: string, http: ScrapeF
     fetchArm(http, `${baseUrl}/api/v1/events/${key}/availability${query}`, clearance),
   ]);
   if (v2.kind === 'refused' || v1.kind === 'refused') return 'refused';
+  if (v2.kind === 'not_found' && v1.kind === 'not_found') {
+    throw new ScrapeFailure('not_found', `pf_01: no such event in this region (its data arms answered ${v2.status} and ${v1.status})`);
+  }
+  // One arm's 404 beside the other's answer is that arm's trouble, not the event's end: it is read
+  // as unavailable, as the page draws it, and a not-found never rests on one arm (issue 38).
+  return readArms(ref, armRead(v2), armRead(v1), signal);
+}
+
+/** An arm that answered 404 while the other did not: unavailable, as a failed arm. */
+function armRead(arm: Exclude<ArmOutcome, { kind: 'refused' }>): ArmRead {
+  if (arm.kind !== 'not_found') return arm;
+  return { kind: 'failed', failure: new ScrapeFailure('upstream', `${arm.url} answered ${arm.status} while the other data arm did not`), unreadable: false };
+}
+
+/** The inventory from the arms that answered; both unavailable is a failure, as on the page. */
+function readArms(ref: EventRef, v2: ArmRead, v1: ArmRead, signal: AbortSignal | undefined): ScrapeData {
   if (v2.kind === 'failed' && v1.kind === 'failed') {
     if (signal?.aborted) throw v2.failure;
     if (v2.unreadable || v1.unreadable) throw read.malformed(`both data arms answered something other than their data (${v2.failure.message}; ${v1.failure.message})`);

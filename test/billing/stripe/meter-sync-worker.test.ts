@@ -145,12 +145,15 @@ describe('meter sync on the Schedule', { timeout: 180_000 }, () => {
 
     for (const fault of [{ status: 500, n: 2 }, { status: 429, n: 1, retryAfter: 1 }]) {
       const before = proxy.requests.length;
-      proxy.failNext(fault.n, fault.status, { retryAfter: fault.retryAfter });
+      // At the meter events only: the reconcile Schedule's own calls (any moment) must not take them.
+      proxy.failNext(fault.n, fault.status, { retryAfter: fault.retryAfter, path: '/v1/billing/meter_events' });
       await pings(a, 3);
       const total = await caughtUp(a, 90_000);
       const sends = proxy.requests.slice(before).filter((r) => r.path === '/v1/billing/meter_events');
       const failed = sends.filter((r) => r.injected);
-      expect(failed.map((r) => r.status)).toEqual(Array(fault.n).fill(fault.status));
+      // Every request since the fault was set, to tell who took it if the meter events did not.
+      const trace = JSON.stringify(proxy.requests.slice(before).map((r) => [r.method, r.path, r.status, r.injected]));
+      expect(failed.map((r) => r.status), trace).toEqual(Array(fault.n).fill(fault.status));
       // The retry carried the identifier the failed send did, and Stripe counted it once.
       const id = failed[0]!.form.identifier!;
       expect(sends.filter((r) => !r.injected && r.form.identifier === id)).toHaveLength(1);
