@@ -102,6 +102,37 @@ describe('through the walls, every check on', () => {
   });
 });
 
+type HtmlPage = Awaited<ReturnType<HttpFetcher['html']>>;
+
+/**
+ * A fetcher of its own (a fresh identity, an empty jar) whose first request to pf_03 is for a page
+ * the simulator answers in `answerMs`, its caller giving up after `giveUpMs`; 50 ms later `use`
+ * may send six requests for the demo page, which wait behind it.
+ */
+async function withSlowFirst(
+  answerMs: number,
+  giveUpMs: number,
+  use: (run: { first: Promise<unknown>; demoPages: () => Promise<HtmlPage[]>; issuedSince: () => number; started: number }) => Promise<void>,
+): Promise<void> {
+  const own = createHttpFetcher({ concurrency: 8, timeoutMs: 10_000, caFile: sim.caFile });
+  try {
+    const walls = sim.walls.site('pf_03');
+    const issued = walls.stats().cookie.issued;
+    await putEvent(sim, 'pf_03', 'https://pf03.example/e/slow-first', { region: 'fr', sections: [], behaviour: 'slow', delay_ms: answerMs });
+    const started = Date.now();
+    const first = own.html(`${sim.httpsBaseUrls.pf_03}/e/slow-first`, { signal: AbortSignal.timeout(giveUpMs) }).catch((err: Error) => err);
+    await new Promise((r) => setTimeout(r, 50));
+    await use({
+      first,
+      demoPages: () => Promise.all(Array.from({ length: 6 }, () => own.html(`${sim.httpsBaseUrls.pf_03}${EVENT}`))),
+      issuedSince: () => walls.stats().cookie.issued - issued,
+      started,
+    });
+  } finally {
+    own.close();
+  }
+}
+
 describe('a fresh identity’s first requests to a site', () => {
   // A worker just started has an empty jar and dozens of polls due at once. Sent together, each
   // was given a bot cookie of its own, and a wall that gives an address a bounded number of them a
@@ -128,43 +159,26 @@ describe('a fresh identity’s first requests to a site', () => {
   });
 
   it('a first request the platform is slow to answer holds the others back 2 s at most', async () => {
-    const own = createHttpFetcher({ concurrency: 8, timeoutMs: 10_000, caFile: sim.caFile });
-    try {
-      const walls = sim.walls.site('pf_03');
-      const issued = walls.stats().cookie.issued;
-      await putEvent(sim, 'pf_03', 'https://pf03.example/e/slow-first', { region: 'fr', sections: [], behaviour: 'slow', delay_ms: 6_000 });
-      const started = Date.now();
-      const first = own.html(`${sim.httpsBaseUrls.pf_03}/e/slow-first`, { signal: AbortSignal.timeout(8_000) }).catch((err: Error) => err);
-      await new Promise((r) => setTimeout(r, 50));
-      const pages = await Promise.all(Array.from({ length: 6 }, () => own.html(`${sim.httpsBaseUrls.pf_03}${EVENT}`)));
+    await withSlowFirst(6_000, 8_000, async ({ first, demoPages, issuedSince, started }) => {
+      const pages = await demoPages();
       const waited = Date.now() - started;
       expect(pages.map((p) => p.$('h1').text().includes('Demo event')), lastRefusal()).toEqual(pages.map(() => true));
       expect(waited).toBeGreaterThanOrEqual(FIRST_CONTACT_HOLD_MS - 100);
       expect(waited).toBeLessThan(5_000);
-      expect(walls.stats().cookie.issued - issued).toBe(2);
+      expect(issuedSince()).toBe(2);
       await first;
-    } finally {
-      own.close();
-    }
+    });
   });
 
   it('a first request that ends unanswered (its caller gave up) lets one of those waiting be the first', async () => {
-    const own = createHttpFetcher({ concurrency: 8, timeoutMs: 10_000, caFile: sim.caFile });
-    try {
-      const walls = sim.walls.site('pf_03');
-      const issued = walls.stats().cookie.issued;
-      await putEvent(sim, 'pf_03', 'https://pf03.example/e/slow-first', { region: 'fr', sections: [], behaviour: 'slow', delay_ms: 5_000 });
-      // The first is answered in 5 s, but its caller gives up after 300 ms: its cookie never arrives.
-      const first = own.html(`${sim.httpsBaseUrls.pf_03}/e/slow-first`, { signal: AbortSignal.timeout(300) }).catch((err: Error) => err);
-      await new Promise((r) => setTimeout(r, 50));
-      const waiting = Array.from({ length: 6 }, () => own.html(`${sim.httpsBaseUrls.pf_03}${EVENT}`));
+    // The first is answered in 5 s, but its caller gives up after 300 ms: its cookie never arrives.
+    await withSlowFirst(5_000, 300, async ({ first, demoPages, issuedSince }) => {
+      const waiting = demoPages();
       expect(await first).toBeInstanceOf(Error);
-      const pages = await Promise.all(waiting);
+      const pages = await waiting;
       expect(pages.map((p) => p.$('h1').text().includes('Demo event')), lastRefusal()).toEqual(pages.map(() => true));
       // The wall issued one to the request that gave up, and one to the next first: not one each.
-      expect(walls.stats().cookie.issued - issued).toBe(2);
-    } finally {
-      own.close();
-    }
+      expect(issuedSince()).toBe(2);
+    });
   });
 });
