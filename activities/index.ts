@@ -18,6 +18,7 @@ import { ScrapeFailure } from '../src/scrapers/types.ts';
 import { pollAttemptTimeoutMs, scrapeBackstopMs } from '../workflows/scrape-timing.ts';
 import type { Db } from '../db/connection.ts';
 import { MemberWatch } from '../src/monitors/member-watch.ts';
+import { incidentRuleOf } from '../src/monitors/platform-incidents.ts';
 import { PollMetrics } from '../src/monitors/poll-metrics.ts';
 import { createMonitorActivities } from './monitors.ts';
 import { createPollActivities } from './poll-shard.ts';
@@ -31,6 +32,12 @@ export interface Activities {
   activities: Record<string, (...args: never[]) => Promise<unknown>>;
   /** Ends the shard polls in flight, each handing its schedule back (poll-shard.ts). */
   handBack(): void;
+  /**
+   * Settles (never rejects) once the background warm-up of the scrapers has ended, warm or not:
+   * for a caller that must not send a scrape before the browser is up (a test's stack, as a
+   * worker in production has long been running by its first client-rendered scrape).
+   */
+  warmed: Promise<void>;
   /** First attempts for this process's webhook dispatcher; absent without WEBHOOK_SECRET_KEY. */
   webhookAttempts?: DeliveryAttempts;
   close(): Promise<void>;
@@ -65,7 +72,18 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   const http = createHttpFetcher({ concurrency: config.SCRAPE_CONCURRENCY, timeoutMs: backstopMs, clients: httpClients });
   const baseUrls = deps.baseUrls ?? platformBaseUrls(config);
   // One Chromium per process, for on-demand page visits and for making pf_01's clearances.
-  const browser = createBrowserPages({ pages: config.BROWSER_PAGES, chromiumPath: config.CHROMIUM_PATH, timeoutMs: backstopMs, caFile });
+  const browser = createBrowserPages({
+    pages: config.BROWSER_PAGES,
+    chromiumPath: config.CHROMIUM_PATH,
+    timeoutMs: backstopMs,
+    caFile,
+    browserUser: config.SCRAPE_BROWSER_USER === 'root' ? null : config.SCRAPE_BROWSER_USER,
+    onLaunchDecided: ({ user, sandboxed }) => {
+      const fields = { browser_user: user?.name ?? (process.getuid?.() === 0 ? 'root' : 'worker'), sandboxed };
+      if (sandboxed) log.info(fields, 'Chromium runs sandboxed');
+      else log.warn(fields, user ? "Chromium's sandbox cannot start here: it runs with --no-sandbox, as a user without the worker's secrets" : "Chromium runs with --no-sandbox as the worker's own user");
+    },
+  });
   // The pollers' fetcher: the same client, its own time bound; pf_01's clearances send their
   // requests through it too, polls and on-demand scrapes alike.
   const pollTimeoutMs = pollAttemptTimeoutMs(config.SCRAPE_TIMEOUT_MS);
@@ -111,7 +129,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   const browserReports = startBrowserReports({ db: deps.db, taskQueue: config.SCRAPE_TASK_QUEUE, chromiumPath: config.CHROMIUM_PATH, log, figures });
   // In the background: the first scrape should not pay for the browser launch (~1 s) or the
   // CA set-up, and the worker need not wait for them either.
-  void scrapers.warm().catch((err: unknown) => {
+  const warmed = scrapers.warm().catch((err: unknown) => {
     // A missing browser was reported above, with its fix; its launch error would only bury that.
     if (!(err instanceof ScrapeFailure && err.kind === 'browser_missing')) log.warn({ err }, 'could not warm the scrapers; the first scrape will');
   });
@@ -143,6 +161,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     shardsPerPlatform: config.MONITOR_SHARDS_PER_PLATFORM,
     runMs: config.MONITOR_POLL_RUN_MS,
     retireAfterMs: config.MONITOR_RETIRE_AFTER_MS,
+    incidentRule: incidentRuleOf(config),
     order: config.MONITOR_POLL_ORDER,
   });
   // Every configured proxy: what callers are told of a failed scrape never names one.
@@ -161,6 +180,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   return {
     activities: { ...createScrapeActivities(scrapers, alog, proxies), ...polls.activities, ...createMonitorActivities({ db: deps.db }), ...tracking, ...delivery.activities },
     handBack: polls.handBack,
+    warmed,
     webhookAttempts: delivery.webhookAttempts,
     close: async () => {
       await Promise.all([pollScrapers.close(), scrapers.close(), http.close(), members.close(), browserReports.stop(), pf01.pool.close()]);

@@ -28,6 +28,10 @@
 // A target whose event keeps answering not-found is retired (src/monitors/target-status.ts):
 // its items are told once, and it is left out of the schedule until an item on it is written.
 //
+// Every poll that gets an answer or a failure about the target is a check: its time is noted in
+// memory and written with the process's other checks once a second, in one statement
+// (src/monitors/check-log.ts), for the items' `last_checked_at` (issue 38).
+//
 // A target whose members hold a change in a cooldown (src/monitors/cooldown.ts) is recorded at
 // its first poll after the hold's end even when nothing changed, so the hold is released within
 // a poll interval of it; the due times come back from each record and are re-read at reloads.
@@ -49,6 +53,8 @@ import type { Db } from '../db/connection.ts';
 import type { Logger } from '../src/logger.ts';
 import type { MemberWatch } from '../src/monitors/member-watch.ts';
 import { shardKey } from '../src/monitors/member-watch.ts';
+import type { IncidentRule } from '../src/monitors/platform-incidents.ts';
+import { CheckLog } from '../src/monitors/check-log.ts';
 import { FairShare, type PollOrder } from '../src/monitors/fair-share.ts';
 import type { PollMetrics, PollOutcome } from '../src/monitors/poll-metrics.ts';
 import { ShardSchedule, type ScheduledTarget } from '../src/monitors/poll-schedule.ts';
@@ -105,8 +111,12 @@ export interface PollShardOptions {
   runMs: number;
   /** How long a target answers not-found before it is retired (MONITOR_RETIRE_AFTER_MS). */
   retireAfterMs: number;
+  /** The platform incident rule, which a retirement must not pre-empt (MONITOR_INCIDENT_*). */
+  incidentRule: IncidentRule;
   /** Which due target gets the next slot (MONITOR_POLL_ORDER; default `fair`). */
   order?: PollOrder;
+  /** Where each check's time goes (src/monitors/check-log.ts); default: one for the process's shard runs. */
+  checks?: CheckLog;
 }
 
 /** Polls of one shard in flight at once (the HTTP fetcher bounds the process as a whole). */
@@ -188,6 +198,7 @@ class ShardLoop {
     private readonly opts: PollShardOptions,
     private readonly input: PollShardInput,
     private readonly ctx: Context,
+    private readonly checks: CheckLog,
   ) {
     this.schedule = new ShardSchedule({ intervalMs: opts.intervalMs, jitterRatio: opts.jitterRatio });
     const pool = opts.exits.for(input.platform);
@@ -468,6 +479,9 @@ class ShardLoop {
     try {
       const data = await this.opts.scrapers.scrape(t.ref, session ? { signal, session } : { signal });
       answered = true;
+      // Checked, whatever the record below makes of it (written once a second: check-log.ts).
+      const checkedAt = Date.now();
+      this.checks.checked(t.key, checkedAt, true);
       pool.answered(exit, t.key);
       const memory = this.memory.get(t.key);
       const scraped = toSnapshot(data);
@@ -498,7 +512,7 @@ class ShardLoop {
       }
       // A status row another poller left (a frozen one whose scrapes timed out as it woke) is
       // cleared by the first success too, not only this poller's own failures.
-      if (t.failures > 0 || this.statusToClear.delete(t.key)) await clearStatus(this.opts.db, t.key);
+      if (t.failures > 0 || this.statusToClear.delete(t.key)) await clearStatus(this.opts.db, t.key, new Date(checkedAt));
       this.schedule.succeeded(t, Date.now(), started);
       this.recording.succeeded();
     } catch (err) {
@@ -538,6 +552,7 @@ class ShardLoop {
         // A block we inferred ourselves (no browser session could be made): its own wait.
         blockedUntil = now + (err.retryAfterMs ?? this.opts.intervalMs * 2 ** Math.min(4, t.failures + 1));
       }
+      this.checks.checked(t.key, now, false);
       this.schedule.failed(t, now, blockedUntil);
       outcome = blocked ? 'blocked' : 'failed';
       const reason = err instanceof Error ? err.message : String(err);
@@ -571,7 +586,9 @@ class ShardLoop {
   /** The target's event is gone: its items are told once, and it leaves the schedule. */
   private async retire(t: ScheduledTarget, notFoundSince: Date): Promise<void> {
     try {
-      const { retired, told } = await retireTarget(this.opts.db, t.key, notFoundSince);
+      const { retired, told, held } = await retireTarget(this.opts.db, t.key, notFoundSince, this.opts.incidentRule);
+      // Its platform is failing as a whole: polled on, so that its recovery is seen.
+      if (held) return;
       this.schedule.remove(t.key);
       this.memory.delete(t.key);
       this.needsBaseline.delete(t.key);
@@ -598,15 +615,18 @@ class ShardLoop {
 
 export function createPollActivities(opts: PollShardOptions): ShardPolling {
   const running = new Set<ShardLoop>();
+  const checks = opts.checks ?? new CheckLog(opts.db, opts.log.child({ component: 'check-log' }));
   return {
     activities: {
       pollShard: async (input) => {
-        const loop = new ShardLoop(opts, input, Context.current());
+        const loop = new ShardLoop(opts, input, Context.current(), checks);
         running.add(loop);
+        checks.acquire();
         try {
           return await loop.run();
         } finally {
           running.delete(loop);
+          await checks.release();
         }
       },
     },

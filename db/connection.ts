@@ -9,10 +9,26 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (v) => Number(v));
 
 export type Db = Knex;
 
+/**
+ * Far above any gap between two statements of one of our transactions (milliseconds; a second
+ * or two of a stalled event loop on a loaded machine), and below the monitors' takeover of a
+ * frozen worker's shard (its heartbeat timeout), so the new owner finds the locks free.
+ */
+export const IDLE_IN_TRANSACTION_MS = 10_000;
+
 export interface DbOptions {
   connectionString: string;
   poolMax?: number;
   statementTimeoutMs?: number;
+  /**
+   * How long a session may sit idle inside a transaction before the server ends it, rolling back
+   * and releasing its locks (default IDLE_IN_TRANSACTION_MS; 0 turns it off). A process frozen mid-transaction (SIGSTOP,
+   * a VM paused, a debugger) otherwise holds its row and advisory locks until it wakes: a shard
+   * poller frozen inside a poll's transaction kept that target's lock, and the worker that took
+   * its shard over could record nothing of the target, timing out on the lock at every poll,
+   * until the frozen one resumed (test/faults/paused-worker.test.ts, a full run on 7c095e5).
+   */
+  idleInTransactionTimeoutMs?: number;
   applicationName?: string;
   /**
    * Where knex's own warnings go (for example "Acquire connection error"). knex prints them
@@ -41,6 +57,7 @@ export function createDb(opts: DbOptions): Db {
       connectionString: opts.connectionString,
       application_name: opts.applicationName ?? 'ticket-market',
       statement_timeout: opts.statementTimeoutMs ?? 5_000,
+      idle_in_transaction_session_timeout: opts.idleInTransactionTimeoutMs ?? IDLE_IN_TRANSACTION_MS,
       connectionTimeoutMillis: 3_000,
     },
     pool: { min: 0, max: opts.poolMax ?? 20, acquireTimeoutMillis: 5_000 },

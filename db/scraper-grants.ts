@@ -27,23 +27,17 @@ export const SCRAPER_RIGHTS: Readonly<Record<string, Rights>> = {
   monitor_members: { table: READ_WRITE, why: 'the membership relay writes the pollers’ members; polls record their baselines' },
   monitor_cooldowns: { table: READ_WRITE, why: 'polls hold and release per-section cooldowns' },
   monitor_target_status: { table: READ_WRITE, why: 'polls record blocked and failing targets' },
-  notifications: { table: ['SELECT', 'INSERT'], why: 'polls append notifications to the log' },
+  monitor_platform_incidents: { table: READ_WRITE, why: 'the incident watch opens and closes platform-wide incidents (src/monitors/platform-incidents.ts)' },
+  // No DELETE: the gateway's housekeeping prunes it (src/retention/monitor-targets.ts).
+  monitor_target_checks: { table: UPSERT, why: 'the pollers record when each target was last checked (src/monitors/check-log.ts)' },
+  // Appended only through monitor_append_notifications() (SCRAPER_FUNCTIONS): never written directly.
+  notifications: { table: ['SELECT'], why: 'the monitor’s status query reads an item’s newest notification (activities/monitors.ts)' },
   watchlist_items: { table: ['SELECT'], why: 'the membership relay reads the items it turns into members' },
   watchlist_changes: { table: ['SELECT'], why: 'the relays follow the watchlist’s change feed' },
   relay_cursors: { table: UPSERT, why: 'the relays keep their place in the change feed' },
-  // The webhook outbox: a notification's deliveries are written in its transaction
-  // (src/webhooks/outbox.ts). Which webhooks are active, never their URLs or secrets.
-  webhooks: { columns: { SELECT: ['id', 'account_id', 'active', 'deleted'] }, why: 'the outbox finds the active webhooks of a notification’s item' },
-  webhook_deliveries: {
-    table: ['INSERT'],
-    columns: {
-      SELECT: ['id', 'account_id', 'state', 'parked_at', 'created_at'],
-      UPDATE: ['state', 'failure_reason', 'parked_at', 'dispatched', 'claimed_until', 'updated_at'],
-    },
-    why: 'the outbox enqueues deliveries (sent by the delivery worker); the service sweep hands an account’s parked ones back (src/webhooks/parking.ts)',
-  },
   // Which accounts are served (src/accounts/service-state.ts; account_served() reads as its caller).
   account_service: { table: UPSERT, why: 'the service sweep and the membership relay record and share-lock served states' },
+  account_service_signals: { table: READ_WRITE, why: 'the service sweep queues what Temporal is told of each change; the signal relay delivers and deletes them' },
   accounts: { columns: { SELECT: ['id', 'customer_id'] }, why: 'account_served(): whether the account has a billing account' },
   subscriptions: {
     columns: { SELECT: ['account_id', 'status', 'cancel_at_period_end', 'current_period_end'] },
@@ -82,12 +76,25 @@ export const NOT_FOR_THE_SCRAPER: Readonly<Record<string, string>> = {
   stripe_events: 'Stripe webhooks: the gateway’s',
   stripe_subscriptions: 'the Stripe mirror: the gateway’s and the delivery worker’s',
   webhook_attempts: 'delivery attempts: the delivery worker’s',
+  webhooks: 'endpoints and their secrets: the gateway’s and the delivery worker’s (monitor_append_notifications() finds a notification’s webhook as its owner)',
+  webhook_deliveries:
+    'signed messages: written only by monitor_append_notifications() and webhook_deliveries_resume() (SCRAPER_FUNCTIONS), sent by the delivery worker; issue 38: a compromised scraper must not choose a body or a recipient',
   stream_connections: 'the stream nodes’',
   stream_nodes: 'the stream nodes’',
   artist_social_metrics: 'artist profiles: read by the gateway, written by the seed',
   artist_social_snapshots: 'artist profiles: read by the gateway, written by the seed',
   knex_migrations: 'the migrations’ own (run as the owning role)',
   knex_migrations_lock: 'the migrations’ own (run as the owning role)',
+};
+
+/**
+ * The database functions the scrape worker may call: each runs as the tables' owner and writes
+ * only what it builds itself (db/migrations/036). Every other function of the schema is revoked
+ * from the role (and the owner's SECURITY DEFINER ones from PUBLIC, by their migration).
+ */
+export const SCRAPER_FUNCTIONS: Readonly<Record<string, string>> = {
+  'monitor_append_notifications(jsonb)': 'polls, retirements and incidents append notifications; the function picks the recipient and writes the deliveries',
+  'webhook_deliveries_resume(bigint[], bigint)': 'the service sweep hands a served account’s parked deliveries back to the dispatcher',
 };
 
 /** Sequences the scrape worker calls nextval() on by name (column sequences come with INSERT below). */
@@ -116,8 +123,12 @@ export async function applyScraperGrants(db: Knex, role: string): Promise<void> 
         (x) => x.relname,
       ),
     );
+    const presentFunctions = new Set(
+      ((await trx.raw(`SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public'`)) as { rows: { proname: string }[] }).rows.map((x) => x.proname),
+    );
     await trx.raw(`REVOKE ALL ON ALL TABLES IN SCHEMA public FROM ${r}`);
     await trx.raw(`REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM ${r}`);
+    await trx.raw(`REVOKE ALL ON ALL FUNCTIONS IN SCHEMA public FROM ${r}`);
     await trx.raw(`GRANT USAGE ON SCHEMA public TO ${r}`);
     const inserting: string[] = [];
     for (const [table, rights] of Object.entries(SCRAPER_RIGHTS)) {
@@ -142,5 +153,7 @@ export async function applyScraperGrants(db: Knex, role: string): Promise<void> 
       )) as { rows: { name: string }[] }
     ).rows.map((x) => x.name);
     for (const s of sequences) await trx.raw(`GRANT USAGE ON SEQUENCE ${s} TO ${r}`);
+    const functions = Object.keys(SCRAPER_FUNCTIONS).filter((f) => presentFunctions.has(f.slice(0, f.indexOf('('))));
+    for (const f of functions) await trx.raw(`GRANT EXECUTE ON FUNCTION public.${f} TO ${r}`);
   });
 }

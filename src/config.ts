@@ -241,6 +241,18 @@ const schema = z.object({
    */
   MONITOR_RETIRE_AFTER_MS: z.coerce.number().int().min(1_000).default(3_600_000),
   /**
+   * Platform incidents (src/monitors/platform-incidents.ts): at least this share of a platform's
+   * watched targets failing at once (not found or blocked), and at least MONITOR_INCIDENT_MIN_TARGETS
+   * of them, is the platform's failure: nothing of it is retired, its items are told once, and
+   * again when fewer than half this share fail. docs/monitoring.md "Platform incidents" gives the figures.
+   */
+  MONITOR_INCIDENT_SHARE: z.coerce.number().gt(0).max(1).default(0.5),
+  MONITOR_INCIDENT_MIN_TARGETS: z.coerce.number().int().min(2).max(100_000).default(5),
+  /** A target's failure counts toward an incident this long after its last answer (a blocked one also while its Retry-After lasts). */
+  MONITOR_INCIDENT_WINDOW_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(120_000),
+  /** How often the workers evaluate the platforms (one evaluation at a time across workers). */
+  MONITOR_INCIDENT_CHECK_MS: z.coerce.number().int().min(100).max(60_000).default(2_000),
+  /**
    * Which due target gets a shard's next request slot: `fair` shares the platform's budget
    * between the accounts watching it (src/monitors/fair-share.ts); `due`, the earliest due first
    * (first come, first served, as before issue 25), is kept for comparison (`npm run bench:fairness`).
@@ -264,6 +276,11 @@ const schema = z.object({
   TRACKING_END_AFTER_EVENT_MS: z.coerce.number().int().min(0).default(86_400_000),
   /** A tracking whose event has no date (or was never scraped) ends this long after it started: 30 days. */
   TRACKING_UNDATED_MAX_MS: z.coerce.number().int().min(1_000).default(30 * 86_400_000),
+  /**
+   * A tracking from before accounts were recorded (`unattributed`, migration 027) that no account
+   * has claimed (added again) this long after migration 034 ends like a tracking no account holds: 30 days.
+   */
+  TRACKING_UNATTRIBUTED_MAX_MS: z.coerce.number().int().min(1_000).default(30 * 86_400_000),
   /** Events one account may track at once (POST /svc/data/events/add answers 400 past it). */
   TRACKING_MAX_EVENTS_PER_ACCOUNT: positiveInt.default(100),
 
@@ -292,6 +309,15 @@ const schema = z.object({
   BROWSER_SESSIONS: positiveInt.max(64).default(4),
   /** Chromium for the client-rendered platforms. */
   CHROMIUM_PATH: z.string().min(1).default('/usr/bin/chromium'),
+  /**
+   * The user the scrapers' Chromium runs as when the worker runs as root (src/scrapers/browser-user.ts):
+   * it renders third-party pages, so it holds none of the worker's secrets or files; `root` keeps
+   * it as root with --no-sandbox (the way before issue 38).
+   */
+  SCRAPE_BROWSER_USER: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_-]{0,31}$/, 'a user name (getent passwd)')
+    .default('nobody'),
   /**
    * Requests per second each platform may receive from the monitors of the whole deployment:
    * one number for all, or `pf_03=200,pf_01=5` (the rest get DEFAULT_SCRAPE_RPS). Parsed into a

@@ -16,9 +16,11 @@ import { taskQueues } from './task-queues.ts';
 import { WORKFLOWS_PATH, clientOnWorkers, startWorkers } from './worker.ts';
 import { roleSides, warnOnBroadRights, type WorkerRole } from './worker-roles.ts';
 import { createDb } from '../db/connection.ts';
+import { startServiceSignalRelay } from '../src/accounts/service-signals.ts';
 import { startServiceSweep } from '../src/accounts/service-state.ts';
-import { trackingServiceHooks } from '../src/market-data/tracking-lifecycle.ts';
-import { memberServiceHooks, startMembershipRelay } from '../src/monitors/membership.ts';
+import { incidentRuleOf, startIncidentWatch } from '../src/monitors/platform-incidents.ts';
+import { trackingServiceSignals } from '../src/market-data/tracking-lifecycle.ts';
+import { memberServiceHooks, memberServiceSignals, startMembershipRelay } from '../src/monitors/membership.ts';
 import { deliveryServiceHooks } from '../src/webhooks/parking.ts';
 import { DEFAULT_SCHEDULE_MS, retryScheduleSpanMs } from '../src/webhooks/retry-schedule.ts';
 import { startMonitorRelay } from '../src/monitors/relay.ts';
@@ -161,20 +163,34 @@ export async function startLocalWorkers(
       };
       const membership = startMembershipRelay(relays);
       undo.push({ name: 'membership relay', run: () => membership.stop() });
-      // Beside the membership relay: its hooks take a lapsed account's members out and put them back.
+      // Beside the membership relay: its hooks take a lapsed account's members out and put them
+      // back, in the database only. What Temporal must be told of each change (pollers to start,
+      // trackings to wake) goes through the signal relay, after the change has committed.
+      const signalRelay = startServiceSignalRelay({
+        db,
+        signals: [memberServiceSignals(relays), trackingServiceSignals({ db, client: temporal.client })],
+        log: wlog,
+        registry: opts.registry,
+      });
+      undo.push({ name: 'service signal relay', run: () => signalRelay.stop() });
       const serviceSweep = startServiceSweep({
         db,
-        hooks: [
-          memberServiceHooks(relays),
-          deliveryServiceHooks({ expireAfterMs: retryScheduleSpanMs(config.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_SCHEDULE_MS) }),
-          trackingServiceHooks(temporal.client),
-        ],
+        hooks: [memberServiceHooks(relays), deliveryServiceHooks({ expireAfterMs: retryScheduleSpanMs(config.WEBHOOK_RETRY_SCHEDULE_MS ?? DEFAULT_SCHEDULE_MS) })],
         everyMs: config.SERVICE_SWEEP_MS,
         log: wlog,
+        onChange: () => signalRelay.kick(),
       });
       undo.push({ name: 'service sweep', run: () => serviceSweep.stop() });
       const relay = startMonitorRelay(relays);
       undo.push({ name: 'monitor relay', run: () => relay.stop() });
+      const incidents = startIncidentWatch({
+        db,
+        rule: incidentRuleOf(config),
+        everyMs: config.MONITOR_INCIDENT_CHECK_MS,
+        log: wlog,
+        registry: opts.registry,
+      });
+      undo.push({ name: 'platform incident watch', run: () => incidents.stop() });
     }
     if (sides.deliver && config.BILLING_PROVIDER === 'stripe') {
       await ensureStripeSchedules(temporal.client, {

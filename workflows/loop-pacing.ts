@@ -30,7 +30,7 @@ export function backoffWait(intervalMs: number, failures: number, jitterRatio: n
 /**
  * How often a paused tracking (no account tracking it is served) checks again by itself. It is
  * woken sooner, by the resumeTracking signal, when one of its accounts is served again (the
- * service sweep's hook, src/market-data/tracking-lifecycle.ts): this is only the backstop for a
+ * service signal relay, src/market-data/tracking-lifecycle.ts): this is only the backstop for a
  * signal that was lost, so a paused tracking costs one activity every quarter of an hour.
  */
 export const PAUSED_CHECK_MS = 15 * 60_000;

@@ -1,5 +1,5 @@
 // The query and signal of a trackEvent workflow, defined once so the workflow and its callers
-// (ops, tests, the service sweep) agree.
+// (ops, tests, the service signal relay) agree.
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 
 export interface TrackStatus {

@@ -11,10 +11,11 @@
 // (src/market-data/tracking-lifecycle.ts): when it has ended (a set time after its event's date,
 // too long without a date, no account tracking it) the activity records it and the workflow
 // completes at once, with no timer left; while no account tracking it is served the tick scrapes
-// nothing and the workflow waits for the resumeTracking signal (the service sweep sends it when
-// one of its accounts is served again), with a check every PAUSED_CHECK_MS as a backstop. No
-// clock is read here: the database decides, by its own. A killed worker loses nothing: the
-// workflow resumes from its history on the next worker, and a tick it had applied but not
+// nothing and the workflow waits for the resumeTracking signal (the service signal relay sends it
+// once the sweep has recorded that one of its accounts is served again), with a check every
+// PAUSED_CHECK_MS as a backstop. No clock is read here: the database decides, by its own. A
+// killed worker loses nothing: the workflow resumes from its history on the next worker, and a
+// tick it had applied but not
 // reported is recognised and not written
 // twice.
 import { ActivityFailure, ApplicationFailure, condition, continueAsNew, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';

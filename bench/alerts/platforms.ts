@@ -7,8 +7,18 @@
 import { parseEventRef } from '../../src/platform/event-ref.ts';
 import { PLATFORM_KEYS, type PlatformKey } from '../../src/platform/registry.ts';
 
+/**
+ * Simulator requests after a control call that show its change was read by a whole poll: two
+ * polls' worth (a poll that began before the call reads the old state), and one request more where
+ * a poll makes several (its first request may have been made before the call). The runner waits
+ * for them before the next step; the timed scenarios space their steps by the polls they take.
+ */
+export function requestsToSee(perPoll: number): number {
+  return perPoll === 1 ? 2 : 2 * perPoll + 1;
+}
+
 /** The targets of a platform's script, by what they exercise (scenarios.ts). */
-export type Role = 'flapping' | 'cooldown' | 'mixed' | 'arms';
+export type Role = 'flapping' | 'cooldown' | 'mixed' | 'arms' | 'moves' | 'incident';
 
 export interface AlertPlatform {
   platform: PlatformKey;

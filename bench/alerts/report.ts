@@ -1,14 +1,15 @@
 // The markdown report of bench:alerts: the verdict against the target (0 false, 0 missed, 0
-// duplicated on every platform, with notifications expected and received on each), a row per
-// platform, a row per scenario with what it waits on, then every false, missed and duplicated
-// notification with its step, scenarios whose schedule or observation the bench could not keep,
-// and the worker's SIGKILL.
+// duplicated on every platform and every channel: the stream, the standard webhooks and
+// Discord, with messages expected and received on each), a row per platform, a row per scenario
+// with what it waits on, then every false, missed and duplicated message with its channel and
+// step, scenarios whose schedule or observation the bench could not keep, and the worker's SIGKILL.
 import type { PlatformKey } from '../../src/platform/registry.ts';
 import { summarise } from '../support/percentiles.ts';
 import { fmtMs } from '../monitors/support.ts';
+import { CHANNELS, CHANNEL_NAMES } from './channels.ts';
 import type { AlertsConfig } from './config.ts';
 import type { KillRecord } from './runner.ts';
-import { passes, type Score, type ScriptScore, type Tally } from './score.ts';
+import { allPass, emptyTally, type Score, type ScriptScore, type Tallies, type Tally } from './score.ts';
 
 export interface ReportInput {
   cfg: AlertsConfig;
@@ -23,17 +24,28 @@ export interface ReportInput {
   stream: { reconnects: number; closes: string[] };
   crashes: string[];
   logCounts: Map<string, number>;
+  /** The webhook endpoints: requests the reference verifier refused, bodies that could not be read, deliveries still pending at the end. */
+  endpoints: { unverified: number; unreadable: number; pending: number };
   /** Every platform's bot wall over the run (issue 37; null: the simulator reports none). */
   walls: { on: boolean; passed: number; refused: number; lastRefusal: { reason: string; detail: string } | null } | null;
 }
 
-function scriptOk(s: ScriptScore): boolean {
-  return s.tally.false === 0 && s.tally.missed === 0 && s.tally.duplicated === 0 && s.unseen.length === 0 && s.late.length === 0;
+function addCounts(into: Tally, t: Tally): void {
+  into.expected += t.expected;
+  into.false += t.false;
+  into.missed += t.missed;
+  into.duplicated += t.duplicated;
 }
 
-/** A platform passes the target, and the bench saw every step of it as scripted. */
-function platformOk(t: Tally, scripts: readonly ScriptScore[]): boolean {
-  return passes(t) && scripts.every((s) => s.unseen.length === 0 && s.late.length === 0);
+const clean = (t: Tally) => t.false === 0 && t.missed === 0 && t.duplicated === 0;
+
+function scriptOk(s: ScriptScore): boolean {
+  return CHANNELS.every((c) => clean(s.tallies[c])) && s.unseen.length === 0 && s.late.length === 0;
+}
+
+/** A platform passes the target on every channel, and the bench saw every step of it as scripted. */
+function platformOk(t: Tallies, scripts: readonly ScriptScore[]): boolean {
+  return allPass(t) && scripts.every((s) => s.unseen.length === 0 && s.late.length === 0);
 }
 
 function delays(t: Tally): string {
@@ -42,13 +54,23 @@ function delays(t: Tally): string {
   return `${fmtMs(s.p50)} | ${fmtMs(s.p95)} | ${fmtMs(s.max)} | ${k.n ? `${k.n}, max ${fmtMs(k.max)}` : 'none'}`;
 }
 
-function why(t: Tally, scripts: readonly ScriptScore[]): string {
+/** "received · false/missed/duplicated" of one channel. */
+function cell(t: Tally): string {
+  return `${t.received} · ${t.false}/${t.missed}/${t.duplicated}`;
+}
+
+function why(tallies: Tallies, scripts: readonly ScriptScore[]): string {
   const out: string[] = [];
-  if (t.expected === 0) out.push('nothing expected');
-  if (t.received === 0) out.push('nothing received');
-  if (t.false) out.push(`${t.false} false`);
-  if (t.missed) out.push(`${t.missed} missed`);
-  if (t.duplicated) out.push(`${t.duplicated} duplicated`);
+  for (const c of CHANNELS) {
+    const t = tallies[c];
+    const bad: string[] = [];
+    if (t.expected === 0) bad.push('nothing expected');
+    if (t.received === 0) bad.push('nothing received');
+    if (t.false) bad.push(`${t.false} false`);
+    if (t.missed) bad.push(`${t.missed} missed`);
+    if (t.duplicated) bad.push(`${t.duplicated} duplicated`);
+    if (bad.length) out.push(`${CHANNEL_NAMES[c]}: ${bad.join(', ')}`);
+  }
   if (scripts.some((s) => s.unseen.length)) out.push('steps not seen');
   if (scripts.some((s) => s.late.length)) out.push('timed steps late');
   const pending = [...new Set(scripts.filter((s) => !scriptOk(s) && s.run.script.pending).map((s) => s.run.script.pending!))];
@@ -63,10 +85,16 @@ export function renderReport(r: ReportInput): string {
   const platforms = [...score.platforms.keys()];
   const scriptsOf = (p: PlatformKey) => score.scripts.filter((s) => s.run.script.platform.platform === p);
   const failing = platforms.filter((p) => !platformOk(score.platforms.get(p)!, scriptsOf(p)));
-  const total = [...score.platforms.values()].reduce((a, t) => ({ expected: a.expected + t.expected, received: a.received + t.received }), { expected: 0, received: 0 });
+  const total = [...score.platforms.values()].reduce((a, t) => ({ expected: a.expected + t.stream.expected, received: a.received + t.stream.received }), { expected: 0, received: 0 });
+  const hooks = [...score.platforms.values()].reduce(
+    (a, t) => ({ expected: a.expected + t.webhook.expected + t.discord.expected, received: a.received + t.webhook.received + t.discord.received }),
+    { expected: 0, received: 0 },
+  );
+  const strays = CHANNELS.reduce((n, c) => n + score.strays[c], 0);
+  const endpointsOk = r.endpoints.unverified === 0 && r.endpoints.unreadable === 0;
   // With walls on, not one request refused by a wall, out of some it judged (issue 37).
   const wallsOk = !r.walls?.on || (r.walls.refused === 0 && r.walls.passed > 0);
-  const pass = failing.length === 0 && score.strays === 0 && r.crashes.length === 0 && wallsOk;
+  const pass = failing.length === 0 && strays === 0 && endpointsOk && r.crashes.length === 0 && wallsOk;
   // A failed verdict exits non-zero once the report is out (Lifecycle.finish).
   if (!pass) process.exitCode = 1;
   const lines: string[] = [];
@@ -74,14 +102,19 @@ export function renderReport(r: ReportInput): string {
   lines.push(`${r.date.toISOString()} · \`${r.command}\` · ${r.machine}`, '');
   lines.push(
     `Poll interval ${cfg.intervalMs} ms, cooldown scenario ${cfg.cooldownS} s, ${score.scripts.length} scenarios, ${r.stepsTotal} steps, ` +
-      `${total.expected} notifications written down before the run, ${total.received} received; ` +
+      `${total.expected} messages written down before the run for the stream (${hooks.expected} more for the webhooks and Discord, each item's twin naming one of them), ` +
+      `${total.received} received on the stream and ${hooks.received} by the webhook endpoints; ` +
       `${r.kill ? `worker SIGKILLed between the phases (down ${r.kill.downMs} ms, ready again ${r.kill.readyAt ? `${((r.kill.readyAt - r.kill.killedAt) / 1000).toFixed(1)} s` : 'never'} and polling ${r.kill.firstPollAt ? `${((r.kill.firstPollAt - r.kill.killedAt) / 1000).toFixed(1)} s` : 'not seen'} after the kill)` : 'no worker SIGKILL'}; ` +
       `every item had its baseline ${r.baselineSeconds.toFixed(1)} s after its creation; run ${r.runtimeSeconds.toFixed(0)} s.`,
     '',
   );
   lines.push(
-    `**${pass ? 'PASS' : 'FAIL'}**: target 0 false, 0 missed, 0 duplicated on every platform, with notifications expected and received on each` +
-      (pass ? '.' : `: ${failing.length ? `failing on ${failing.join(', ')}` : ''}${score.strays ? `; ${score.strays} notifications of items the bench did not create` : ''}${r.crashes.length ? `; the worker exited by itself ${r.crashes.length} time(s)` : ''}${wallsOk ? '' : `; the bot walls refused ${r.walls!.refused} requests of ${r.walls!.refused + r.walls!.passed}`}.`),
+    `**${pass ? 'PASS' : 'FAIL'}**: target 0 false, 0 missed, 0 duplicated on every platform and every channel (stream, webhooks, Discord), with messages expected and received on each` +
+      (pass
+        ? '.'
+        : `: ${failing.length ? `failing on ${failing.join(', ')}` : ''}${strays ? `; ${strays} messages about items the bench did not create (or to a channel they do not name)` : ''}` +
+          `${r.endpoints.unverified ? `; ${r.endpoints.unverified} webhook requests whose signature did not verify` : ''}${r.endpoints.unreadable ? `; ${r.endpoints.unreadable} webhook or Discord bodies that could not be read` : ''}` +
+          `${r.crashes.length ? `; the worker exited by itself ${r.crashes.length} time(s)` : ''}${wallsOk ? '' : `; the bot walls refused ${r.walls!.refused} requests of ${r.walls!.refused + r.walls!.passed}`}.`),
     '',
   );
   lines.push(
@@ -92,27 +125,45 @@ export function renderReport(r: ReportInput): string {
   );
 
   lines.push('## Per platform', '');
-  lines.push('| platform | expected | received | false | missed | duplicated | delay p50 | p95 | max | across the kill | result |', '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|');
+  lines.push(
+    '| platform | expected: stream / webhooks / Discord | stream: received · false/missed/dup | webhooks | Discord | stream delay p50 | p95 | max | across the kill | webhooks p95 | Discord p95 | result |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|',
+  );
   for (const p of platforms) {
     const t = score.platforms.get(p)!;
     const ok = platformOk(t, scriptsOf(p));
-    lines.push(`| ${p} | ${t.expected} | ${t.received} | ${t.false} | ${t.missed} | ${t.duplicated} | ${delays(t)} | ${ok ? 'PASS' : `FAIL (${why(t, scriptsOf(p))})`} |`);
+    lines.push(
+      `| ${p} | ${t.stream.expected} / ${t.webhook.expected} / ${t.discord.expected} | ${cell(t.stream)} | ${cell(t.webhook)} | ${cell(t.discord)} | ${delays(t.stream)} | ` +
+        `${fmtMs(summarise(t.webhook.delays).p95)} | ${fmtMs(summarise(t.discord.delays).p95)} | ${ok ? 'PASS' : `FAIL (${why(t, scriptsOf(p))})`} |`,
+    );
   }
   lines.push(
     '',
-    'Delay: from the simulator control call to the WebSocket client, for every expected notification received (those sent at a cooldown’s end are left out); ' +
+    'Each item is created twice, one twin naming the account’s standard webhook and the other its Discord webhook: the stream hears both, each webhook its twins. ' +
+      'Delay: from the simulator control call to the WebSocket client (or the webhook endpoint), for every expected change received (those sent at a cooldown’s end are left out); ' +
       '"across the kill": those of changes made from two intervals before the worker’s SIGKILL until its successor’s first poll (count, max), apart from the others.',
     '',
   );
 
   lines.push('## Per scenario', '');
-  lines.push('| platform | scenario | items | steps (expect nothing) | expected | received | false | missed | duplicated | result |', '|---|---|---:|---:|---:|---:|---:|---:|---:|---|');
+  lines.push('| platform | scenario | targets | items | steps (expect nothing) | expected (stream) | stream f/m/d | webhooks f/m/d | Discord f/m/d | result |', '|---|---|---:|---:|---:|---:|---:|---:|---:|---|');
+  // Scripts of one scenario on one platform (the incident's targets) are one row.
+  const rows = new Map<string, ScriptScore[]>();
   for (const s of score.scripts) {
-    const sc = s.run.script;
-    const quiet = s.run.steps.filter((st) => !s.run.expected.some((e) => e.step === st.index)).length;
-    const t = s.tally;
-    const result = scriptOk(s) ? 'ok' : sc.pending ? `FAIL, waits on: ${sc.pending}` : 'FAIL';
-    lines.push(`| ${sc.platform.platform} | ${sc.title} | ${s.run.items.length} | ${s.run.steps.length} (${quiet}) | ${t.expected} | ${t.received} | ${t.false} | ${t.missed} | ${t.duplicated} | ${result} |`);
+    const k = `${s.run.script.platform.platform} ${s.run.script.title}`;
+    rows.set(k, [...(rows.get(k) ?? []), s]);
+  }
+  const fmd = (t: Tally) => `${t.false}/${t.missed}/${t.duplicated}`;
+  for (const group of rows.values()) {
+    const sc = group[0]!.run.script;
+    const quiet = group.reduce((n, s) => n + s.run.steps.filter((st) => !s.run.expected.some((e) => e.step === st.index)).length, 0);
+    const t: Tallies = { stream: emptyTally(), webhook: emptyTally(), discord: emptyTally() };
+    for (const x of group) for (const c of CHANNELS) addCounts(t[c], x.tallies[c]);
+    const ok = group.every(scriptOk);
+    const result = ok ? 'ok' : sc.pending ? `FAIL, waits on: ${sc.pending}` : 'FAIL';
+    const items = group.reduce((n, s) => n + s.run.items.length, 0);
+    const steps = group.reduce((n, s) => n + s.run.steps.length, 0);
+    lines.push(`| ${sc.platform.platform} | ${sc.title} | ${group.length} | ${items} | ${steps} (${quiet}) | ${t.stream.expected} | ${fmd(t.stream)} | ${fmd(t.webhook)} | ${fmd(t.discord)} | ${result} |`);
   }
   lines.push('');
 
@@ -126,14 +177,18 @@ export function renderReport(r: ReportInput): string {
       for (const x of s.unseen) lines.push(`- not seen by any poll within ${cfg.stepTimeoutMs / 1000} s: ${x}`);
       for (const x of s.late) lines.push(`- timing: ${x} (the expected outcome assumes the schedule)`);
       const shown = s.problems.slice(0, 12);
-      for (const p of shown) lines.push(`- ${p.kind}: ${p.text}`);
+      for (const p of shown) lines.push(`- ${CHANNEL_NAMES[p.channel]}, ${p.kind}: ${p.text}`);
       if (s.problems.length > shown.length) lines.push(`- … and ${s.problems.length - shown.length} more`);
       lines.push('');
     }
   }
 
   lines.push('## The run', '');
-  lines.push(`- Stream: ${r.stream.reconnects} reconnects${r.stream.closes.length ? ` (closes: ${[...new Set(r.stream.closes)].slice(0, 5).join('; ')})` : ''}; ${score.resentIds} arrivals repeated a log id already received.`);
+  lines.push(`- Stream: ${r.stream.reconnects} reconnects${r.stream.closes.length ? ` (closes: ${[...new Set(r.stream.closes)].slice(0, 5).join('; ')})` : ''}; ${score.resent.stream} arrivals repeated a log id already received.`);
+  lines.push(
+    `- Webhooks: ${score.resent.webhook} standard requests repeated a \`webhook-id\` already received and ${score.resent.discord} Discord messages a notification id (at-least-once resends, one message each); ` +
+      `${r.endpoints.unverified} standard requests failed the reference verifier; ${r.endpoints.unreadable} bodies could not be read; ${r.endpoints.pending} deliveries still pending at the end.`,
+  );
   if (r.crashes.length) lines.push(`- The worker exited by itself: ${r.crashes.map((c) => c.split('\n')[0]).join('; ')}`);
   const logs = [...r.logCounts].sort((a, b) => b[1] - a[1]).slice(0, 8);
   if (logs.length) lines.push(`- Log lines (warnings and errors, counted): ${logs.map(([k, n]) => `${n} × ${k.replace(/\|/g, '/')}`).join('; ')}`);

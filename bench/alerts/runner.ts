@@ -6,23 +6,30 @@
 // than an interval late is recorded, since the cooldown's outcome is written for the schedule.
 //
 // Between the phases the worker is SIGKILLed: every script's first phase-2 control call is
-// made, then the kill, then the worker is started again after BENCH_KILL_DOWN_MS. A step made
-// before the kill is only seen by polls after it (its requests are counted from the kill), so no
-// change is taken as seen by a worker that died before recording it.
+// made (a script whose phase 2 starts by waiting makes none), then the kill, then the worker is
+// started again after BENCH_KILL_DOWN_MS. A step made before the kill is only seen by polls after
+// it (its requests are counted from the kill), so no change is taken as seen by a worker that
+// died before recording it. A step that observes a hold spanning the kill (killBeforeS) is
+// reported when the kill came too late for that.
+//
+// Only the stream's arrivals pace the steps; webhooks and Discord are scored at the end.
 import type { Lifecycle } from '../monitors/lifecycle.ts';
 import type { Stack } from '../monitors/stack.ts';
-import type { StreamNotification } from '../monitors/stream-clients.ts';
 import { progress, sleep } from '../monitors/support.ts';
+import type { Inbox } from './channels.ts';
 import type { AlertsConfig } from './config.ts';
-import type { ItemRun } from './items.ts';
-import { notificationKey, type Expected, type Listing, type Step } from './model.ts';
+import type { Hook, ItemRun } from './items.ts';
+import { requestsToSee } from './platforms.ts';
+import { afterMoves, type Expected, type Listing, type Step } from './model.ts';
 import type { Script } from './scenarios.ts';
 import { simEventKey, type SimControl } from './sim.ts';
 
-export interface ExpectedRun extends Expected {
+/** An expectation for one created item (each spec has a twin per webhook kind). */
+export type ExpectedRun = Expected & {
   itemId: number;
   key: string;
-}
+  hook: Hook;
+};
 
 export interface StepRecord {
   step: Step;
@@ -33,8 +40,12 @@ export interface StepRecord {
   hitsAtPut: number;
   /** Whether enough polls after the call were seen. */
   seen: boolean;
+  /** Date.now() when they were (a wait step: when it began); null while not. */
+  seenAt: number | null;
   /** How late a timed step started, in ms (null: not timed). */
   lateMs: number | null;
+  /** Why the step could not observe what it was written for (the kill came too late). */
+  problem: string | null;
 }
 
 export interface ScriptRun {
@@ -44,28 +55,6 @@ export interface ScriptRun {
   steps: StepRecord[];
   /** Date.now() of the first step: timed steps count from it. */
   startedAt: number | null;
-}
-
-export interface Arrival {
-  n: StreamNotification;
-  at: number;
-  key: string;
-}
-
-/** Every notification the WebSocket clients received, by key. */
-export class Inbox {
-  readonly arrivals: Arrival[] = [];
-  private readonly counts = new Map<string, number>();
-
-  add(n: StreamNotification, at: number): void {
-    const key = notificationKey(n.item_id, n.section ?? '', n.change_type ?? '', n.before ?? {}, n.after ?? {});
-    this.arrivals.push({ n, at, key });
-    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
-  }
-
-  count(key: string): number {
-    return this.counts.get(key) ?? 0;
-  }
 }
 
 export interface KillRecord {
@@ -104,7 +93,9 @@ export class Runner {
 
   async run(): Promise<void> {
     progress(`phase 1: ${this.runs.length} scenarios, their steps before the worker's SIGKILL...`);
+    const started = Date.now();
     await Promise.all(this.runs.map((r) => this.play(r, 0, () => {})));
+    progress(`  phase 1 took ${((Date.now() - started) / 1000).toFixed(0)} s`);
     let arrived = 0;
     let allPut!: () => void;
     const latch = new Promise<void>((resolve) => (allPut = resolve));
@@ -160,14 +151,28 @@ export class Runner {
       let inventory: readonly Listing[] = inventoryBefore(r, offset);
       for (const [i, rec] of steps.entries()) {
         this.life.check();
+        // A phase that starts by waiting makes no control call before the kill.
+        if (rec.step.waitOnly && !arrived) {
+          arrived = true;
+          arrive();
+        }
         if (rec.step.atS !== undefined) {
           const due = r.startedAt + rec.step.atS * 1000;
           if (Date.now() < due) await sleep(due - Date.now());
           rec.lateMs = Math.max(0, Date.now() - due);
         }
+        if (rec.step.killBeforeS !== undefined && this.cfg.kill) {
+          const by = r.startedAt + rec.step.killBeforeS * 1000;
+          const killedAt = this.outage.killedAt === null ? null : this.outage.killedAt + 300;
+          if (killedAt === null || killedAt >= by) {
+            rec.problem = `the worker's SIGKILL ${killedAt === null ? 'had not come' : `came ${((killedAt - by) / 1000).toFixed(1)} s after`} the end of the hold it should span (raise BENCH_KILL_COOLDOWN_S)`;
+          }
+        }
         if (rec.step.inventory) inventory = rec.step.inventory;
         rec.putAt = Date.now();
         rec.hitsAtPut = rec.step.waitOnly ? ((await this.sim.hits()).get(simEventKey(r.script)) ?? 0) : await this.sim.put(r.script, inventory, rec.step);
+        // pf_06's moves change the simulator's own inventory: the next control call starts from it.
+        if (rec.step.moves) inventory = afterMoves(inventory, rec.step.moves);
         if (!arrived) {
           arrived = true;
           arrive();
@@ -185,12 +190,18 @@ export class Runner {
   private async observe(r: ScriptRun, rec: StepRecord, nextDue: number | null): Promise<void> {
     const key = simEventKey(r.script);
     const failing = (rec.step.behaviour ?? 'ok') !== 'ok';
-    const need = failing ? 1 : r.script.platform.requestsPerPoll === 1 ? 2 : 2 * r.script.platform.requestsPerPoll + 1;
+    const perPoll = r.script.requestsPerPoll ?? r.script.platform.requestsPerPoll;
+    // Reads whose pages disagree (pf_06's moves) are made again: they cost their requests first.
+    const moved = rec.step.moves ? 2 * rec.step.moves.reads * perPoll : 0;
+    const need = failing ? 1 : moved ? moved + 2 * perPoll + 1 : requestsToSee(perPoll);
     const expected = r.expected.filter((e) => e.step === rec.index);
     const grace = Math.max(3_000, 3 * this.cfg.intervalMs);
     // A wait step makes no change to be seen: it only waits for what the cooldown's end sends.
     let seenAt: number | null = rec.step.waitOnly ? Date.now() : null;
-    if (rec.step.waitOnly) rec.seen = true;
+    if (rec.step.waitOnly) {
+      rec.seen = true;
+      rec.seenAt = seenAt;
+    }
     for (;;) {
       this.life.check();
       const hits = (await this.sim.hits()).get(key) ?? 0;
@@ -201,8 +212,9 @@ export class Runner {
       if (!rec.seen && hits >= base + need && !(beforeKill && !o.hitsAtKill)) {
         rec.seen = true;
         seenAt = Date.now();
+        rec.seenAt = seenAt;
       }
-      const allArrived = expected.every((e) => this.inbox.count(e.key) > 0);
+      const allArrived = expected.every((e) => this.inbox.count('stream', e.key) > 0);
       if (rec.seen && allArrived) return;
       const now = Date.now();
       if (seenAt !== null && (now - seenAt > grace || (nextDue !== null && now >= nextDue))) return;
@@ -217,6 +229,6 @@ export class Runner {
 
 function inventoryBefore(r: ScriptRun, index: number): readonly Listing[] {
   let inventory: readonly Listing[] = r.script.initial;
-  for (const rec of r.steps.slice(0, index)) if (rec.step.inventory) inventory = rec.step.inventory;
+  for (const rec of r.steps.slice(0, index)) if (rec.step.inventory) inventory = afterMoves(rec.step.inventory, rec.step.moves);
   return inventory;
 }

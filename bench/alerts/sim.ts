@@ -1,5 +1,5 @@
 // bench:alerts' side of the simulator: the control call that sets a scenario's event exactly
-// (inventory, page behaviour, pf_01's arms), and the requests each event has served (`hits`),
+// (inventory, page behaviour, pf_01's arms, pf_06's listings moving during reads), and the requests each event has served (`hits`),
 // read for every event at once (GET /_sim/events) and shared by every waiting step, at most
 // every 200 ms. A step counts as seen once its event served enough requests after its control
 // call (runner.ts); that is the simulator's count, never the service's state.
@@ -19,7 +19,7 @@ export class SimControl {
   constructor(private readonly url: string) {}
 
   /** Sets the event; returns the requests it had served when the state changed. */
-  async put(s: Script, inventory: readonly Listing[], step: Pick<Step, 'behaviour' | 'arms'>): Promise<number> {
+  async put(s: Script, inventory: readonly Listing[], step: Pick<Step, 'behaviour' | 'arms' | 'moves'>): Promise<number> {
     const body = {
       region: s.region,
       currency: s.platform.currency,
@@ -30,6 +30,7 @@ export class SimControl {
       blocked_status: 429,
       retry_after_s: 1,
       arms: { v1: step.arms?.v1 ?? 'ok', v2: step.arms?.v2 ?? 'ok' },
+      moves: step.moves ? { move: step.moves.move, reads: step.moves.reads } : null,
     };
     const res = await fetch(`${this.url}/_sim/${s.platform.platform}/events/${encodeURIComponent(s.key)}`, {
       method: 'PUT',

@@ -5,10 +5,9 @@
 // closes is reopened from the last id received (the protocol's resume), and counted. A bench
 // that needs every field (bench:alerts) passes `onNotification`, called with each notification
 // as received and its arrival time.
-import WebSocket from 'ws';
 import type { Change } from './changes.ts';
 import type { Account } from './load.ts';
-import { sleep } from './support.ts';
+import { ResumingStreams } from './resuming-stream.ts';
 
 export function changeKey(itemId: number, section: string, stock: number): string {
   return `${itemId}|${section}|${stock}`;
@@ -35,74 +34,37 @@ export class StreamClients {
   readonly counts = new Map<string, number>();
   readonly accountIds = new Set<number>();
   notifications = 0;
-  reconnects = 0;
-  closes: string[] = [];
-  private readonly sockets = new Set<WebSocket>();
-  private closing = false;
+  private readonly streams: ResumingStreams;
 
-  private constructor(
-    private readonly url: string,
-    private readonly onNotification: NotificationListener | null,
-  ) {}
+  private constructor(url: string, onNotification: NotificationListener | null) {
+    this.streams = new ResumingStreams(url, (raw, at) => {
+      if (raw.type !== 'notification') return;
+      const n = raw as unknown as StreamNotification;
+      this.notifications++;
+      onNotification?.(n, at);
+      const key = changeKey(n.item_id, n.section ?? '', Number(n.after?.stock));
+      if (!this.arrivals.has(key)) this.arrivals.set(key, at);
+      this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+    });
+  }
 
   static async connect(url: string, accounts: readonly Account[], onNotification?: NotificationListener): Promise<StreamClients> {
     const c = new StreamClients(url, onNotification ?? null);
-    await Promise.all(accounts.map((a) => c.open(a, null)));
+    await c.streams.openAll(accounts);
     for (const a of accounts) c.accountIds.add(a.id);
     return c;
   }
 
-  /** Opens one connection and resolves once the server said `live`. */
-  private open(account: Account, lastId: number | null): Promise<void> {
-    return new Promise((resolve, reject) => {
-      const ws = new WebSocket(lastId === null ? this.url : `${this.url}?last_id=${lastId}`, { headers: { apikey: account.key } });
-      this.sockets.add(ws);
-      let last = lastId;
-      let live = false;
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`stream refused the connection: ${res.statusCode}`)));
-      ws.once('error', (err) => {
-        if (!live) reject(err);
-      });
-      ws.on('message', (data) => {
-        const at = Date.now();
-        const m = JSON.parse(data.toString()) as { type: string; id?: number };
-        if (typeof m.id === 'number') last = m.id;
-        if (m.type === 'live') {
-          live = true;
-          resolve();
-        } else if (m.type === 'notification') {
-          const n = m as StreamNotification;
-          this.notifications++;
-          this.onNotification?.(n, at);
-          const key = changeKey(n.item_id, n.section ?? '', Number(n.after?.stock));
-          if (!this.arrivals.has(key)) this.arrivals.set(key, at);
-          this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
-        }
-      });
-      ws.on('close', (code, reason) => {
-        this.sockets.delete(ws);
-        if (this.closing) return;
-        this.closes.push(`${code} ${reason.toString()}`);
-        if (!live) return;
-        this.reconnects++;
-        void (async () => {
-          for (let attempt = 0; attempt < 10 && !this.closing; attempt++) {
-            try {
-              await this.open(account, last);
-              return;
-            } catch {
-              await sleep(500);
-            }
-          }
-        })();
-      });
-    });
+  get reconnects(): number {
+    return this.streams.reconnects;
+  }
+
+  get closes(): string[] {
+    return this.streams.closes;
   }
 
   close(): void {
-    this.closing = true;
-    for (const ws of this.sockets) ws.terminate();
-    this.sockets.clear();
+    this.streams.close();
   }
 }
 

@@ -31,6 +31,12 @@ import * as m027 from './027_tracking_limits.ts';
 import * as m028 from './028_retention.ts';
 import * as m029 from './029_target_retirement.ts';
 import * as m030 from './030_plan_scrape_limit.ts';
+import * as m031 from './031_account_service_signals.ts';
+import * as m032 from './032_platform_incidents.ts';
+import * as m033 from './033_target_checks.ts';
+import * as m034 from './034_bounded_growth.ts';
+import * as m035 from './035_cooldown_held_from.ts';
+import * as m036 from './036_confined_notifications.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -69,6 +75,12 @@ const migrations: Record<string, Migration> = {
   '028_retention': m028,
   '029_target_retirement': m029,
   '030_plan_scrape_limit': m030,
+  '031_account_service_signals': m031,
+  '032_platform_incidents': m032,
+  '033_target_checks': m033,
+  '034_bounded_growth': m034,
+  '035_cooldown_held_from': m035,
+  '036_confined_notifications': m036,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

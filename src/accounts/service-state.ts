@@ -3,9 +3,17 @@
 // function account_served (db/migrations/026): a billing account and an `active` or `trialing`
 // subscription. account_service keeps, per account, the state last acted on; a sweep every
 // SERVICE_SWEEP_MS compares it with account_served and, for each account whose state changed,
-// runs the hooks (the monitors' members leave or come back, parked webhook deliveries go out)
-// in the transaction that records the new state. So each change is acted on exactly once,
-// whichever of several workers sweeps, and a crash mid-way leaves the change to the next sweep.
+// runs the hooks' database work (the monitors' members leave or come back, parked webhook
+// deliveries go out) in the transaction that records the new state. So each change is acted on
+// exactly once, whichever of several workers sweeps, and a crash mid-way leaves the change to the
+// next sweep.
+//
+// That transaction makes no call to Temporal (issue 38): a call there held the accounts' rows for
+// its length, and one refused call (Temporal down, one account being resumed) rolled back the
+// suspension of every other account of the sweep. What Temporal must be told of a change (a
+// resumed account's trackings woken, its shard pollers started) is written to the outbox
+// account_service_signals in the same transaction, and the signal relay
+// (src/accounts/service-signals.ts) tells it afterwards, retrying until it works.
 //
 // Writers that add work for an account (the membership relay) read its state with servedStates,
 // which takes a share lock on its row: a sweep changing that account waits for them, and they
@@ -14,7 +22,11 @@ import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
 import type { Logger } from '../logger.ts';
 
-/** What one account's change of state asks of a consumer, inside the sweep's transaction. */
+/**
+ * What one account's change of state asks of a consumer's database, inside the sweep's
+ * transaction. Database work only: no call to Temporal or anything else outside PostgreSQL (that
+ * is a ServiceSignals', src/accounts/service-signals.ts).
+ */
 export interface ServiceHooks {
   /** Accounts no longer served: stop their work (it resumes, so keep what the account owns). */
   suspend(trx: Knex.Transaction, accountIds: number[]): Promise<void>;
@@ -28,9 +40,10 @@ export interface SweepResult {
 }
 
 /**
- * Records every account whose served state differs from the one last acted on and runs the
- * hooks for them, in one transaction. An account seen for the first time counts as a change
- * only when it is not served (its work, made before this sweep existed, must stop).
+ * Records every account whose served state differs from the one last acted on, runs the hooks
+ * for them and queues their signals for Temporal (account_service_signals), in one transaction
+ * that makes no call outside the database. An account seen for the first time counts as a
+ * change only when it is not served (its work, made before this sweep existed, must stop).
  */
 export async function sweepServiceState(db: Db, hooks: readonly ServiceHooks[]): Promise<SweepResult> {
   // Candidates first, without locks: the sweep runs every few seconds and nearly always finds none.
@@ -56,8 +69,27 @@ export async function sweepServiceState(db: Db, hooks: readonly ServiceHooks[]):
       if (suspended.length) await hook.suspend(trx, suspended);
       if (resumed.length) await hook.resume(trx, resumed);
     }
+    await queueSignals(trx, [...suspended.map((id) => [id, false] as const), ...resumed.map((id) => [id, true] as const)]);
     return { suspended, resumed };
   });
+}
+
+/**
+ * The outbox rows of these changes (src/accounts/service-signals.ts), in the change's transaction.
+ * One row per account: a change overwrites an undelivered earlier one (a resume the relay has not
+ * sent yet is not sent once the account lapsed again), with a new version, a fresh retry
+ * schedule, and no claim (a relay delivering the earlier one leaves it in place).
+ */
+async function queueSignals(trx: Knex.Transaction, changes: (readonly [number, boolean])[]): Promise<void> {
+  if (changes.length === 0) return;
+  changes.sort((a, b) => a[0] - b[0]);
+  await trx.raw(
+    `INSERT INTO account_service_signals AS q (account_id, served)
+     SELECT * FROM unnest(?::bigint[], ?::boolean[])
+     ON CONFLICT (account_id) DO UPDATE SET served = EXCLUDED.served, version = EXCLUDED.version, attempts = 0,
+       next_attempt_at = EXCLUDED.next_attempt_at, claimed_until = NULL, last_error = NULL, changed_at = EXCLUDED.changed_at`,
+    [changes.map((c) => c[0]), changes.map((c) => c[1])],
+  );
 }
 
 /**
@@ -84,8 +116,11 @@ export interface ServiceSweep {
   stop(): Promise<void>;
 }
 
-/** Sweeps every `everyMs` (one at a time); logs each account whose state changed. */
-export function startServiceSweep(opts: { db: Db; hooks: readonly ServiceHooks[]; everyMs: number; log: Logger }): ServiceSweep {
+/**
+ * Sweeps every `everyMs` (one at a time); logs each account whose state changed. `onChange` runs
+ * after a sweep that changed some (the signal relay's kick: it must not wait for anything).
+ */
+export function startServiceSweep(opts: { db: Db; hooks: readonly ServiceHooks[]; everyMs: number; log: Logger; onChange?: (r: SweepResult) => void }): ServiceSweep {
   const log = opts.log.child({ component: 'service-sweep' });
   let chain: Promise<unknown> = Promise.resolve();
   let busy = false;
@@ -96,6 +131,7 @@ export function startServiceSweep(opts: { db: Db; hooks: readonly ServiceHooks[]
     return next.then((r) => {
       for (const id of r.suspended) log.info({ account_id: id }, 'account not served: its monitoring, webhooks and tracking pause');
       for (const id of r.resumed) log.info({ account_id: id }, 'account served again: its monitoring, webhooks and tracking resume');
+      if (r.suspended.length || r.resumed.length) opts.onChange?.(r);
       return r;
     });
   };

@@ -6,11 +6,15 @@
 //   (none on the marketplace, or no successful scrape yet) and the tracking started
 //   TRACKING_UNDATED_MAX_MS ago; or no account tracks it any more (an add that never
 //   committed). A tracking from before accounts were recorded (`unattributed`, migration 027)
-//   counts as held and served until an account adds it: only the date rules end it. The end is recorded in the same transaction
+//   counts as held and served while an account may still claim it (add it again, which makes it
+//   that account's): for TRACKING_UNATTRIBUTED_MAX_MS after `unattributed_since` (migration 034).
+//   After that nobody holds it, and it ends as `untracked` like any tracking no account holds.
+//   The end is recorded in the same transaction
 //   (status `ended`, end_reason, every account's link ended) and the workflow completes.
 // - paused: none of the accounts that track it is served (account_served, migration 026). A
 //   shared tracking needs one served account; nothing is deleted. The paused workflow waits for
-//   the service sweep's signal (trackingServiceHooks) when an account of it is served again.
+//   the resumeTracking signal (trackingServiceSignals), which the signal relay sends once the
+//   service sweep has recorded that an account of it is served again.
 // - scrape: otherwise.
 //
 // Every clock here is the database's now(), so the worker's clock and the workflow's play no
@@ -20,7 +24,7 @@ import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
 import { callTemporal } from '../../temporal/client.ts';
 import { resumeTrackingSignal } from '../../workflows/track-event-messages.ts';
-import type { ServiceHooks } from '../accounts/service-state.ts';
+import type { ServiceSignals } from '../accounts/service-signals.ts';
 import { inParallel } from '../monitors/change-feed.ts';
 import type { Config } from '../config.ts';
 import { trackingWorkflowId, type TrackableMarketplace } from './tracking-ref.ts';
@@ -38,10 +42,12 @@ export interface TrackingLimits {
   endAfterEventMs: number;
   /** TRACKING_UNDATED_MAX_MS */
   undatedMaxMs: number;
+  /** TRACKING_UNATTRIBUTED_MAX_MS */
+  unattributedMaxMs: number;
 }
 
-export function trackingLimits(config: Pick<Config, 'TRACKING_END_AFTER_EVENT_MS' | 'TRACKING_UNDATED_MAX_MS'>): TrackingLimits {
-  return { endAfterEventMs: config.TRACKING_END_AFTER_EVENT_MS, undatedMaxMs: config.TRACKING_UNDATED_MAX_MS };
+export function trackingLimits(config: Pick<Config, 'TRACKING_END_AFTER_EVENT_MS' | 'TRACKING_UNDATED_MAX_MS' | 'TRACKING_UNATTRIBUTED_MAX_MS'>): TrackingLimits {
+  return { endAfterEventMs: config.TRACKING_END_AFTER_EVENT_MS, undatedMaxMs: config.TRACKING_UNDATED_MAX_MS, unattributedMaxMs: config.TRACKING_UNATTRIBUTED_MAX_MS };
 }
 
 /** What the gate reads about one tracking, all at one moment of the database. */
@@ -51,6 +57,11 @@ export interface TrackingFacts {
   held: boolean;
   /** At least one account with a live link is served. */
   served: boolean;
+  /**
+   * A tracking from before accounts were recorded (`unattributed`): since when it has waited for
+   * an account to claim it (`unattributed_since`). Null for every other tracking.
+   */
+  unattributedSince: Date | null;
   /** The catalog event's date (null when unknown). */
   eventDate: Date | null;
   /** A tick of the asking chain was applied: the date above is this tracking's own reading. */
@@ -72,16 +83,30 @@ export function trackingEndsAt(facts: Pick<TrackingFacts, 'eventDate' | 'scraped
     : new Date(facts.startedAt.getTime() + limits.undatedMaxMs);
 }
 
+/**
+ * Whether an unattributed tracking still waits for an account to claim it: it then counts as
+ * held and served (nothing says whose it is, so no account's state can pause it).
+ */
+export function awaitingClaim(facts: Pick<TrackingFacts, 'unattributedSince' | 'now'>, limits: Pick<TrackingLimits, 'unattributedMaxMs'>): boolean {
+  return facts.unattributedSince !== null && facts.now.getTime() < facts.unattributedSince.getTime() + limits.unattributedMaxMs;
+}
+
 /** The gate's rule; `facts` null: the tracking has no row. */
 export function decideTracking(facts: TrackingFacts | null, limits: TrackingLimits): TrackingDecision {
   if (facts === null) return { action: 'end', reason: 'untracked', record: false };
   if (facts.status === 'failed') return { action: 'end', reason: 'not_found', record: false };
   if (facts.status === 'ended') return { action: 'end', reason: 'untracked', record: false };
-  if (!facts.held) return { action: 'end', reason: 'untracked', record: true };
-  if (facts.now.getTime() >= trackingEndsAt(facts, limits).getTime()) {
-    return { action: 'end', reason: facts.eventDate !== null && facts.scrapedThisChain ? 'event_passed' : 'undated', record: true };
+  const unclaimed = awaitingClaim(facts, limits);
+  const endsAt = trackingEndsAt(facts, limits).getTime();
+  const dated: TrackingDecision = { action: 'end', reason: facts.eventDate !== null && facts.scrapedThisChain ? 'event_passed' : 'undated', record: true };
+  if (!facts.held && !unclaimed) {
+    // An unattributed tracking whose wait ran out ends for whichever came first, its date or its
+    // wait, so the reason does not change as time passes (decided once, read again later).
+    const waitEnded = facts.unattributedSince === null ? -Infinity : facts.unattributedSince.getTime() + limits.unattributedMaxMs;
+    return endsAt <= waitEnded ? dated : { action: 'end', reason: 'untracked', record: true };
   }
-  return facts.served ? { action: 'scrape' } : { action: 'pause' };
+  if (facts.now.getTime() >= endsAt) return dated;
+  return facts.served || unclaimed ? { action: 'scrape' } : { action: 'pause' };
 }
 
 /**
@@ -111,6 +136,7 @@ interface GateRow {
   now: Date;
   held: boolean;
   served: boolean;
+  unattributed_since: Date | null;
 }
 
 export interface GateResult {
@@ -128,8 +154,9 @@ export async function trackingGate(db: Db, ref: { marketplace: TrackableMarketpl
     await lockTracking(trx, ref.marketplace, ref.externalId);
     const { rows } = (await trx.raw(
       `SELECT t.id, t.status, t.started_at, t.tick_epoch, t.last_tick, t.event_id, e.event_date, now() AS now,
-              t.unattributed OR EXISTS (SELECT 1 FROM tracked_event_accounts l WHERE l.tracked_event_id = t.id AND l.ended_at IS NULL) AS held,
-              t.unattributed OR EXISTS (SELECT 1 FROM tracked_event_accounts l WHERE l.tracked_event_id = t.id AND l.ended_at IS NULL AND account_served(l.account_id)) AS served
+              EXISTS (SELECT 1 FROM tracked_event_accounts l WHERE l.tracked_event_id = t.id AND l.ended_at IS NULL) AS held,
+              EXISTS (SELECT 1 FROM tracked_event_accounts l WHERE l.tracked_event_id = t.id AND l.ended_at IS NULL AND account_served(l.account_id)) AS served,
+              CASE WHEN t.unattributed THEN t.unattributed_since END AS unattributed_since
          FROM tracked_events t LEFT JOIN events e ON e.id = t.event_id
         WHERE t.marketplace = ? AND t.external_id = ?`,
       [ref.marketplace, ref.externalId],
@@ -140,6 +167,7 @@ export async function trackingGate(db: Db, ref: { marketplace: TrackableMarketpl
           status: row.status,
           held: row.held,
           served: row.served,
+          unattributedSince: row.unattributed_since,
           eventDate: row.event_date,
           scrapedThisChain: row.tick_epoch === ref.epoch,
           startedAt: row.started_at,
@@ -152,19 +180,23 @@ export async function trackingGate(db: Db, ref: { marketplace: TrackableMarketpl
   });
 }
 
-/** Signals sent at once while the sweep wakes an account's paused trackings. */
+/** Signals sent at once while the relay wakes an account's paused trackings. */
 const WAKE_PARALLEL = 16;
 
 /**
- * The service sweep's hooks for event tracking (src/accounts/service-state.ts): pausing is the
- * gate's, at each tick; an account served again wakes its paused trackings at once (the
- * resumeTracking signal), so a paused tracking needs no frequent checks of its own.
+ * What event tracking asks of Temporal when an account's state changes (sent by the signal
+ * relay, src/accounts/service-signals.ts, after the sweep committed the change): pausing is the
+ * gate's, at each tick, so a suspension asks nothing; an account served again wakes its paused
+ * trackings at once (the resumeTracking signal), so a paused tracking needs no frequent checks of
+ * its own. The signal only sets a flag the workflow clears when it pauses again: a repeat at most
+ * makes a tracking check the gate once more, so delivering it again is harmless.
  */
-export function trackingServiceHooks(client: Client): ServiceHooks {
+export function trackingServiceSignals(opts: { db: Db; client: Client }): ServiceSignals {
+  const { db, client } = opts;
   return {
-    suspend: async () => {},
-    resume: async (trx, accountIds) => {
-      const rows: { workflow_id: string }[] = await trx('tracked_events as t')
+    name: 'tracking wake-ups',
+    resumed: async (accountIds) => {
+      const rows: { workflow_id: string }[] = await db('tracked_events as t')
         .join('tracked_event_accounts as l', 'l.tracked_event_id', 't.id')
         .whereIn('l.account_id', accountIds)
         .whereNull('l.ended_at')

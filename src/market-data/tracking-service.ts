@@ -134,7 +134,7 @@ export class TemporalEventTracker implements EventTracker {
       record ??= (await trx('tracked_events').where(key).forUpdate().first(COLUMNS)) as TrackedEventRow;
       await this.link(trx, record.id, target.accountId, limits.maxPerAccount);
       // A tracking from before accounts were recorded belongs to its accounts from now on.
-      await trx('tracked_events').where({ id: record.id, unattributed: true }).update({ unattributed: false });
+      await trx('tracked_events').where({ id: record.id, unattributed: true }).update({ unattributed: false, unattributed_since: null });
       const restart = record.status === 'failed' || record.status === 'ended';
       if (restart) {
         [record] = (await trx('tracked_events')

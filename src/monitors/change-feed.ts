@@ -40,8 +40,12 @@ export interface ChangeFeedOptions {
   /** The consumer's cursor name in relay_cursors. */
   cursor: string;
   log: Logger;
-  /** Applies one batch (each item's newest change, in id order) inside the cursor's transaction. */
-  apply(changes: ChangeRow[], trx: Knex.Transaction): Promise<void>;
+  /**
+   * Applies one batch (each item's newest change, in id order) inside the cursor's transaction.
+   * A function it returns runs once the batch has committed, outside any transaction (calls to
+   * Temporal, which must not run while the batch holds its rows' locks); it must not throw.
+   */
+  apply(changes: ChangeRow[], trx: Knex.Transaction): Promise<void | (() => Promise<void>)>;
 }
 
 export interface ChangeFeed {
@@ -64,22 +68,25 @@ export function startChangeFeed(opts: ChangeFeedOptions): ChangeFeed {
   const { db, log } = opts;
 
   /** One batch under the cursor's row lock; returns how many changes it read (0: nothing or locked). */
-  const drainBatch = () =>
-    db.transaction(async (trx) => {
+  const drainBatch = async () => {
+    const { n, afterCommit } = await db.transaction(async (trx) => {
       await trx('relay_cursors').insert({ name: opts.cursor, last_id: 0 }).onConflict('name').ignore();
       const cursor = await trx('relay_cursors').where({ name: opts.cursor }).forUpdate().skipLocked().first('last_id');
-      if (!cursor) return 0;
+      if (!cursor) return { n: 0 };
       const rows: ChangeRow[] = await trx('watchlist_changes').where('id', '>', cursor.last_id).orderBy('id').limit(BATCH).select('id', 'item_id', 'op', 'item');
-      if (rows.length === 0) return 0;
+      if (rows.length === 0) return { n: 0 };
       const newest = new Map<number, ChangeRow>();
       for (const r of rows) newest.set(Number(r.item_id), { ...r, id: Number(r.id), item_id: Number(r.item_id) });
       const started = performance.now();
-      await opts.apply([...newest.values()].sort((a, b) => a.id - b.id), trx);
+      const after = await opts.apply([...newest.values()].sort((a, b) => a.id - b.id), trx);
       const last = Number(rows[rows.length - 1]!.id);
       await trx('relay_cursors').where({ name: opts.cursor }).update({ last_id: last, updated_at: trx.fn.now() });
       log.debug({ changes: rows.length, items: newest.size, last_id: last, ms: Math.round(performance.now() - started) }, 'applied watchlist changes');
-      return rows.length;
+      return { n: rows.length, afterCommit: after || undefined };
     });
+    await afterCommit?.();
+    return n;
+  };
 
   let running: Promise<void> | null = null;
   let again = false;

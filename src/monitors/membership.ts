@@ -15,10 +15,15 @@
 // is not served is treated as paused, and the service sweep's hooks (memberServiceHooks) take an
 // account's members out when it stops being served and put them back, without baselines, when
 // it is served again, so nothing that changed meanwhile is notified. A target watched by
-// another, served account keeps being polled for it.
+// another, served account keeps being polled for it. The hooks write rows and NOTIFY only; the
+// pollers of a resumed account's shards are started afterwards by the signal relay
+// (memberServiceSignals, src/accounts/service-signals.ts), as the relay's own starts run after
+// its batch commits: no Temporal call is made while account rows are locked (issue 38).
 import type { Client } from '@temporalio/client';
 import type { Knex } from 'knex';
+import type { Db } from '../../db/connection.ts';
 import { servedStates, type ServiceHooks } from '../accounts/service-state.ts';
+import type { ServiceSignals } from '../accounts/service-signals.ts';
 import { renderItem } from '../apis/watchlist/store.ts';
 import type { WatchlistItem } from '../apis/watchlist/schema.ts';
 import { parseEventRef, targetKey } from '../platform/event-ref.ts';
@@ -102,35 +107,30 @@ async function removeMembers(trx: Knex.Transaction, itemIds: Knex.QueryBuilder |
 }
 
 /**
- * Tells the touched shards' pollers, and starts those that gained members. A start Temporal
- * refuses goes to `startLater` when given (the relay's reconcile retries it), so the members'
- * rows still commit: a poller already running polls a new item, and stops polling a deleted one,
- * during a Temporal outage too (the rehearsal saw deleted items notified for 30 s while the
- * batch waited for Temporal). Without it, the refusal fails the caller's transaction.
+ * Tells the touched shards' running pollers (NOTIFY, delivered at commit): a poller already
+ * running polls a new item, and stops polling a deleted one, during a Temporal outage too.
  */
-async function announce(
-  trx: Knex.Transaction,
-  touched: Map<string, Touched>,
-  ensurePoller: (platform: string, shard: number) => Promise<void>,
-  startLater?: (err: unknown) => void,
-): Promise<void> {
+async function announce(trx: Knex.Transaction, touched: Map<string, Touched>): Promise<void> {
   if (touched.size === 0) return;
   await trx.raw('SELECT pg_notify(?, ?)', [MEMBERS_CHANNEL, shardKeysPayload(touched.keys())]);
-  const joined = [...touched.values()].filter((t) => t.joined);
-  await Promise.all(joined.map((t) => (startLater ? ensurePoller(t.platform, t.shard).catch(startLater) : ensurePoller(t.platform, t.shard))));
+}
+
+/** The shards that gained members: their pollers are started once the members have committed. */
+function joinedShards(touched: Map<string, Touched>): Touched[] {
+  return [...touched.values()].filter((t) => t.joined);
 }
 
 /**
- * The service sweep's hooks for the monitors: an account no longer served leaves every shard;
- * served again, its active items join without baselines (their first poll sets one).
+ * The service sweep's hooks for the monitors, database only: an account no longer served leaves
+ * every shard; served again, its active items join without baselines (their first poll sets
+ * one). Their shards' pollers are started by memberServiceSignals, after the sweep commits.
  */
-export function memberServiceHooks(opts: Pick<MembershipOptions, 'client' | 'taskQueue' | 'shardsPerPlatform'>): ServiceHooks {
-  const ensurePoller = pollerStarter(opts.client, opts.taskQueue);
+export function memberServiceHooks(opts: Pick<MembershipOptions, 'shardsPerPlatform'>): ServiceHooks {
   return {
     suspend: async (trx, accountIds) => {
       const touched = new Map<string, Touched>();
       await removeMembers(trx, trx('monitor_members').whereIn('account_id', accountIds).select('item_id'), touched);
-      await announce(trx, touched, ensurePoller);
+      await announce(trx, touched);
     },
     resume: async (trx, accountIds) => {
       const rows: Record<string, unknown>[] = await trx('watchlist_items as i')
@@ -149,7 +149,34 @@ export function memberServiceHooks(opts: Pick<MembershipOptions, 'client' | 'tas
       for (let i = 0; i < members.length; i += 1_000) {
         await trx('monitor_members').insert(members.slice(i, i + 1_000)).onConflict('item_id').ignore();
       }
-      await announce(trx, touched, ensurePoller);
+      await announce(trx, touched);
+    },
+  };
+}
+
+/** The shards with a target to poll among these accounts' members (one whose targets are all retired has none). */
+function pollableShards(db: Knex, accountIds?: readonly number[]): Promise<{ platform: string; shard: number }[]> {
+  return db('monitor_members as m')
+    .leftJoin('monitor_target_status as s', 's.target', 'm.target')
+    .modify((q) => {
+      if (accountIds) q.whereIn('m.account_id', accountIds);
+    })
+    .where((q) => q.whereNull('s.retired_at').orWhereRaw('m.updated_at > s.retired_at'))
+    .distinct('m.platform', 'm.shard');
+}
+
+/**
+ * What the monitors ask of Temporal when an account is served again, sent by the signal relay
+ * after the sweep committed: the pollers of its members' shards run (a start that finds the
+ * chain running is a no-op, so a repeat is harmless). A refused start throws: the relay retries.
+ */
+export function memberServiceSignals(opts: { db: Db; client: Client; taskQueue: string }): ServiceSignals {
+  const ensurePoller = pollerStarter(opts.client, opts.taskQueue);
+  return {
+    name: 'shard pollers',
+    resumed: async (accountIds) => {
+      const shards = await pollableShards(opts.db, accountIds);
+      await Promise.all(shards.map((s) => ensurePoller(s.platform, s.shard)));
     },
   };
 }
@@ -199,17 +226,22 @@ export function startMembershipRelay(opts: MembershipOptions): MembershipRelay {
         .whereNotExists((q) => q.select(1).from('monitor_members').whereRaw('monitor_members.item_id = monitor_cooldowns.item_id AND monitor_members.target = monitor_cooldowns.target'))
         .delete();
     }
-    await announce(trx, touched, ensurePoller, reconcileSoon);
+    await announce(trx, touched);
+    // Started once the batch has committed, outside its transaction: it holds the share locks of
+    // its accounts' states, which a sweep must not wait on for a Temporal call. A refused start
+    // goes to the reconcile, which retries it every few seconds.
+    const joined = joinedShards(touched);
+    if (joined.length === 0) return undefined;
+    return async () => {
+      await Promise.all(joined.map((t) => ensurePoller(t.platform, t.shard).catch(reconcileSoon)));
+    };
   };
 
   const feed = startChangeFeed({ db, connectionString: opts.connectionString, cursor: CURSOR, log, apply });
 
   const reconcile = async () => {
     // Shards with a target to poll: one whose targets are all retired (src/monitors/target-status.ts) has none.
-    const shards: { platform: string; shard: number }[] = await db('monitor_members as m')
-      .leftJoin('monitor_target_status as s', 's.target', 'm.target')
-      .where((q) => q.whereNull('s.retired_at').orWhereRaw('m.updated_at > s.retired_at'))
-      .distinct('m.platform', 'm.shard');
+    const shards = await pollableShards(db);
     await Promise.all(shards.map((s) => ensurePoller(s.platform, s.shard)));
   };
   const reconciling = new OutageLog(log, 'start the shard pollers');

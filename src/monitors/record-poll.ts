@@ -78,6 +78,7 @@ interface CooldownRow {
   notified: SectionView;
   notified_at: Date;
   held: boolean;
+  held_from: TargetSnapshot | null;
 }
 
 function isMuted(m: MemberRow, detectedAt: Date): boolean {
@@ -156,10 +157,10 @@ export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapsh
         'item_id',
         members.map((m) => m.item_id),
       )
-      .select('item_id', 'section', 'notified', 'notified_at', 'held');
+      .select('item_id', 'section', 'notified', 'notified_at', 'held', 'held_from');
     const rowsOf = new Map<string, CooldownState[]>();
     for (const r of cooldownRows) {
-      rowsOf.set(r.item_id, [...(rowsOf.get(r.item_id) ?? []), { section: r.section, notified: r.notified, notifiedAt: r.notified_at.getTime(), held: r.held }]);
+      rowsOf.set(r.item_id, [...(rowsOf.get(r.item_id) ?? []), { section: r.section, notified: r.notified, notifiedAt: r.notified_at.getTime(), held: r.held, heldFrom: r.held_from }]);
     }
 
     // Baselines other than the poller's previous snapshot (a member that joined between two
@@ -190,10 +191,18 @@ export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapsh
       const changes = from && from.id < current.id && sameFormat(from.data, current.data) && !muted ? detectChanges(from.data, current.data, m.config) : [];
       const states = rowsOf.get(m.item_id) ?? [];
       if (changes.length === 0 && states.length === 0) continue;
-      const decision = applyCooldown(m.config, changes, states, current.data, detectedAt, muted);
+      const decision = applyCooldown(m.config, changes, states, from?.data ?? null, current.data, detectedAt, muted);
       entries.push(...decision.notify.map((n) => entryOf(m, n.change, from ?? null, current, poll.scrapedAt, n.release)));
       for (const w of decision.write) {
-        cooldownWrites.push({ item_id: m.item_id, section: w.section, target: poll.target, notified: JSON.stringify(w.notified), notified_at: new Date(w.notifiedAt), held: w.held });
+        cooldownWrites.push({
+          item_id: m.item_id,
+          section: w.section,
+          target: poll.target,
+          notified: JSON.stringify(w.notified),
+          notified_at: new Date(w.notifiedAt),
+          held: w.held,
+          held_from: w.heldFrom === null ? null : JSON.stringify(w.heldFrom),
+        });
       }
       for (const section of decision.remove) cooldownRemovals.push([m.item_id, section]);
       if (decision.dueAt !== null) cooldownDueAt = Math.min(cooldownDueAt ?? Infinity, decision.dueAt);
@@ -201,7 +210,7 @@ export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapsh
     // With its deliveries, in this transaction: a notification of an item naming a webhook is never without its delivery.
     const ids = await appendWithDeliveries(trx, entries);
     if (cooldownWrites.length) {
-      await trx('monitor_cooldowns').insert(cooldownWrites).onConflict(['item_id', 'section']).merge(['target', 'notified', 'notified_at', 'held']);
+      await trx('monitor_cooldowns').insert(cooldownWrites).onConflict(['item_id', 'section']).merge(['target', 'notified', 'notified_at', 'held', 'held_from']);
     }
     if (cooldownRemovals.length) {
       await trx('monitor_cooldowns').whereIn(['item_id', 'section'], cooldownRemovals).delete();

@@ -16,9 +16,10 @@ const LOG_WRITER_LOCK = 7_204_312;
 /**
  * `notification`: a watched item changed; `watchlist`: an item was created, updated or deleted;
  * `target_retired`: an item's event answered not-found for MONITOR_RETIRE_AFTER_MS and is no
- * longer polled (src/monitors/target-status.ts).
+ * longer polled (src/monitors/target-status.ts); `platform_incident`: the item's platform is
+ * failing for most events watched on it, or has recovered (src/monitors/platform-incidents.ts).
  */
-export type LogKind = 'notification' | 'watchlist' | 'target_retired';
+export type LogKind = 'notification' | 'watchlist' | 'target_retired' | 'platform_incident';
 
 export interface LogEntry {
   accountId: number;

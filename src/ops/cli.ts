@@ -1,7 +1,7 @@
 // `npm run ops -- <command>`: operations on the service's Temporal runs and monitors. JSON on
 // stdout; on error a message on stderr and a non-zero exit. Talks to TEMPORAL_ADDRESS, or to the
 // dev server `npm start` runs (127.0.0.1:TEMPORAL_PORT); monitors:blocked, billing:sync-status,
-// scrapers:sessions and scrapers:proxies read DATABASE_URL.
+// scrapers:sessions, scrapers:proxies and accounts:signals read DATABASE_URL.
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfigOrExit, type Config } from '../config.ts';
@@ -18,6 +18,8 @@ const USAGE = `usage: npm run ops -- <command> [options]
   monitors:blocked [--platform pf_03]               watched targets a platform refuses (429/403), that keep failing, or retired (not found)
   monitors:show <item id>                           an item's monitor: config version, state, baseline, last notification
   monitors:pollers [--platform pf_03]               the running shard pollers and their last run
+  monitors:incidents [--platform pf_03]             platform-wide incidents (most watched targets not found or blocked
+                                                    at once): open ones with how their platform stands now, then the last 20
   scrapers:sessions [--platform pf_01]              each worker's browser page loads and browser-made sessions
                                                     (ready, made, renewed, refused, why none can be made)
   scrapers:proxies [--platform pf_03]               each proxied platform's proxies: requests, blocks, cooling down, health,
@@ -26,7 +28,9 @@ const USAGE = `usage: npm run ops -- <command> [options]
   webhooks:retry <delivery id>                      send a failed delivery again (same webhook-id)
   webhooks:retry --all-failed [--since 1h]          the same for every failed delivery
   billing:sync-status [--all]                       Stripe meter sync lag per account (credits not yet accepted by Stripe);
-                                                    --all: every account ever reported too`;
+                                                    --all: every account ever reported too
+  accounts:signals                                  accounts' served-state changes Temporal has not been told yet
+                                                    (trackings to wake, pollers to start), and those being retried`;
 
 class UsageError extends Error {}
 
@@ -60,7 +64,7 @@ async function main(argv: string[]): Promise<unknown> {
   if (values.help || !command) throw new UsageError('');
   const config = loadConfigOrExit();
   if (command === 'webhooks:failed' || command === 'webhooks:retry') return webhooksCommand(config, command, rest, values);
-  if (command === 'monitors:blocked' || command === 'billing:sync-status' || command === 'scrapers:sessions' || command === 'scrapers:proxies') {
+  if (command === 'monitors:blocked' || command === 'monitors:incidents' || command === 'billing:sync-status' || command === 'scrapers:sessions' || command === 'scrapers:proxies' || command === 'accounts:signals') {
     if (rest.length) throw new UsageError(`unexpected argument ${rest[0]}`);
     const { openDatabase } = await import('../runtime/database.ts');
     const database = await openDatabase(config, (msg) => console.error(msg), { applicationName: 'ops', poolMax: 2 });
@@ -72,6 +76,14 @@ async function main(argv: string[]): Promise<unknown> {
       if (command === 'scrapers:proxies') {
         const { platformProxies } = await import('./proxies.ts');
         return await platformProxies(database.db, { platform: values.platform, intervalMs: config.MONITOR_INTERVAL_MS });
+      }
+      if (command === 'monitors:incidents') {
+        const { platformIncidents } = await import('./monitors.ts');
+        return await platformIncidents(database.db, { platform: values.platform, windowMs: config.MONITOR_INCIDENT_WINDOW_MS });
+      }
+      if (command === 'accounts:signals') {
+        const { signalBacklog } = await import('../accounts/service-signals.ts');
+        return await signalBacklog(database.db);
       }
       if (command === 'scrapers:sessions') {
         const { workerSessions } = await import('./scrapers.ts');

@@ -8,6 +8,7 @@ import type { Client } from '@temporalio/client';
 import type { Db } from '../../db/connection.ts';
 import { inspectSignal, monitorStatusQuery, shardStatusQuery, type MonitorStatus, type ShardPollerStatus } from '../../workflows/monitor-messages.ts';
 import { monitorWorkflowId } from '../../workflows/watchlist-monitor.ts';
+import { readPlatforms } from '../monitors/platform-incidents.ts';
 
 export interface TroubledTarget {
   target: string;
@@ -87,6 +88,46 @@ export type PollerListing = { workflow_id: string } & (ShardPollerStatus | { una
  * worker is down cannot answer its query: it is listed with the reason instead, since finding
  * those is much of why an operator asks.
  */
+export interface IncidentListing {
+  id: number;
+  platform: string;
+  started_at: string;
+  ended_at: string | null;
+  /** When it opened: watched targets, not found, blocked. */
+  opened_with: { targets: number; not_found: number; blocked: number };
+  peak_failing: number;
+  items_told: number;
+  /** Open ones: how the platform stands now. */
+  now: { targets: number; not_found: number; blocked: number } | null;
+}
+
+/** Platform incidents (src/monitors/platform-incidents.ts): the open ones first, then the last 20 closed. */
+export async function platformIncidents(db: Db, opts: { platform?: string; windowMs: number }): Promise<IncidentListing[]> {
+  const rows: { id: string; platform: string; started_at: Date; ended_at: Date | null; targets: number; not_found: number; blocked: number; peak_failing: number; items_told: number }[] =
+    await db('monitor_platform_incidents')
+      .modify((q) => {
+        if (opts.platform) q.where({ platform: opts.platform });
+      })
+      .orderByRaw('ended_at IS NULL DESC, started_at DESC')
+      .limit(20 + 64)
+      .select('*');
+  const open = rows.filter((r) => r.ended_at === null);
+  const standing = open.length ? new Map((await readPlatforms(db, opts.windowMs)).map((r) => [r.platform, r])) : new Map();
+  return [...open, ...rows.filter((r) => r.ended_at !== null).slice(0, 20)].map((r) => {
+    const now = r.ended_at === null ? standing.get(r.platform) : undefined;
+    return {
+      id: Number(r.id),
+      platform: r.platform,
+      started_at: r.started_at.toISOString(),
+      ended_at: r.ended_at?.toISOString() ?? null,
+      opened_with: { targets: r.targets, not_found: r.not_found, blocked: r.blocked },
+      peak_failing: r.peak_failing,
+      items_told: r.items_told,
+      now: now ? { targets: now.targets, not_found: now.notFound, blocked: now.blocked } : null,
+    };
+  });
+}
+
 export async function listPollers(client: Client, opts: { platform?: string; taskQueue?: string } = {}): Promise<PollerListing[]> {
   const quote = (v: string) => `'${v.replace(/'/g, '')}'`;
   let query = "WorkflowType = 'shardPoller' AND ExecutionStatus = 'Running'";

@@ -10,6 +10,10 @@
 // failing (activities/poll-shard.ts). A target that stops being watched while failing is never
 // cleared by its poller; its row goes once no member watches it and it was not written for
 // MONITOR_UNWATCHED_RETENTION_HOURS (`monitors:blocked` lists watched targets only).
+//
+// monitor_target_checks: when each target was last checked (src/monitors/check-log.ts), one row
+// per target. A target no member watches is no longer checked; its row goes once it is older
+// than MONITOR_UNWATCHED_RETENTION_HOURS, as its snapshots do.
 import { deleteRule, type RetentionRule } from './rule.ts';
 
 export function targetSnapshotsRule(opts: { retentionHours: number }): RetentionRule {
@@ -29,6 +33,17 @@ export function monitorTargetStatusRule(opts: { retentionHours: number }): Reten
             SELECT t.target FROM monitor_target_status t
             WHERE t.updated_at < now() - make_interval(hours => ?)
               AND NOT EXISTS (SELECT 1 FROM monitor_members m WHERE m.target = t.target)
+            LIMIT ?)`,
+    bindings: [opts.retentionHours, limit],
+  }));
+}
+
+export function monitorTargetChecksRule(opts: { retentionHours: number }): RetentionRule {
+  return deleteRule('monitor_target_checks', 1_000, (limit) => ({
+    sql: `DELETE FROM monitor_target_checks WHERE target IN (
+            SELECT c.target FROM monitor_target_checks c
+            WHERE c.checked_at < now() - make_interval(hours => ?)
+              AND NOT EXISTS (SELECT 1 FROM monitor_members m WHERE m.target = c.target)
             LIMIT ?)`,
     bindings: [opts.retentionHours, limit],
   }));

@@ -1,5 +1,6 @@
 // What a retention rule is, and how one is run. A rule removes the rows of one table that its
-// retention no longer needs, one short statement at a time: each batch is its own transaction
+// retention no longer needs (or ends them, for a table whose rows must first finish: the parked
+// webhook deliveries of ./webhooks.ts), a few short statements at a time: each batch is its own transaction
 // of at most `batchSize` rows, so no statement comes near DB_STATEMENT_TIMEOUT_MS however large
 // the backlog, and a backlog of millions drains over several housekeeping ticks instead of
 // failing as one huge DELETE. The rules themselves are listed in ./rules.ts; docs/operations.md
@@ -9,6 +10,11 @@ import type { Db } from '../../db/connection.ts';
 
 export interface BatchOutcome {
   deleted: number;
+  /**
+   * Rows ended rather than removed: a parked webhook delivery past the retry schedule is failed
+   * as expired (./webhooks.ts), and goes later as a failed one.
+   */
+  ended?: number;
   /** Whether another batch may still find rows to remove now. */
   more: boolean;
 }
@@ -48,6 +54,8 @@ export interface PruneOptions {
 export interface PruneResult {
   table: string;
   deleted: number;
+  /** Rows ended (BatchOutcome.ended). */
+  ended: number;
   /** True when nothing is left to remove now; false when the deadline or a stop came first. */
   done: boolean;
   /** Another process held the rule's lock: it is pruning this table now, so this one did not. */
@@ -66,7 +74,7 @@ const RETENTION_LOCK_CLASS = 250_028;
  */
 export async function pruneTable(db: Db, rule: RetentionRule, opts: PruneOptions = {}): Promise<PruneResult> {
   const limit = opts.batchSize ?? rule.batchSize;
-  const result: PruneResult = { table: rule.table, deleted: 0, done: false, busy: false, batches: 0 };
+  const result: PruneResult = { table: rule.table, deleted: 0, ended: 0, done: false, busy: false, batches: 0 };
   for (;;) {
     if (opts.stopped?.()) return result;
     if (result.batches > 0 && opts.deadline !== undefined && Date.now() >= opts.deadline) return result;
@@ -81,6 +89,7 @@ export async function pruneTable(db: Db, rule: RetentionRule, opts: PruneOptions
     if (outcome === null) return { ...result, busy: true };
     result.batches++;
     result.deleted += outcome.deleted;
+    result.ended += outcome.ended ?? 0;
     if (!outcome.more) return { ...result, done: true };
   }
 }

@@ -43,20 +43,23 @@ export function startHousekeeping(services: Pick<Services, 'billing' | 'config' 
   const prune = async () => {
     const started = Date.now();
     const deleted: Record<string, number> = {};
+    const ended: Record<string, number> = {};
     const unfinished: string[] = [];
     for (const rule of rules) {
       if (stopped) break;
       try {
         const r = await pruneTable(db, rule, { deadline: Date.now() + ruleBudgetMs, stopped: () => stopped });
         if (r.deleted > 0) deleted[r.table] = (deleted[r.table] ?? 0) + r.deleted;
+        if (r.ended > 0) ended[r.table] = (ended[r.table] ?? 0) + r.ended;
         if (!r.done && !r.busy && !stopped) unfinished.push(r.table);
       } catch (err) {
         log.warn({ err, table: rule.table }, 'retention: pruning failed; will retry at the next tick');
       }
     }
-    if (Object.keys(deleted).length > 0 || unfinished.length > 0) {
+    if (Object.keys(deleted).length > 0 || Object.keys(ended).length > 0 || unfinished.length > 0) {
       // `unfinished`: tables with more to remove than one budget allows; the next tick goes on.
-      log.info({ deleted, unfinished, ms: Date.now() - started }, 'retention: pruned rows past their retention');
+      // `ended`: rows ended rather than removed (parked webhook deliveries failed as expired), only when there are some.
+      log.info({ deleted, ...(Object.keys(ended).length > 0 ? { ended } : {}), unfinished, ms: Date.now() - started }, 'retention: pruned rows past their retention');
     }
   };
 

@@ -1,5 +1,6 @@
 // The environment Chromium is launched with (issue 25: the browser holds no secrets). It renders
-// third-party pages with --no-sandbox, so it gets only what a browser needs to run (where
+// third-party pages (as another user and sandboxed where it can be: browser-user.ts), so it
+// gets only what a browser needs to run (where
 // programs, home and temporary files are, locale and time zone, fonts), never the worker's
 // settings: not DATABASE_URL, not a key, whatever the process holds. Without an `env`, Playwright
 // would hand it the worker's whole environment.

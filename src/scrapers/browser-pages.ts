@@ -20,6 +20,9 @@
 // desktop does, through an NSS database in a home of its own (chromium-ca.ts); certificate
 // verification is never turned off.
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { BrowserPool, PlaywrightPlugin } from '@crawlee/browser-pool';
 import { chromium, errors, type Browser, type Page } from 'playwright-core';
@@ -27,6 +30,7 @@ import { blockPageFailure } from './answer-status.ts';
 import type { BlockPageRule } from './block-pages.ts';
 import { browserEnvironment } from './browser-env.ts';
 import { identityOfHeaders, plainIdentity, plainUserAgent, versionOf, type BrowserIdentity } from './browser-identity.ts';
+import { browserLaunch, type BrowserLaunch } from './browser-user.ts';
 import { CaTrustError, trustHome, type TrustHome } from './chromium-ca.ts';
 import { chromiumFix, chromiumFound } from './chromium.ts';
 import type { ScrapeSession } from './egress/scrape-session.ts';
@@ -44,6 +48,13 @@ export interface BrowserPagesOptions {
    * SCRAPE_CA_FILE). Needs `certutil` (Debian's libnss3-tools).
    */
   caFile?: string;
+  /**
+   * The user Chromium runs as when the worker is root (SCRAPE_BROWSER_USER, browser-user.ts);
+   * null runs it as root with --no-sandbox, as before issue 38. Default `nobody`.
+   */
+  browserUser?: string | null;
+  /** Told once how the browser is started (its user, whether sandboxed). */
+  onLaunchDecided?: (how: Pick<BrowserLaunch, 'user' | 'sandboxed'>) => void;
 }
 
 export interface BrowserPagesStats {
@@ -73,6 +84,11 @@ export interface BrowserPages extends PageOpener {
  * but the launch should not hang on its defaults. It adds --headless and a fresh temporary
  * --user-data-dir itself (and refuses one given here).
  */
+/**
+ * The flags of the scrapers' own browser: without --no-sandbox, which browser-user.ts adds only
+ * where Chromium's sandbox cannot start. (CHROMIUM_ARGS, with it, is for tests that launch a
+ * browser of their own, as root, on the project's own pages.)
+ */
 export const CHROMIUM_ARGS = [
   '--no-sandbox',
   '--disable-gpu',
@@ -83,6 +99,8 @@ export const CHROMIUM_ARGS = [
   '--no-first-run',
   '--disable-dev-shm-usage',
 ];
+
+const SCRAPE_CHROMIUM_ARGS = CHROMIUM_ARGS.filter((a) => a !== '--no-sandbox');
 
 /**
  * Nothing a scrape reads: images, fonts, media, stylesheets, favicons. Chromium's patterns match
@@ -275,6 +293,24 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
   let closed = false;
   /** The home whose NSS database trusts `caFile`, made at the first launch and kept until close(). */
   let trust: Promise<TrustHome> | null = null;
+  /** How Chromium is started (its user, sandboxed or not). */
+  let launching: Promise<BrowserLaunch> | null = null;
+  const decideLaunch = (): Promise<BrowserLaunch> =>
+    (launching ??= browserLaunch(options.chromiumPath, options.browserUser === undefined ? 'nobody' : options.browserUser).then((how) => {
+      options.onLaunchDecided?.({ user: how.user, sandboxed: how.sandboxed });
+      return how;
+    }));
+  // Decided at once, in the background: the sandbox probe starts a Chromium of its own (seconds
+  // on a loaded machine), which the first page visit would otherwise wait for inside its own
+  // deadline (a full run on Chromium 156.0.8078.108: pf_01's first clearance and first on-demand
+  // scrape timed out). A failure is decided again at the first launch.
+  void decideLaunch().catch(() => {
+    launching = null;
+  });
+  /** Without a CA file, a home of the browser user's own (it cannot write the worker's). */
+  let plainHome: Promise<string> | null = null;
+  /** The CA's home given to the browser user (once). */
+  let handedOver: Promise<void> | null = null;
   /** Each browser's own identity, asked of it once. */
   const identities = new WeakMap<Controller, Promise<BrowserIdentity>>();
 
@@ -283,7 +319,7 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       new PlaywrightPlugin(chromium, {
         launchOptions: {
           executablePath: options.chromiumPath,
-          args: CHROMIUM_ARGS,
+          args: SCRAPE_CHROMIUM_ARGS,
           // Only what a browser needs, none of the worker's settings or secrets (browser-env.ts).
           env: browserEnvironment(),
           headless: true,
@@ -312,16 +348,46 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
         const launch = (launchContext.launchOptions ??= {});
         // Without one, crawlee gives headless Chromium its own default (browser-identity.ts).
         const version = await installedVersion(options.chromiumPath);
-        const args = ((launch.args as string[] | undefined) ?? []).filter((arg) => !arg.startsWith('--user-agent='));
-        launch.args = version ? [...args, `--user-agent=${plainUserAgent(version)}`] : args;
-        if (options.caFile === undefined) return;
-        trust ??= trustHome(options.caFile);
-        // A failed make is not kept: the next launch tries again (certutil installed meanwhile).
-        const home = await trust.catch((err: unknown) => {
-          trust = null;
+        // The CA's home first: a missing certutil is what to report, before anything of the launch.
+        let caHome: string | null = null;
+        if (options.caFile !== undefined) {
+          trust ??= trustHome(options.caFile);
+          // A failed make is not kept: the next launch tries again (certutil installed meanwhile).
+          caHome = (
+            await trust.catch((err: unknown) => {
+              trust = null;
+              throw err;
+            })
+          ).dir;
+        }
+        const how = await decideLaunch().catch((err: unknown) => {
+          launching = null;
           throw err;
         });
-        launch.env = { ...(launch.env as Record<string, string> | undefined), HOME: home.dir };
+        launch.executablePath = how.executablePath;
+        // Playwright adds --no-sandbox itself unless told the sandbox is wanted.
+        launch.chromiumSandbox = how.sandboxed;
+        const args = ((launch.args as string[] | undefined) ?? []).filter((arg) => !arg.startsWith('--user-agent=') && arg !== '--no-sandbox');
+        const sandbox = how.sandboxed ? [] : ['--no-sandbox'];
+        launch.args = version ? [...args, ...sandbox, `--user-agent=${plainUserAgent(version)}`] : [...args, ...sandbox];
+        let home: string;
+        if (caHome !== null) {
+          handedOver ??= how.handOver(caHome);
+          await handedOver.catch((err: unknown) => {
+            handedOver = null;
+            throw err;
+          });
+          home = caHome;
+        } else if (how.user) {
+          plainHome ??= mkdtemp(join(tmpdir(), 'scrape-browser-home-')).then(async (dir) => {
+            await how.handOver(dir);
+            return dir;
+          });
+          home = await plainHome;
+        } else {
+          return;
+        }
+        launch.env = { ...(launch.env as Record<string, string> | undefined), HOME: home };
       },
     ],
   }) as unknown as Pool;
@@ -621,6 +687,9 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       while (pending.size > 0) await Promise.all([...pending]);
       const home = await trust?.catch(() => null);
       await home?.remove();
+      const plain = await plainHome?.catch(() => null);
+      if (plain) await rm(plain, { recursive: true, force: true });
+      await (await launching?.catch(() => null))?.remove();
     },
 
     stats: () => ({ ...stats }),

@@ -17,6 +17,8 @@ export interface ServeTarget {
   region: string | null;
   /** pf_01's data arms fail on their own, per the event's `arms`. */
   arm?: 'v1' | 'v2';
+  /** pf_01's event page, which answers 404 on its own when the event's `page` is `not_found`. */
+  eventPage?: true;
   /** How a failure status (404, 503, 429, 403) looks on this route. */
   type: 'html' | 'json';
 }
@@ -36,6 +38,7 @@ export function createServe(store: SimStore, requests?: RequestLog): ServeEvent 
     // pf_01's data arms fail on their own, per the event's `arms`, instead of counting down `failures`.
     if (target.arm && event.arms[target.arm] === 'error') return answerPage(ctx, failurePage(target.type, 503));
     if (target.arm && event.arms[target.arm] === 'not_found') return answerPage(ctx, failurePage(target.type, 404));
+    if (target.eventPage && event.page === 'not_found') return answerPage(ctx, failurePage(target.type, 404));
     return serveBehaviour(
       ctx,
       event,

@@ -9,6 +9,9 @@ import { PLATFORMS, PLATFORM_KEYS, type PlatformKey } from '../platform/registry
 export const BEHAVIOURS = ['ok', 'slow', 'error', 'hang', 'not_found', 'malformed', 'blocked', 'challenge'] as const;
 export type Behaviour = (typeof BEHAVIOURS)[number];
 export type ArmState = 'ok' | 'error';
+/** How pf_06's listings move while they are read (`moves`). */
+export const PF06_MOVES = ['insert_front', 'remove_front'] as const;
+export type Pf06Move = (typeof PF06_MOVES)[number];
 
 /** How an event's pages answer: the platforms' and the marketplaces' events share these fields. */
 export const behaviourFields = {
@@ -25,10 +28,13 @@ export const behaviourFields = {
   drift: z.boolean().default(false),
 };
 
+/** The most tickets one section entry holds. */
+export const MAX_SIM_STOCK = 100_000;
+
 export const simSectionSchema = z.strictObject({
   name: z.string().trim().min(1).max(100),
   price: z.number().min(0).max(1_000_000),
-  stock: z.number().int().min(0).max(100_000),
+  stock: z.number().int().min(0).max(MAX_SIM_STOCK),
   ticket_type: z.enum(['standard', 'resale', 'platinum', 'general_admission']).default('standard'),
   restricted_view: z.boolean().default(false),
   accessible: z.boolean().default(false),
@@ -48,6 +54,24 @@ export const simEventInputSchema = z.strictObject({
   arms: z
     .strictObject({ v1: z.enum(['ok', 'error', 'not_found']).default('ok'), v2: z.enum(['ok', 'error', 'not_found']).default('ok') })
     .default({ v1: 'ok', v2: 'ok' }),
+  /**
+   * pf_01 only: its event page `/event/{key}`; `not_found` answers 404 while the arms answer as
+   * `arms` and `behaviour` say (a page taken down before its data, or a routing fault of the page
+   * alone). With `arms` it makes the page and the arms disagree either way (issue 38).
+   */
+  page: z.enum(['ok', 'not_found']).default('ok'),
+  /**
+   * pf_06 only: its listings move between pages while a client reads them, as the real
+   * platform's do when listings are added or sell (platforms/pf_06.ts). Right after serving a
+   * page 1, the simulator applies `move` to the event's own inventory, for the next `reads`
+   * page-1 requests (counted down, like `failures`): `insert_front` adds a lot of four tickets
+   * before every listing (each one after it one place down), `remove_front` sells the first
+   * listing (each one after it one place up). Null: nothing moves.
+   */
+  moves: z
+    .strictObject({ move: z.enum(PF06_MOVES), reads: z.number().int().min(0).max(1_000_000).default(1) })
+    .nullable()
+    .default(null),
   name: z.string().max(200).default('Simulated event'),
   venue: z.string().max(200).default('Simulated Arena'),
   city: z.string().max(100).default('Springfield'),

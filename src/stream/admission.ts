@@ -11,7 +11,7 @@ import type { Config } from '../config.ts';
 import type { Principal } from '../gateway/key-verifier.ts';
 import { rateLimitHeaders, type RateDecision, type RateLimiter } from '../gateway/rate-limit.ts';
 import type { Logger } from '../logger.ts';
-import type { ConnectionSlots } from './connection-slots.ts';
+import { NodeFenced, type ConnectionSlots } from './connection-slots.ts';
 import { StreamRefusal } from './reasons.ts';
 
 export interface AdmissionDeps {
@@ -24,7 +24,7 @@ export interface AdmissionDeps {
   pool: Pool;
   log: Logger;
   /** The open-connection count shared by every node. */
-  slots: Pick<ConnectionSlots, 'take'>;
+  slots: Pick<ConnectionSlots, 'take' | 'fenced'>;
 }
 
 /** What the upgrade handler read from the request (uWS request objects die at the first await). */
@@ -79,6 +79,8 @@ export class UpgradeAdmission {
 
   /** Decides the upgrade of connection `id`; an admitted one holds a slot its close must give back. */
   async admit(req: UpgradeRequest, id: string): Promise<Admitted | StreamRefusal> {
+    // Fenced (connection-slots.ts): the database is out of reach, and every check below would hang on it.
+    if (this.deps.slots.fenced) return StreamRefusal.of('service_unavailable', 'this node cannot reach the connection count; connect to another node');
     const decided = await this.decide(req);
     if (decided instanceof StreamRefusal) return decided;
     const { principal, headers } = decided;
@@ -90,7 +92,8 @@ export class UpgradeAdmission {
         perAccount: this.deps.config.STREAM_MAX_CONNECTIONS_PER_ACCOUNT,
       });
     } catch (err) {
-      this.deps.log.error({ err }, 'stream: the open-connection count is unreachable');
+      // Fenced: said once when it began (connection-slots.ts), not at every refused upgrade.
+      if (!(err instanceof NodeFenced)) this.deps.log.error({ err }, 'stream: the open-connection count is unreachable');
       return StreamRefusal.of('service_unavailable', 'connection count unavailable', headers);
     }
     if (full) {

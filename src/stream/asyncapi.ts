@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { STREAM_CONNECTION_DEFAULTS } from '../config.ts';
 import { CLOSE_REASONS } from './reasons.ts';
-import { STREAM_PATH, heartbeatSchema, helloSchema, liveSchema, notificationSchema, targetRetiredSchema, watchlistChangeSchema } from './protocol.ts';
+import { STREAM_PATH, heartbeatSchema, helloSchema, liveSchema, notificationSchema, targetRetiredSchema, platformIncidentSchema, watchlistChangeSchema } from './protocol.ts';
 
 /** One example per message kind (the tests check each against its schema). */
 export const EXAMPLES = {
@@ -47,6 +47,20 @@ export const EXAMPLES = {
     message:
       'The platform has answered "not found" for this event since 2026-11-22T09:14:50.120Z, so it is no longer checked. Delete the item, or update it (PATCH) to check the event again.',
   },
+  platform_incident: {
+    type: 'platform_incident',
+    id: 1310,
+    item_id: 17,
+    platform: 'pf_03',
+    event: 'https://pf03.example/e/summer-open-air-4411',
+    region: 'us',
+    state: 'failing',
+    incident_id: 3,
+    started_at: '2026-11-22T10:20:02.481Z',
+    ended_at: null,
+    message:
+      'pf_03 is failing for most of the events watched on it (not found or blocked) since 2026-11-22T10:20:02.481Z. Its events go on being checked and none is retired while this lasts; you will be told when it recovers.',
+  },
   watchlist: {
     type: 'watchlist',
     id: 1290,
@@ -71,6 +85,7 @@ const MESSAGES = {
   heartbeat: { schema: heartbeatSchema, title: 'Heartbeat', summary: 'Every heartbeat_interval_ms while live; carries the log id the client may resume from' },
   notification: { schema: notificationSchema, title: 'Notification', summary: 'A watched item changed (spec 6)' },
   target_retired: { schema: targetRetiredSchema, title: 'Target retired', summary: "The item's event answered not-found for too long and is no longer checked (sent once)" },
+  platform_incident: { schema: platformIncidentSchema, title: 'Platform incident', summary: "The item's platform is failing for most events watched on it (sent once), or has recovered (once)" },
   watchlist: { schema: watchlistChangeSchema, title: 'Watchlist change', summary: 'An item of the account was created, updated or deleted' },
 } as const;
 
@@ -92,6 +107,7 @@ function hoist(schema: z.ZodType, into: Record<string, object>): object {
 
 const DESCRIPTION = `Change notifications for the account's watchlist items, changes to the items themselves, and
 \`target_retired\` when an item's event has answered not-found too long (an hour by default) and is no longer checked,
+and \`platform_incident\` when most events watched on an item's platform fail at once and when that is over,
 pushed over one WebSocket. JSON text frames, server to client only (the server ignores what
 clients send). Costs 0 credits.
 

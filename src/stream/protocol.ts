@@ -76,7 +76,7 @@ export const notificationSchema = z
     region: z.string(),
     section: z.string().nullable().optional().meta({ description: 'Section the change is in, or null for the whole event' }),
     before: priceState.meta({
-      description: "The section's values before the change; with the item's cooldown_seconds, after a cooldown that held changes: the values last notified",
+      description: "The section's values before the change; with the item's cooldown_seconds, at a cooldown's end: the values its held change was detected from",
     }),
     after: priceState.meta({ description: "The section's values after the change" }),
     currency: z.string().nullable().optional(),
@@ -107,6 +107,29 @@ export const targetRetiredSchema = z
       'update it (PATCH, or pause and resume it) to check the event again; a new item on the same event checks it again too.',
   });
 
+export const platformIncidentSchema = z
+  .object({
+    type: z.literal('platform_incident'),
+    id: logId,
+    item_id: z.number().int().meta({ description: 'Watchlist item on the platform' }),
+    platform: z.string().meta({ description: 'Platform key, pf_01..pf_11' }),
+    event: z.string().meta({ description: "The item's event on that platform" }),
+    region: z.string(),
+    state: z.enum(['failing', 'recovered']).meta({ description: '`failing`: the incident began; `recovered`: it is over' }),
+    incident_id: z.number().int().meta({ description: 'The incident: one `failing` and one `recovered` message per item carry the same id' }),
+    started_at: timestamp.meta({ description: 'When the incident began' }),
+    ended_at: timestamp.nullable().meta({ description: 'When it ended; null while failing' }),
+    message: z.string().meta({ description: 'The same, in a sentence' }),
+  })
+  .loose()
+  .meta({
+    id: 'PlatformIncident',
+    description:
+      "Most of the events watched on the item's platform answer not-found or are blocked at once: the platform's failure, not the event's. " +
+      'While it lasts the item\'s event goes on being checked and is never retired; its notifications resume when the platform answers again. ' +
+      'Sent once to every item on the platform when the incident begins (`failing`) and once when it ends (`recovered`).',
+  });
+
 export const watchlistChangeSchema = z
   .object({
     type: z.literal('watchlist'),
@@ -125,6 +148,7 @@ export const serverMessageSchema = z.discriminatedUnion('type', [
   heartbeatSchema,
   notificationSchema,
   targetRetiredSchema,
+  platformIncidentSchema,
   watchlistChangeSchema,
 ]);
 

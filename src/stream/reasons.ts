@@ -74,6 +74,12 @@ export const CLOSE_REASONS = {
     description:
       'policy violation: the account has no active or trialing subscription; reconnecting is refused (402 no_subscription) until it has one, then resume with last_id (nothing notified while it was not served is sent)',
   },
+  node_unavailable: {
+    code: 1013,
+    reason: 'node_unavailable',
+    description:
+      'try again later: this node lost the database that counts open connections across nodes and can no longer vouch for its share; reconnect (another node answers) and resume with last_id',
+  },
   log_unavailable: {
     code: 1011,
     reason: 'log_unavailable',

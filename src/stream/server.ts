@@ -10,7 +10,7 @@ import { LogFollower } from './follower.ts';
 import { startKeyRecheck } from './key-recheck.ts';
 import { StreamHub } from './hub.ts';
 import type { StreamMetrics } from './metrics.ts';
-import { ConnectionSlots } from './connection-slots.ts';
+import { ConnectionSlots, type SlotTimings } from './connection-slots.ts';
 import { assertNativeUws, uws } from './native-uws.ts';
 import { STREAM_PATH, type Limits } from './protocol.ts';
 import { StreamRefusal } from './reasons.ts';
@@ -36,6 +36,8 @@ export interface StreamDeps extends Omit<AdmissionDeps, 'config' | 'slots'> {
   metrics: StreamMetrics;
   /** How often the keys of open connections are verified again (default 30 s). */
   keyRecheckMs?: number;
+  /** The connection count's touch, stale and fence times (tests shorten them). */
+  slotTimings?: SlotTimings;
 }
 
 export interface StreamServer {
@@ -92,7 +94,15 @@ export async function startStreamServer(deps: StreamDeps): Promise<StreamServer>
     log,
   );
   const anchor = new UpgradeAnchor(log);
-  const slots = new ConnectionSlots(pool, log);
+  // Fenced (cut off from the count): every connection goes, to resume on a node that is counted.
+  const slots = new ConnectionSlots(
+    pool,
+    log,
+    () => {
+      for (const ws of [...hub.open] as WebSocket<Connection>[]) hub.close(ws, 'node_unavailable');
+    },
+    deps.slotTimings,
+  );
   const protocol = new StreamProtocol({ admission: new UpgradeAdmission({ ...deps, config, slots }), slots, anchor, hub, follower, pool, limits, log, metrics });
   const asyncapi = JSON.stringify(buildAsyncApi());
 

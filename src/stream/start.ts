@@ -2,6 +2,7 @@
 // shares the gateway's key cache, rate limiter and metrics registry; `npm run stream` builds its
 // own (src/stream/main.ts). The node gets its own small pool so replays after a restart (every
 // client reconnecting at once) never take the gateway's connections.
+import type { SlotTimings } from './connection-slots.ts';
 import type { Registry } from 'prom-client';
 import type { Db } from '../../db/connection.ts';
 import { createPool } from '../../db/pool.ts';
@@ -32,6 +33,7 @@ export async function startStreamNode(opts: {
   keys?: AdmissionDeps['keys'];
   limiter?: AdmissionDeps['limiter'];
   keyRecheckMs?: number;
+  slotTimings?: SlotTimings;
 }): Promise<StreamNode> {
   const { config } = opts;
   const pool = createPool({
@@ -50,6 +52,7 @@ export async function startStreamNode(opts: {
       keys: opts.keys ?? new KeyVerifier(opts.db, config.KEY_CACHE_TTL_MS),
       limiter: opts.limiter ?? new RateLimiter(new AdmissionGroups(pool), pool),
       keyRecheckMs: opts.keyRecheckMs,
+      slotTimings: opts.slotTimings,
     });
     return {
       server,

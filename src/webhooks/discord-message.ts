@@ -2,7 +2,8 @@
 // (role_id and the ids found in roles_json, read by role-ids.ts), `allowed_mentions` permits
 // exactly those roles and nothing else (no @everyone, no users), and one embed gives the event,
 // platform, section, before and after (price, stock) and the change type; a retired event
-// (`target_retired`) one embed with the event, since when it was not found and what to do.
+// (`target_retired`) one embed with the event, since when it was not found and what to do; a
+// platform incident (`platform_incident`) one embed saying it is failing, or has recovered.
 // Discord's length limits are enforced by truncation, so a long section or event name never
 // turns a delivery into a 400.
 import type { DeliveryBody } from './outbox.ts';
@@ -37,6 +38,7 @@ export function discordMessage(body: DeliveryBody, item: ItemRoles | null): Reco
   }
   const d = body.data;
   if (body.type === 'target_retired') return retiredMessage(body, mentions, roles);
+  if (body.type === 'platform_incident') return incidentMessage(body, mentions, roles);
   const fields: [string, unknown][] = [
     ['Event', d.event],
     ['Platform', d.platform],
@@ -64,26 +66,52 @@ export function discordMessage(body: DeliveryBody, item: ItemRoles | null): Reco
   return { content, embeds: [embed], allowed_mentions: { parse: [], roles } };
 }
 
-/** A retired event (src/monitors/target-status.ts): no before and after, the reason and what to do. */
-function retiredMessage(body: DeliveryBody, mentions: string, roles: string[]): Record<string, unknown> {
+/** A message about an item's event or platform rather than a change: a title, its sentence, a few fields. */
+function notice(body: DeliveryBody, mentions: string, roles: string[], n: { title: string; fields: [string, unknown][]; text: string }): Record<string, unknown> {
   const d = body.data;
-  const fields: [string, unknown][] = [
-    ['Event', d.event],
-    ['Platform', d.platform],
-    ['Region', d.region],
-    ['Not found since', d.not_found_since],
-  ];
   const embed = {
-    title: 'Event no longer checked: not found',
+    title: cut(n.title, DISCORD_LIMITS.title),
     description: cut(String(d.message ?? ''), 1000),
     timestamp: body.timestamp,
-    fields: fields
+    fields: n.fields
       .filter(([, v]) => v !== undefined && v !== null && v !== '')
       .map(([name, value]) => ({ name, value: cut(String(value), 200), inline: name !== 'Event' })),
     footer: { text: `notification ${String(d.id)}` },
   };
-  const text = `event not found on ${String(d.platform ?? '')}: no longer checked`;
-  return { content: cut(mentions ? `${mentions} ${text}` : text, DISCORD_LIMITS.content), embeds: [embed], allowed_mentions: { parse: [], roles } };
+  return { content: cut(mentions ? `${mentions} ${n.text}` : n.text, DISCORD_LIMITS.content), embeds: [embed], allowed_mentions: { parse: [], roles } };
+}
+
+/** A retired event (src/monitors/target-status.ts): no before and after, the reason and what to do. */
+function retiredMessage(body: DeliveryBody, mentions: string, roles: string[]): Record<string, unknown> {
+  const d = body.data;
+  return notice(body, mentions, roles, {
+    title: 'Event no longer checked: not found',
+    fields: [
+      ['Event', d.event],
+      ['Platform', d.platform],
+      ['Region', d.region],
+      ['Not found since', d.not_found_since],
+    ],
+    text: `event not found on ${String(d.platform ?? '')}: no longer checked`,
+  });
+}
+
+/** A platform incident (src/monitors/platform-incidents.ts): failing or recovered, since when, what it means. */
+function incidentMessage(body: DeliveryBody, mentions: string, roles: string[]): Record<string, unknown> {
+  const d = body.data;
+  const platform = String(d.platform ?? '');
+  const failing = d.state === 'failing';
+  return notice(body, mentions, roles, {
+    title: failing ? `Platform failing: ${platform}` : `Platform recovered: ${platform}`,
+    fields: [
+      ['Event', d.event],
+      ['Platform', d.platform],
+      ['Region', d.region],
+      ['Failing since', d.started_at],
+      ['Recovered at', d.ended_at],
+    ],
+    text: failing ? `${platform} is failing: alerts may pause` : `${platform} has recovered`,
+  });
 }
 
 /** Discord's 429 body carries `retry_after` in seconds (fractional). */

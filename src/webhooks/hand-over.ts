@@ -70,28 +70,38 @@ export function startHandOvers(opts: { db: Db; client: Client; taskQueue: string
   };
 
   /**
-   * In one statement: marks the deliveries dispatched with their times (`id` null: none, for the
-   * sweep) and lowers each webhook's wake time to its soonest, locking the webhooks in id order (no
-   * deadlock between hand-overs of several webhooks). Returns the webhooks whose run would have
-   * looked too late, or not at all, with the time to signal. The lock is NO KEY UPDATE: a new
+   * In one transaction: locks the webhooks in id order, then, in one statement, marks the
+   * deliveries dispatched with their times (`id` null: none, for the sweep) and lowers each
+   * webhook's wake time to its soonest. The locks come first, in a statement of their own: inside
+   * the one statement the order in which PostgreSQL runs its parts is its own, and two hand-overs
+   * at once deadlocked on two webhooks' rows (bench:alerts, 2026-11-29: 5 hand-overs failed). A
+   * delivery belongs to one webhook, so two hand-overs of one delivery wait on that webhook's row
+   * before either touches it. Returns the webhooks whose run would have looked too late, or not
+   * at all, with the time to signal. The lock is NO KEY UPDATE: a new
    * delivery's foreign key takes KEY SHARE on its webhook inside the notification log's serialized
    * append, and a FOR UPDATE here made every notification write wait behind it (bench:webhooks:
    * 140 writes timed out in phase B).
    */
   const record = async (rows: readonly { id: string | null; webhookId: number; dueAt: number }[]): Promise<Map<number, number>> => {
-    const { rows: woken } = await db.raw(
-      `WITH h AS (SELECT * FROM unnest(?::bigint[], ?::bigint[], ?::float8[]) AS h(id, webhook_id, due)),
-            moved AS (
-              UPDATE webhook_deliveries AS d SET dispatched = true, claimed_until = NULL, next_attempt_at = to_timestamp(h.due / 1000.0)
-              FROM h WHERE d.id = h.id),
-            s AS (SELECT webhook_id AS id, min(due) AS due FROM h GROUP BY webhook_id),
-            old AS (SELECT w.id, w.retry_wake_at FROM webhooks w JOIN s ON s.id = w.id ORDER BY w.id FOR NO KEY UPDATE OF w)
-       UPDATE webhooks w SET retry_wake_at = least(old.retry_wake_at, to_timestamp(s.due / 1000.0))
-       FROM old JOIN s ON s.id = old.id
-       WHERE w.id = old.id
-       RETURNING w.id, s.due, extract(epoch from old.retry_wake_at) * 1000 AS was`,
+    const webhookIds = [...new Set(rows.map((r) => r.webhookId))].sort((a, b) => a - b);
+    const woken = await db.transaction(async (trx) => {
+      await trx.raw('SELECT id FROM webhooks WHERE id = ANY(?::bigint[]) ORDER BY id FOR NO KEY UPDATE', [webhookIds]);
+      const { rows: changed } = await trx.raw(
+        `WITH h AS (SELECT * FROM unnest(?::bigint[], ?::bigint[], ?::float8[]) AS h(id, webhook_id, due)),
+              moved AS (
+                UPDATE webhook_deliveries AS d SET dispatched = true, claimed_until = NULL, next_attempt_at = to_timestamp(h.due / 1000.0)
+                FROM h WHERE d.id = h.id),
+              s AS (SELECT webhook_id AS id, min(due) AS due FROM h GROUP BY webhook_id),
+              -- Locked by the statement above: this statement's snapshot, taken after, reads their current wake times.
+              old AS (SELECT w.id, w.retry_wake_at FROM webhooks w JOIN s ON s.id = w.id)
+         UPDATE webhooks w SET retry_wake_at = least(old.retry_wake_at, to_timestamp(s.due / 1000.0))
+         FROM old JOIN s ON s.id = old.id
+         WHERE w.id = old.id
+         RETURNING w.id, s.due, extract(epoch from old.retry_wake_at) * 1000 AS was`,
       [rows.map((r) => r.id) as string[], rows.map((r) => r.webhookId), rows.map((r) => r.dueAt)],
-    );
+      );
+      return changed;
+    });
     const late = new Map<number, number>();
     for (const r of woken as { id: string; due: number; was: string | null }[]) {
       if (r.was === null || Number(r.was) > Number(r.due) + LATE_OK_MS) late.set(Number(r.id), Number(r.due));

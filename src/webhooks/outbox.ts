@@ -1,10 +1,11 @@
-// The webhook outbox: a delivery row for every new notification (a change, or its event's
-// retirement: `target_retired`) of an item that names an active webhook, written inside the
-// transaction that appends the notification (so the notification and its deliveries commit
-// together or not at all), then a NOTIFY that wakes the dispatcher (src/webhooks/dispatcher.ts). Also the ping that POST /webhooks/{id}/test sends.
+// The webhook outbox: a delivery row for every new notification (a change, its event's
+// retirement: `target_retired`, its platform's incident) of an item that names an active
+// webhook, written inside the transaction that appends the notification (so the notification
+// and its deliveries commit together or not at all), then a NOTIFY that wakes the dispatcher
+// (src/webhooks/dispatcher.ts). Also the ping that POST /webhooks/{id}/test sends.
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { appendToLog, streamMessage, type LogEntry, type LogKind } from '../notifications/log.ts';
+import type { LogEntry, LogKind } from '../notifications/log.ts';
 
 export const DELIVERIES_CHANNEL = 'webhook_deliveries';
 
@@ -13,8 +14,8 @@ export function newMessageId(): string {
   return `msg_${randomBytes(16).toString('base64url')}`;
 }
 
-/** Log kinds delivered to the item's webhook: a change, and the retirement of its event. */
-export const DELIVERED_KINDS = ['notification', 'target_retired'] as const satisfies readonly LogKind[];
+/** Log kinds delivered to the item's webhook: a change, the retirement of its event, its platform's incident. */
+export const DELIVERED_KINDS = ['notification', 'target_retired', 'platform_incident'] as const satisfies readonly LogKind[];
 
 /** The body every webhook kind is built from (Standard Webhooks' `{type, timestamp, data}`). */
 export interface DeliveryBody {
@@ -24,55 +25,24 @@ export interface DeliveryBody {
 }
 
 /**
- * Enqueues the deliveries of the notifications `ids` (just appended in `trx`): one per
- * notification whose item names an active webhook of the same account. Returns how many.
- */
-export async function enqueueDeliveries(trx: Knex.Transaction, ids: readonly number[]): Promise<number> {
-  if (ids.length === 0) return 0;
-  const rows: { id: string; account_id: string; kind: LogKind; payload: Record<string, unknown>; created_at: Date; webhook_id: string }[] = await trx(
-    'notifications as n',
-  )
-    .join('watchlist_items as i', 'i.id', 'n.item_id')
-    .join('webhooks as w', function () {
-      this.on('w.id', '=', 'i.webhook_setting_id').andOn('w.account_id', '=', 'n.account_id');
-    })
-    .whereIn('n.id', ids)
-    .whereIn('n.kind', DELIVERED_KINDS)
-    .where({ 'w.active': true, 'w.deleted': false, 'i.deleted': false })
-    .orderBy('n.id')
-    .select('n.id', 'n.account_id', 'n.kind', 'n.payload', 'n.created_at', 'w.id as webhook_id');
-  if (rows.length === 0) return 0;
-  await trx('webhook_deliveries').insert(
-    rows.map((r) => {
-      const body: DeliveryBody = {
-        type: r.kind as DeliveryBody['type'],
-        timestamp: r.created_at.toISOString(),
-        // Exactly the message the stream sends for this row.
-        data: streamMessage({ id: Number(r.id), kind: r.kind, payload: r.payload }),
-      };
-      return {
-        webhook_id: r.webhook_id,
-        account_id: r.account_id,
-        notification_id: r.id,
-        type: body.type,
-        message_id: newMessageId(),
-        body: JSON.stringify(body),
-      };
-    }),
-  );
-  await trx.raw('SELECT pg_notify(?, ?)', [DELIVERIES_CHANNEL, '']);
-  return rows.length;
-}
-
-/**
- * Appends notifications to the log and enqueues their deliveries, in the caller's transaction:
- * how every writer of notifications (recordPoll, the webhooks bench) writes them, so none can
- * append one and forget its deliveries. Returns the ids appended.
+ * Appends the monitors' notifications to the log with their deliveries, in the caller's
+ * transaction, through the database's monitor_append_notifications() (db/migrations/036): the
+ * scrape worker's role writes neither table itself. The function takes each recipient from its
+ * item, refuses a payload that is not the kind's exact shape (or names another target than its
+ * item watches), adds the customer-facing `message` of a retirement or an incident, and builds
+ * each delivery's body ({type, timestamp, data}: data is the stream's message for the row) from
+ * the notification it stored. Every writer of the monitors' kinds (recordPoll, retirement,
+ * incidents, the webhooks bench) comes through here, so none can append one and forget its
+ * deliveries. Returns the ids appended (entries whose dedupe key was used already are skipped).
  */
 export async function appendWithDeliveries(trx: Knex.Transaction, entries: readonly LogEntry[]): Promise<number[]> {
-  const ids = await appendToLog(trx, entries);
-  await enqueueDeliveries(trx, ids);
-  return ids;
+  if (entries.length === 0) return [];
+  for (const e of entries) {
+    if (!(DELIVERED_KINDS as readonly LogKind[]).includes(e.kind)) throw new Error(`appendWithDeliveries: ${e.kind} is not a monitor's kind (the gateway appends it: appendToLog)`);
+  }
+  const json = entries.map((e) => ({ account_id: e.accountId, item_id: e.itemId, kind: e.kind, dedupe_key: e.dedupeKey, payload: e.payload }));
+  const { rows } = (await trx.raw('SELECT id FROM monitor_append_notifications(?::jsonb) AS id', [JSON.stringify(json)])) as { rows: { id: string }[] };
+  return rows.map((r) => Number(r.id));
 }
 
 /** Enqueues a `ping` to one webhook; returns the delivery id. */

@@ -5,10 +5,12 @@
 // parked deliveries back to the dispatcher, which sends them (a retry keeps its place in the
 // schedule), except those older than the retry schedule's whole span: a message that old would
 // no longer have been retried, so it fails as expired, as it would have with a dead endpoint.
+// An account that stays unserved does not keep them for ever either: the gateway's housekeeping
+// ends the same ones the same way (src/retention/webhooks.ts), with the same rule below.
 import type { Knex } from 'knex';
 import type { ServiceHooks } from '../accounts/service-state.ts';
-import { DELIVERIES_CHANNEL } from './outbox.ts';
 
+/** The failure reason an expired parked delivery is given (written by webhook_deliveries_expire_parked(), db/migrations/036). */
 export const EXPIRED_WHILE_PARKED = 'expired: its account was not served for longer than the retry schedule';
 
 /**
@@ -27,17 +29,27 @@ export async function parkDelivery(db: Knex, deliveryId: number, accountId: numb
   });
 }
 
-/** The service sweep's hooks for webhooks: parking is lazy, at the next attempt; resuming is here. */
+/**
+ * Fails as expired the parked deliveries older than `expireAfterMs` (the retry schedule's whole
+ * span), any `limit` of them: the housekeeping's rule, the one a resume applies to its accounts
+ * (webhook_deliveries_expire_parked(), db/migrations/036). Returns how many.
+ */
+export async function expireParkedDeliveries(trx: Knex.Transaction, opts: { expireAfterMs: number; limit: number }): Promise<number> {
+  const { rows } = (await trx.raw('SELECT webhook_deliveries_expire_parked(NULL, ?, ?) AS n', [Math.round(opts.expireAfterMs), opts.limit])) as { rows: { n: number }[] };
+  return Number(rows[0]!.n);
+}
+
+/**
+ * The service sweep's hooks for webhooks: parking is lazy, at the next attempt; resuming hands a
+ * served account's parked deliveries back to the dispatcher (the too-old ones fail as expired),
+ * through webhook_deliveries_resume(): the scrape worker runs the sweep, and its role has no
+ * right on the deliveries themselves (db/scraper-grants.ts).
+ */
 export function deliveryServiceHooks(opts: { expireAfterMs: number }): ServiceHooks {
   return {
     suspend: async () => {},
     resume: async (trx, accountIds) => {
-      const parked = () => trx('webhook_deliveries').whereIn('account_id', accountIds).whereNotNull('parked_at').where({ state: 'pending' });
-      await parked()
-        .where('created_at', '<', trx.raw('now() - make_interval(secs => ?)', [opts.expireAfterMs / 1000]))
-        .update({ state: 'failed', failure_reason: EXPIRED_WHILE_PARKED, parked_at: null, updated_at: trx.raw('statement_timestamp()') });
-      const n = await parked().update({ parked_at: null, dispatched: false, claimed_until: null, updated_at: trx.raw('statement_timestamp()') });
-      if (n > 0) await trx.raw('SELECT pg_notify(?, ?)', [DELIVERIES_CHANNEL, '']);
+      await trx.raw('SELECT webhook_deliveries_resume(?::bigint[], ?)', [accountIds, Math.round(opts.expireAfterMs)]);
     },
   };
 }

@@ -121,8 +121,12 @@ describe('npm run db:roles', () => {
     expect(await failure(query(scraper, 'SELECT * FROM webhook_attempts'))).toBe('42501');
     expect(await failure(query(scraper, 'SELECT body FROM webhook_deliveries'))).toBe('42501');
     expect(await failure(query(scraper, 'CREATE TABLE mine (x int)'))).toBe('42501');
-    // What the outbox and the monitors read.
-    expect(await failure(query(scraper, 'SELECT id, account_id, active, deleted FROM webhooks'))).toBeNull();
+    // Nothing it could sign or send (issue 38): the monitors append through a function of the owner's.
+    expect(await failure(query(scraper, 'SELECT id, account_id, active, deleted FROM webhooks'))).toBe('42501');
+    expect(await failure(query(scraper, "INSERT INTO notifications (account_id, kind, payload) VALUES (1, 'notification', '{}')"))).toBe('42501');
+    expect(await failure(query(scraper, 'SELECT id FROM webhook_deliveries'))).toBe('42501');
+    expect(await failure(query(scraper, "SELECT monitor_append_notifications('[]')"))).toBeNull();
+    // What the monitors read.
     expect(await failure(query(scraper, 'SELECT count(*) FROM monitor_members'))).toBeNull();
     expect(await failure(query(scraper, "INSERT INTO scrape_worker_browsers (worker, task_queue, chromium_path, chromium_found) VALUES ('w', 'q', '/x', true)"))).toBeNull();
     expect(await failure(query(scraper, 'SELECT account_served(1)'))).toBeNull();

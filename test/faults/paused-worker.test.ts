@@ -80,6 +80,7 @@ function timesByKey(requests: readonly SimRequest[], keys: ReadonlySet<string>):
 // The takeover alone takes up to TAKEOVER_BOUND_MS.
 describe('a worker paused past its heartbeat timeout', { timeout: 240_000 }, () => {
   it('its shard is taken over; resumed, it notifies nothing and the shard is polled once per interval', async () => {
+    const testStart = Date.now();
     const acct = await stack.account();
     const run = randomUUID().slice(0, 8);
     const events = Array.from({ length: TARGETS }, (_, i) => `pause-${run}-${i}`);
@@ -98,8 +99,17 @@ describe('a worker paused past its heartbeat timeout', { timeout: 240_000 }, () 
       await Promise.all(events.map((e) => putEvent(stack.sim, 'pf_03', `https://pf03.example/e/${e}`, page(price))));
       prices.push(price);
     };
-    const notified = (changes: number, ms?: number) =>
-      eventually(async () => ((await notificationsOf(stack, acct.accountId)).length >= changes * TARGETS ? true : undefined), ms);
+    /** Waits for `changes` changes of every target notified; a failure says how many came, and when the wait began. */
+    const notified = async (changes: number, ms = 45_000) => {
+      const from = Date.now();
+      let count = 0;
+      await eventually(async () => {
+        count = (await notificationsOf(stack, acct.accountId)).length;
+        return count >= changes * TARGETS ? true : undefined;
+      }, ms).catch((err: unknown) => {
+        throw new Error(`change ${changes}: ${count} of ${changes * TARGETS} notifications within ${ms} ms (the wait began ${from - testStart} ms into the test): ${String(err)}`);
+      });
+    };
 
     const started = await eventually(async () => {
       const a = await pollActivity();
@@ -184,9 +194,21 @@ describe('a worker paused past its heartbeat timeout', { timeout: 240_000 }, () 
 
     // Status rows the resumed worker's timed-out scrapes wrote are cleared by the new owner, whose
     // polls succeed (within its 30 s full reload and a poll).
-    const failing = () => stack.db('monitor_target_status').whereIn('target', events.map((e) => `pf_03:fr:${e}`)).whereNull('retired_at').select('target', 'kind', 'last_error');
+    const failing = () =>
+      stack.db('monitor_target_status').whereIn('target', events.map((e) => `pf_03:fr:${e}`)).whereNull('retired_at').select('target', 'kind', 'failures', 'last_error', 'updated_at');
     const leftAtResume = (await failing()).length;
-    await eventually(async () => ((await failing()).length === 0 ? true : undefined), 45_000, 500);
+    const clearFrom = Date.now();
+    let left: unknown[] = [];
+    await eventually(
+      async () => {
+        left = await failing();
+        return left.length === 0 ? true : undefined;
+      },
+      45_000,
+      500,
+    ).catch((err: unknown) => {
+      throw new Error(`status rows not cleared (the wait began ${clearFrom - testStart} ms into the test, ${clearFrom - resumedAt} ms after the resume): ${JSON.stringify(left)}: ${String(err)}`);
+    });
 
     // What the resumed worker did before it let go, for the record.
     const twiceAtResume = [...asked.values()].filter((ts) => ts.some((t, i) => i > 0 && t >= resumedAt && t < windowFrom && t - ts[i - 1]! < INTERVAL_MS / 3)).length;

@@ -65,7 +65,7 @@ describe('cooldown_seconds', { timeout: 150_000 }, () => {
     expect(await stack.db('monitor_cooldowns').where({ item_id: id, held: true }).first()).toBeUndefined();
   });
 
-  it('a cart hold released within the cooldown (back to the state last notified) sends nothing more', async () => {
+  it('a cart hold released within the cooldown (the held rise gone again) sends nothing more', async () => {
     const acct = await stack.account();
     const event = `https://pf03.example/e/cart-${randomUUID().slice(0, 8)}`;
     await putEvent(stack.sim, 'pf_03', event, stalls(10));
@@ -74,11 +74,37 @@ describe('cooldown_seconds', { timeout: 150_000 }, () => {
     await eventually(async () => ((await notificationsOf(stack, acct.accountId)).some((r) => r.itemId === id) ? true : undefined));
     await putEvent(stack.sim, 'pf_03', event, stalls(8));
     await polledAgain(stack, 'pf_03', event);
-    await putEvent(stack.sim, 'pf_03', event, stalls(12));
+    await putEvent(stack.sim, 'pf_03', event, stalls(12)); // held, detected from 8
     await held(id);
+    await putEvent(stack.sim, 'pf_03', event, stalls(8)); // and gone again before the end
     // Past the cooldown's end and its release poll: the hold ends without a notification.
     await eventually(async () => ((await stack.db('monitor_cooldowns').where({ item_id: id }).first()) ? undefined : true), 30_000);
     await polledAgain(stack, 'pf_03', event);
     expect(brief((await notificationsOf(stack, acct.accountId)).filter((r) => r.itemId === id))).toEqual([['stock_increase', 10, 12]]);
+  });
+
+  it('a rise held after a fall is sent at the end even below the state last notified (issue 38: 10, then 2, then 5)', async () => {
+    const acct = await stack.account();
+    const event = `https://pf03.example/e/fall-rise-${randomUUID().slice(0, 8)}`;
+    await putEvent(stack.sim, 'pf_03', event, stalls(4));
+    const id = await newItem(acct, event);
+    await putEvent(stack.sim, 'pf_03', event, stalls(10));
+    await eventually(async () => ((await notificationsOf(stack, acct.accountId)).some((r) => r.itemId === id) ? true : undefined));
+    await putEvent(stack.sim, 'pf_03', event, stalls(2));
+    await polledAgain(stack, 'pf_03', event);
+    await putEvent(stack.sim, 'pf_03', event, stalls(5)); // held, detected from 2
+    await held(id);
+    const rows = await eventually(async () => {
+      const mine = (await notificationsOf(stack, acct.accountId)).filter((r) => r.itemId === id);
+      return mine.length >= 2 ? mine : undefined;
+    }, 30_000);
+    await polledAgain(stack, 'pf_03', event);
+    await polledAgain(stack, 'pf_03', event);
+    const mine = (await notificationsOf(stack, acct.accountId)).filter((r) => r.itemId === id);
+    expect(mine).toHaveLength(rows.length);
+    expect(brief(mine)).toEqual([
+      ['stock_increase', 4, 10],
+      ['stock_increase', 2, 5],
+    ]);
   });
 });

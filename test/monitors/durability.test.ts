@@ -11,6 +11,7 @@ import { snapshotHash, toSnapshot } from '../../src/monitors/snapshot.ts';
 import { parseEventRef, targetKey } from '../../src/platform/event-ref.ts';
 import { shardStatusQuery } from '../../workflows/monitor-messages.ts';
 import { call } from '../support/harness.ts';
+import { insertWatchlistItem } from '../support/watchlist-rows.ts';
 import { baselined, eventually, notificationsOf, polledAgain, useMonitorStack } from '../support/monitor-stack.ts';
 import { putEvent, section } from '../support/scrape-stack.ts';
 
@@ -77,6 +78,9 @@ const memberRow = (accountId: number, target: string, itemId: number, baseline: 
   baseline_snapshot_id: baseline,
 });
 
+/** A real item for memberRow's target (the database names a notification's recipient from it). */
+const itemOf = async (accountId: number, website = 'pf_03', event = 'https://pf03.example/e/x', region = 'fr') => (await insertWatchlistItem(stack.db, { accountId, website, event, region })).id;
+
 describe('recordPoll', () => {
   it('writes each notification once, however often and however concurrently it runs', async () => {
     const acct = await stack.account();
@@ -85,13 +89,13 @@ describe('recordPoll', () => {
     const [row] = await stack.db('target_snapshots').insert({ target, hash: snapshotHash(first), data: JSON.stringify(first), scraped_at: new Date() }).returning('id');
     const baseline = Number(row.id);
     const member = (itemId: number, config = monitorConfig({ ...ITEM_DEFAULTS })) => memberRow(acct.accountId, target, itemId, baseline, config);
-    const itemId = 987_000_000 + Math.floor(Math.random() * 1e6);
+    const [itemId, mutedId, newId] = [await itemOf(acct.accountId), await itemOf(acct.accountId), await itemOf(acct.accountId)];
     await stack.db('monitor_members').insert([
       member(itemId),
       // Muted at the time the change is seen: its baseline moves, nothing is written.
-      member(itemId + 1, { ...monitorConfig({ ...ITEM_DEFAULTS }), muted_until: new Date(Date.now() + 60_000).toISOString() }),
+      member(mutedId, { ...monitorConfig({ ...ITEM_DEFAULTS }), muted_until: new Date(Date.now() + 60_000).toISOString() }),
       // No baseline yet: gets one, no notification.
-      { ...member(itemId + 2), baseline_snapshot_id: null },
+      { ...member(newId), baseline_snapshot_id: null },
     ]);
     const next = snap(4);
     const poll = { target, snapshot: next, hash: snapshotHash(next), scrapedAt: new Date(), startedAt: new Date() };
@@ -111,7 +115,7 @@ describe('recordPoll', () => {
   it('a poll whose request went out before the newest snapshot was scraped is dropped: no backwards change, no repeat of the forward one', async () => {
     const acct = await stack.account();
     const target = `pf_03:fr:stale-${randomUUID().slice(0, 8)}`;
-    const itemId = 989_000_000 + Math.floor(Math.random() * 1e6);
+    const itemId = await itemOf(acct.accountId);
     const t0 = Date.now();
     // What a poller frozen past its heartbeat timeout holds: a scrape sent at t0, answered stock 1.
     const frozen = snap(1);
@@ -135,7 +139,7 @@ describe('recordPoll', () => {
   it('a baseline stored in an older snapshot format is moved on without a diff (no alert for what the new format reads differently)', async () => {
     const acct = await stack.account();
     const target = `pf_01:uk:format-${randomUUID().slice(0, 8)}`;
-    const itemId = 988_000_000 + Math.floor(Math.random() * 1e6);
+    const itemId = await itemOf(acct.accountId, 'pf_01', 'x', 'uk');
     const seated = (resale: number) =>
       toSnapshot({
         event_info: null,

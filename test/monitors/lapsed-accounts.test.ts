@@ -8,9 +8,10 @@
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServiceSignalRelay, type SignalRelay } from '../../src/accounts/service-signals.ts';
 import { startServiceSweep, type ServiceSweep } from '../../src/accounts/service-state.ts';
 import { createLogger } from '../../src/logger.ts';
-import { memberServiceHooks } from '../../src/monitors/membership.ts';
+import { memberServiceHooks, memberServiceSignals } from '../../src/monitors/membership.ts';
 import { STREAM_PATH } from '../../src/stream/protocol.ts';
 import { startStreamNode, type StreamNode } from '../../src/stream/start.ts';
 import { call, testConfig } from '../support/harness.ts';
@@ -24,6 +25,7 @@ const stack = useMonitorStack({ intervalMs: INTERVAL_MS });
 let node: StreamNode;
 let url: string;
 let sweep: ServiceSweep;
+let signals: SignalRelay;
 
 beforeAll(async () => {
   const config = testConfig({ ...STREAM_ENV, DATABASE_URL: stack.databaseUrl });
@@ -31,10 +33,12 @@ beforeAll(async () => {
   url = `ws://127.0.0.1:${node.server.port}${STREAM_PATH}`;
   // As the worker runs it (temporal/runtime.ts), on a short period.
   const relays = { client: stack.client, taskQueue: stack.config.MONITOR_TASK_QUEUE, shardsPerPlatform: stack.config.MONITOR_SHARDS_PER_PLATFORM };
-  sweep = startServiceSweep({ db: stack.db, hooks: [memberServiceHooks(relays)], everyMs: 250, log: createLogger('silent') });
+  signals = startServiceSignalRelay({ db: stack.db, signals: [memberServiceSignals({ ...relays, db: stack.db })], log: createLogger('silent') });
+  sweep = startServiceSweep({ db: stack.db, hooks: [memberServiceHooks(relays)], everyMs: 250, log: createLogger('silent'), onChange: () => signals.kick() });
 }, 60_000);
 afterAll(async () => {
   await sweep?.stop();
+  await signals?.stop();
   await node?.close();
 });
 

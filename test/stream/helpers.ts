@@ -1,6 +1,7 @@
 // Shared by the stream tests: a real stream node (uWS, its follower LISTENing on the run's
 // PostgreSQL) started the way `npm start` starts it, log rows appended through the log's own
 // writer, real `ws` clients that record what they receive, and refusals read as HTTP answers.
+import type { SlotTimings } from '../../src/stream/connection-slots.ts';
 import { randomInt } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
@@ -58,14 +59,24 @@ export interface TestNode {
 }
 
 export async function startNode(
-  opts: { env?: Record<string, string>; db?: Db; keys?: AdmissionDeps['keys']; port?: number; keyRecheckMs?: number } = {},
+  opts: {
+    env?: Record<string, string>;
+    db?: Db;
+    keys?: AdmissionDeps['keys'];
+    port?: number;
+    keyRecheckMs?: number;
+    /** The node's database address, when not the run's (a proxy in between). */
+    connectionString?: string;
+    slotTimings?: SlotTimings;
+  } = {},
 ): Promise<TestNode> {
   const config = testConfig({ ...STREAM_ENV, ...(opts.port ? { STREAM_PORT: String(opts.port) } : {}), ...opts.env });
-  const db = opts.db ?? createDb({ connectionString: config.DATABASE_URL!, poolMax: 4 });
+  const connectionString = opts.connectionString ?? config.DATABASE_URL!;
+  const db = opts.db ?? createDb({ connectionString, poolMax: 4 });
   const logs = new LogLines();
   const log: Logger = createLogger('info', logs.stream());
   const registry = new Registry();
-  const node = await startStreamNode({ config, db, connectionString: config.DATABASE_URL!, log, registry, keys: opts.keys, keyRecheckMs: opts.keyRecheckMs });
+  const node = await startStreamNode({ config, db, connectionString, log, registry, keys: opts.keys, keyRecheckMs: opts.keyRecheckMs, slotTimings: opts.slotTimings });
   const port = node.server.port;
   return {
     node,
@@ -149,9 +160,9 @@ export class Client {
     });
   }
 
-  /** Messages from the log (notification, target_retired and watchlist), in arrival order. */
+  /** Messages from the log (notification, target_retired, platform_incident and watchlist), in arrival order. */
   rows(): Message[] {
-    return this.messages.filter((m) => m.type === 'notification' || m.type === 'target_retired' || m.type === 'watchlist');
+    return this.messages.filter((m) => m.type === 'notification' || m.type === 'target_retired' || m.type === 'platform_incident' || m.type === 'watchlist');
   }
 
   ids(): number[] {

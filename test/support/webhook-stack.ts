@@ -41,16 +41,34 @@ export interface WebhookStackOptions {
 
 let counter = 0;
 
-/** One notification for the item, as a poll writes it: the log row and its deliveries in one transaction. */
+/**
+ * One notification for the item, as a poll writes it: the log row and its deliveries in one
+ * transaction, with the payload's every field (the database refuses any other shape, and a
+ * target other than the item's: db/migrations/036). `payload` replaces the change's fields.
+ */
 export function writeNotification(db: Db, accountId: number, itemId: number, payload: Record<string, unknown> = {}): Promise<number> {
   return db.transaction(async (trx) => {
+    const item: { website: string; event: string; region: string } = await trx('watchlist_items').where({ id: itemId }).first('website', 'event', 'region');
     const ids = await appendWithDeliveries(trx, [
       {
         accountId,
         itemId,
         kind: 'notification',
         dedupeKey: `test:${process.pid}:${++counter}:${Math.random()}`,
-        payload: { item_id: itemId, change_type: 'stock_increase', platform: 'pf_03', section: 'Floor A', before: { stock: 1 }, after: { stock: 5 }, ...payload },
+        payload: {
+          item_id: itemId,
+          change_type: 'stock_increase',
+          platform: item.website,
+          event: item.event,
+          region: item.region,
+          section: 'Floor A',
+          currency: null,
+          before: { stock: 1, min_price: null, avg_price: null },
+          after: { stock: 5, min_price: null, avg_price: null },
+          snapshot_id: counter,
+          detected_at: new Date().toISOString(),
+          ...payload,
+        },
       },
     ]);
     return ids[0]!;

@@ -119,6 +119,13 @@ describe('the scrape worker on its own database role, the delivery worker apart'
       expect(delivered).toBe(true);
       expect(receiver.received.length).toBeGreaterThan(0);
       expect(receiver.received.every((r) => r.verified[0])).toBe(true);
+      // Its checks are recorded on the role's rights too (a refused write would only be logged):
+      // the item shows them (issue 38).
+      const health = await eventually(async () => {
+        const r = await call(stack.gateway.url, 'GET', `/watchlist/${item.id}`, { key: acct.key });
+        return r.body.check_status === 'ok' && r.body.last_checked_at !== null ? r.body : undefined;
+      });
+      expect(Date.parse(health.last_checked_at as string)).toBeGreaterThan(Date.parse(item.created_at));
     } finally {
       await receiver.close();
     }

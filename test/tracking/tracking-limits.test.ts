@@ -5,9 +5,13 @@
 // next tick; re-adding an ended event scrapes it once more (its date may have moved). While no
 // account tracking an event is served its tracking scrapes nothing, keeps everything, and
 // resumes once one is served again; a tracking shared by two accounts runs while either is.
+// A tracking from before accounts were recorded (`unattributed`) runs while it awaits its claim
+// and ends as untracked once TRACKING_UNATTRIBUTED_MAX_MS has passed unclaimed (issue 38).
 import { describe, expect, it } from 'vitest';
+import { startServiceSignalRelay } from '../../src/accounts/service-signals.ts';
 import { sweepServiceState } from '../../src/accounts/service-state.ts';
-import { trackingServiceHooks } from '../../src/market-data/tracking-lifecycle.ts';
+import { createLogger } from '../../src/logger.ts';
+import { trackingServiceSignals } from '../../src/market-data/tracking-lifecycle.ts';
 import { trackingWorkflowId } from '../../src/market-data/tracking-ref.ts';
 import type { TrackEventState } from '../../workflows/track-event.ts';
 import { trackStatusQuery } from '../../workflows/track-event-messages.ts';
@@ -135,15 +139,49 @@ describe('tracked events end', { timeout: 120_000 }, () => {
     const id = randomAId();
     await stack.put('marketplace_a', id, page(null));
     const workflowId = trackingWorkflowId('marketplace_a', id);
-    // As migration 027 leaves a tracking that was running: no account link, `unattributed`.
-    await stack.db('tracked_events').insert({ marketplace: 'marketplace_a', external_id: id, workflow_id: workflowId, unattributed: true });
+    // As migrations 027 and 034 leave a tracking that was running: no account link, `unattributed`, awaiting its claim.
+    await stack.db('tracked_events').insert({ marketplace: 'marketplace_a', external_id: id, workflow_id: workflowId, unattributed: true, unattributed_since: new Date() });
     const state: TrackEventState = { marketplace: 'marketplace_a', externalId: id, scrapeQueue: stack.config.SCRAPE_TASK_QUEUE, intervalMs: INTERVAL_MS, ticks: 0, failures: 0 };
     await stack.client.workflow.start('trackEvent', { taskQueue: stack.config.MONITOR_TASK_QUEUE, workflowId, args: [state] });
     const row = await ended(id);
     expect(row.end_reason).toBe('undated');
-    expect(row.scrape_count).toBeGreaterThanOrEqual(3);
-    expect(await fetches(id)).toBeGreaterThanOrEqual(3);
+    // It ran its whole undated time, ticking on: at a 300 ms interval, 13 ticks alone; a full run on
+    // two cores (load average 8) got 2 scrapes in, so the count asks only for more than the first.
+    expect(row.ended_at.getTime() - row.started_at.getTime()).toBeGreaterThanOrEqual(UNDATED_MAX_MS);
+    expect(row.scrape_count).toBeGreaterThanOrEqual(2);
+    expect(await fetches(id)).toBeGreaterThanOrEqual(2);
     await completedCleanly(id);
+  });
+
+  it('an unattributed tracking nobody claims ends as untracked when its wait is over, its event however far; one an account adds goes on as that account’s', async () => {
+    const unclaimed = randomAId();
+    const claimed = randomAId();
+    const start = async (id: string) => {
+      await stack.put('marketplace_a', id, page(new Date(Date.now() + 3_600_000).toISOString()));
+      const workflowId = trackingWorkflowId('marketplace_a', id);
+      // Its wait began TRACKING_UNATTRIBUTED_MAX_MS (the default, 30 days) less 6 s ago: 6 s left to claim it.
+      const since = new Date(Date.now() - 30 * 86_400_000 + 6_000);
+      await stack.db('tracked_events').insert({ marketplace: 'marketplace_a', external_id: id, workflow_id: workflowId, unattributed: true, unattributed_since: since });
+      const state: TrackEventState = { marketplace: 'marketplace_a', externalId: id, scrapeQueue: stack.config.SCRAPE_TASK_QUEUE, intervalMs: INTERVAL_MS, ticks: 0, failures: 0 };
+      await stack.client.workflow.start('trackEvent', { taskQueue: stack.config.MONITOR_TASK_QUEUE, workflowId, args: [state] });
+    };
+    const owner = await newAccount(stack.db);
+    await start(unclaimed);
+    await start(claimed);
+    expect((await addAs(owner, claimed)).status).toBe(200);
+    expect(await stack.record('marketplace_a', claimed)).toMatchObject({ unattributed: false, unattributed_since: null });
+
+    const row = await ended(unclaimed);
+    expect(row).toMatchObject({ end_reason: 'untracked' });
+    expect(row.scrape_count).toBeGreaterThanOrEqual(1);
+    await completedCleanly(unclaimed);
+    await notFetched(unclaimed);
+
+    // The claimed one is its account's now: still scraped after the wait would have ended.
+    await fetchedAgain(claimed, await fetches(claimed));
+    expect(await stack.record('marketplace_a', claimed)).toMatchObject({ status: 'active', ended_at: null });
+    expect((await links(claimed)).map((l) => [l.account_id, l.ended_at])).toEqual([[owner.accountId, null]]);
+    await stack.client.workflow.getHandle(trackingWorkflowId('marketplace_a', claimed)).terminate('test: done');
   });
 
   it('a tracking no account holds ends at its next tick without a scrape', async () => {
@@ -165,7 +203,9 @@ describe('only served accounts consume', { timeout: 120_000 }, () => {
     else await stack.db('subscriptions').where({ account_id: account.accountId }).update({ status: how });
   };
 
-  const sweepHooks = () => [trackingServiceHooks(stack.client)];
+  // The sweep records the changes; the signal relay wakes the trackings afterwards (as the worker runs them).
+  const sweepHooks = () => [];
+  const signals = () => startServiceSignalRelay({ db: stack.db, signals: [trackingServiceSignals({ db: stack.db, client: stack.client })], log: createLogger('silent'), pollMs: 60_000 });
 
   it('an unserved account’s trackings stop at their next tick and keep everything; a shared one runs while one of its accounts is served; served again, they resume', async () => {
     const x = await newAccount(stack.db);
@@ -201,6 +241,12 @@ describe('only served accounts consume', { timeout: 120_000 }, () => {
     await setServed(x, 'active');
     const resumed = Date.now();
     expect((await sweepServiceState(stack.db, sweepHooks())).resumed).toEqual([x.accountId]);
+    const relay = signals();
+    try {
+      expect(await relay.drain()).toMatchObject({ failed: 0 });
+    } finally {
+      await relay.stop();
+    }
     await fetchedAgain(own, ownStopped);
     await fetchedAgain(shared, sharedStopped);
     expect(Date.now() - resumed).toBeLessThan(5_000);

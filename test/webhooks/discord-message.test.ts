@@ -62,6 +62,31 @@ describe('discordMessage', () => {
     );
   });
 
+  it('a platform incident (issue 38), failing or recovered, keeps within the limits and says which', () => {
+    fc.assert(
+      fc.property(
+        fc.record({ event: long, platform: long, region: long, message: long, started_at: long, ended_at: fc.option(long, { nil: null }), state: fc.constantFrom('failing', 'recovered') }),
+        fc.array(fc.bigInt({ min: 1n, max: 10n ** 19n }).map(String), { maxLength: 150 }),
+        (data, roles) => {
+          const m = discordMessage({ type: 'platform_incident', timestamp: new Date().toISOString(), data: { type: 'platform_incident', id: 1, ...data } }, { role_id: null, roles_json: roles }) as {
+            content: string;
+            embeds: { title: string; description: string; fields: { name: string; value: string }[]; footer: { text: string } }[];
+            allowed_mentions: { parse: string[]; roles: string[] };
+          };
+          expect([...m.content].length).toBeLessThanOrEqual(DISCORD_LIMITS.content);
+          const e = m.embeds[0]!;
+          expect(e.title).toMatch(data.state === 'failing' ? /^Platform failing: / : /^Platform recovered: /);
+          expect([...e.title].length).toBeLessThanOrEqual(DISCORD_LIMITS.title);
+          expect(m.content).toMatch(data.state === 'failing' ? /is failing/ : /has recovered/);
+          const total = [e.title, e.description, e.footer.text, ...e.fields.flatMap((f) => [f.name, f.value])].reduce((n, t) => n + [...t].length, 0);
+          expect(total).toBeLessThanOrEqual(DISCORD_LIMITS.embedTotal);
+          expect([...m.content.matchAll(/<@&(\d+)>/g)].map((x) => x[1])).toEqual(m.allowed_mentions.roles);
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+
   it('reads role ids from role_id and the usual roles_json shapes, ignoring the rest', () => {
     expect(roleIds({ role_id: 5, roles_json: { roles: ['6', 7, 'x', 5] } })).toEqual(['5', '6', '7']);
     expect(roleIds({ role_id: null, roles_json: { role_ids: [8] } })).toEqual(['8']);

@@ -35,3 +35,7 @@ export type { components, operations, paths } from './generated/openapi.ts';
 import type { components } from './generated/openapi.ts';
 /** The document's named schemas, e.g. `Schemas['WatchlistItem']`. */
 export type Schemas = components['schemas'];
+/** A watchlist item as GET, POST and PATCH /watchlist return it: the spec's fields and its health. */
+export type WatchlistItem = Schemas['WatchlistItem'];
+/** What an item's monitoring says now (`WatchlistItem['check_status']`; docs/watchlist.md "Item health"). */
+export type CheckStatus = WatchlistItem['check_status'];

@@ -13,8 +13,9 @@ export type Heartbeat = StreamSchemas['Heartbeat'];
 export type Notification = StreamSchemas['Notification'];
 export type WatchlistChange = StreamSchemas['WatchlistChange'];
 export type TargetRetired = StreamSchemas['TargetRetired'];
+export type PlatformIncident = StreamSchemas['PlatformIncident'];
 /** A message from the log: it has an `id`, and is delivered exactly once. */
-export type StreamRow = Notification | TargetRetired | WatchlistChange;
+export type StreamRow = Notification | TargetRetired | PlatformIncident | WatchlistChange;
 
 /** The stream's path (the AsyncAPI channel address; the drift test holds the two together). */
 export const STREAM_PATH = '/svc/notifications/subscribe';
@@ -85,6 +86,8 @@ export interface StreamEvents {
   notification: Notification;
   /** An item's event answered not-found for too long and is no longer checked (once per retirement). */
   target_retired: TargetRetired;
+  /** The item's platform is failing for most events watched on it, or has recovered (once each). */
+  platform_incident: PlatformIncident;
   watchlist: WatchlistChange;
   hello: Hello;
   live: Live;
@@ -311,6 +314,7 @@ export class NotificationStream implements AsyncIterable<StreamRow> {
         break;
       case 'notification':
       case 'target_retired':
+      case 'platform_incident':
       case 'watchlist':
         // Exactly once: anything at or before what was delivered is a repeat.
         if (this.position !== null && m.id <= this.position) break;
@@ -319,6 +323,7 @@ export class NotificationStream implements AsyncIterable<StreamRow> {
         this.emit('message', m);
         if (m.type === 'notification') this.emit('notification', m);
         else if (m.type === 'target_retired') this.emit('target_retired', m);
+        else if (m.type === 'platform_incident') this.emit('platform_incident', m);
         else this.emit('watchlist', m);
         break;
       default:

@@ -16,7 +16,7 @@ import { databaseUrl, newAccount, startTestGateway, testConfig, type TestAccount
 import { insertArtist, insertEvent, insertSales, randomAId } from '../../../test/support/market-data-fixtures.ts';
 import { putEvent, section, useScrapeStack } from '../../../test/support/scrape-stack.ts';
 import { temporalAddress, TEST_NAMESPACE, uniqueTaskQueue } from '../../../test/support/temporal.ts';
-import { ApiError, createTicketMarketClient, orThrow, type TicketMarketClient } from '../src/index.ts';
+import { ApiError, createTicketMarketClient, orThrow, type CheckStatus, type TicketMarketClient } from '../src/index.ts';
 
 const stack = useScrapeStack({ timeoutMs: 4_500 });
 let gw: TestGateway;
@@ -93,6 +93,9 @@ describe('every operation of spec section 4, through the client', () => {
     expect(created.response?.status).toBe(201);
     const item = created.data!;
     expect(item).toMatchObject({ website: 'pf_03', max_price_filter: 250, change_type: 'stock_increase', task_active: true });
+    // Its health, typed (no monitor runs here, so it is not checked yet).
+    const health: { status: CheckStatus; checked: string | null; changed: string | null } = { status: item.check_status, checked: item.last_checked_at, changed: item.last_changed_at };
+    expect(health).toEqual({ status: 'pending', checked: null, changed: null });
     const list = await orThrow(client.GET('/watchlist'));
     expect(list.map((i) => i.id)).toContain(item.id);
     expect(await orThrow(client.GET('/watchlist/{id}', { params: { path: { id: String(item.id) } } }))).toEqual(item);

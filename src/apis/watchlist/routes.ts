@@ -1,4 +1,5 @@
-// Watchlist API (spec 4.3): CRUD over the account's items plus /watchlist/health. Free.
+// Watchlist API (spec 4.3): CRUD over the account's items plus /watchlist/health. Free. Every item
+// returned carries its health (last_checked_at, check_status, last_changed_at: health.ts).
 import type { z } from 'zod';
 import type { Db } from '../../../db/connection.ts';
 import type { ApiModule } from '../../gateway/app.ts';
@@ -15,7 +16,7 @@ import {
   SERVER_FIELDS,
   TARGET_FIELDS,
   updateItemSchema,
-  watchlistItemSchema,
+  watchlistItemWithHealthSchema,
   type WatchlistItem,
 } from './schema.ts';
 import { TooManyItemsError, UnknownWebhookError, WatchlistStore } from './store.ts';
@@ -54,7 +55,7 @@ export const watchlistApi: ApiModule = {
     {
       operationId: 'listWatchlist',
       summary: 'Items owned by the account, oldest first; empty array if none',
-      responses: { 200: { description: 'Items', schema: watchlistItemSchema.array() } },
+      responses: { 200: { description: 'Items', schema: watchlistItemWithHealthSchema.array() } },
       handler: async (ctx) => {
         ctx.body = await store(ctx).list(ctx.state.principal!.accountId);
       },
@@ -64,7 +65,7 @@ export const watchlistApi: ApiModule = {
       summary: 'Create an item; omitted fields take the server default, explicit null stores null',
       request: { body: createItemSchema },
       responses: {
-        201: { description: 'The full item', schema: watchlistItemSchema },
+        201: { description: 'The full item', schema: watchlistItemWithHealthSchema },
         400: { description: '`{error}` for invalid input; `{detail}` when the body is not JSON' },
       },
       handler: async (ctx) => {
@@ -109,7 +110,7 @@ export const watchlistApi: ApiModule = {
       operationId: 'getWatchlistItem',
       summary: 'One item of the account',
       request: { params: itemIdParams },
-      responses: { 200: { description: 'The item', schema: watchlistItemSchema }, 404: errorBody },
+      responses: { 200: { description: 'The item', schema: watchlistItemWithHealthSchema }, 404: errorBody },
       handler: async (ctx) => {
         const item = await store(ctx).get(ctx.state.principal!.accountId, itemId(ctx));
         if (!item) throw notFound();
@@ -121,7 +122,7 @@ export const watchlistApi: ApiModule = {
       summary: 'Change only the named fields; explicit null clears a nullable field',
       request: { params: itemIdParams, body: updateItemSchema },
       responses: {
-        200: { description: 'The full updated item', schema: watchlistItemSchema },
+        200: { description: 'The full updated item', schema: watchlistItemWithHealthSchema },
         400: { description: '`{error}` for invalid input; `{detail}` when the body is not JSON' },
         404: errorBody,
       },

@@ -180,8 +180,9 @@ export const settableFields = {
     .meta({
       description:
         'After a notification for a section of this item, later changes of that section are held until this many seconds have ' +
-        'passed; then one notification is sent if the section\'s state then differs, by this item\'s rules, from the state last ' +
-        'notified (`before` is the state last notified, `after` the state now). 0 (the default): every change notifies. ' +
+        'passed; then a held change that still holds is sent once, compared by this item\'s rules with the state it was detected ' +
+        'from (`before`; ticket kinds unknown on either side left out), and one that has reverted is not. 0 (the default): every ' +
+        'change notifies. ' +
         `Integer 0..${COOLDOWN_MAX_SECONDS}`,
     }),
   mb_did: text().min(1).max(200).nullable().meta({ description: 'Device id of marketplace B' }),
@@ -256,7 +257,7 @@ const target = {
 };
 
 export const TARGET_FIELDS = Object.keys(target) as (keyof typeof target)[];
-export const SERVER_FIELDS = ['id', 'client_id', 'created_at', 'updated_at', 'deleted'] as const;
+export const SERVER_FIELDS = ['id', 'client_id', 'created_at', 'updated_at', 'deleted', 'last_checked_at', 'check_status', 'last_changed_at'] as const;
 
 const withDefaults = Object.fromEntries(
   Object.entries(settableFields).map(([k, s]) => [k, (s as z.ZodType).default(ITEM_DEFAULTS[k as keyof Settable] as never)]),
@@ -284,6 +285,58 @@ export const watchlistItemSchema = z
   .meta({ id: 'WatchlistItem' });
 
 export type WatchlistItem = z.output<typeof watchlistItemSchema>;
+
+/**
+ * What an item says of its monitoring (issue 38), in the order the issue names them
+ * (src/apis/watchlist/health.ts derives it, and says which wins when several could apply;
+ * docs/watchlist.md "Item health" explains each).
+ */
+export const CHECK_STATUSES = ['pending', 'ok', 'blocked', 'not_found', 'platform_failing', 'paused', 'retired', 'failing'] as const;
+export type CheckStatus = (typeof CHECK_STATUSES)[number];
+
+/**
+ * The item's health: read from the monitors' tables each time the item is returned, never stored
+ * with it, so the stream's `watchlist` messages and the change log carry the spec's fields only.
+ */
+export const healthFields = {
+  last_checked_at: timestamp.nullable().meta({
+    description:
+      'When the item\'s event was last checked (RFC 3339, UTC): the end of the newest poll of its target (platform, event, region) that got ' +
+      'an answer or a failure. Items on the same event share their polls. Written once a second, so it may trail check_status by that much. ' +
+      'Null while check_status is `pending`, and when the event was never checked',
+  }),
+  check_status: z.enum(CHECK_STATUSES).meta({
+    description:
+      'The outcome of the item\'s monitoring now. `pending`: not checked since it was created or resumed; `ok`: the last check read the event; ' +
+      '`blocked`: the platform refused the last check (429/403 or its challenge) and the event is asked again after a back-off; ' +
+      '`not_found`: the platform answered that the event does not exist (404/410), and it is retired if that lasts; ' +
+      '`platform_failing`: the last check failed during an incident of the whole platform; ' +
+      '`paused`: not checked for this item, because task_active is false or the account is not served (no active subscription); ' +
+      '`retired`: the event answered not-found for too long and is no longer checked (PATCH the item to check it again); ' +
+      '`failing`: the last check failed for another reason (the platform\'s 5xx, a time-out, a page that could not be read)',
+  }),
+  last_changed_at: timestamp.nullable().meta({
+    description:
+      'When the event\'s content last changed as the service saw it (RFC 3339, UTC): when the newest stored version of the target\'s content was read, ' +
+      'if an older version was stored before it. A version is stored only when the content (sections, prices, stock, ticket kinds and flags, ' +
+      'start time) differs from the one before, whether or not the change passes this item\'s filters. Null while check_status is `pending`, ' +
+      'and when only one version is known (no change seen since the event began to be watched)',
+  }),
+};
+export const HEALTH_FIELDS = Object.keys(healthFields) as (keyof typeof healthFields)[];
+export type ItemHealth = { [K in keyof typeof healthFields]: z.output<(typeof healthFields)[K]> };
+
+/**
+ * The item as GET, POST and PATCH return it: the spec's fields, then the three health fields
+ * added beside them (spec 1: additive change). Named `WatchlistItem` in the OpenAPI document.
+ */
+export const watchlistItemWithHealthSchema = watchlistItemSchema.extend(healthFields).meta({
+  id: 'WatchlistItem',
+  description:
+    'A watchlist item: the fields of spec 2.1, then its health (last_checked_at, check_status, last_changed_at), read from the monitors ' +
+    'each time the item is returned',
+});
+export type WatchlistItemWithHealth = z.output<typeof watchlistItemWithHealthSchema>;
 
 export const itemIdParams = z.object({ id: z.string().regex(/^[1-9][0-9]{0,15}$/).meta({ description: 'Item id' }) });
 

@@ -4,10 +4,15 @@
 // change ids commit in order (a reader asking for id > last never skips a late commit).
 // Timestamps are taken by the statement that writes, after the locks are held (never now(),
 // the transaction's start), so created_at follows id order and updated_at never moves back.
+//
+// Every item the API returns (list, read, create, update) carries its health beside the spec's
+// fields (health.ts), read after the write commits; the change log and the stream's `watchlist`
+// messages carry the spec's fields only (renderItem).
 import type { Knex } from 'knex';
 import type { Db } from '../../../db/connection.ts';
 import { appendToLog } from '../../notifications/log.ts';
-import type { CreateItem, UpdateItem, WatchlistItem } from './schema.ts';
+import { withHealth } from './health.ts';
+import type { CreateItem, UpdateItem, WatchlistItem, WatchlistItemWithHealth } from './schema.ts';
 
 export const CHANGES_CHANNEL = 'watchlist_changes';
 /** Arbitrary constant naming the watchlist writers' advisory lock. */
@@ -112,17 +117,29 @@ async function webhookRefusal(trx: Knex.Transaction, accountId: number, id: numb
 export class WatchlistStore {
   constructor(private readonly db: Db) {}
 
-  async list(accountId: number): Promise<WatchlistItem[]> {
+  async list(accountId: number): Promise<WatchlistItemWithHealth[]> {
     const rows = await this.db('watchlist_items').where({ client_id: accountId, deleted: false }).orderBy('id');
-    return rows.map(renderItem);
+    return withHealth(this.db, accountId, rows.map(renderItem));
   }
 
-  async get(accountId: number, id: number): Promise<WatchlistItem | null> {
+  async get(accountId: number, id: number): Promise<WatchlistItemWithHealth | null> {
     const row = await this.db('watchlist_items').where({ id, client_id: accountId, deleted: false }).first();
-    return row ? renderItem(row) : null;
+    return row ? this.withHealth(renderItem(row)) : null;
   }
 
-  async create(accountId: number, fields: CreateItem, maxItems: number): Promise<WatchlistItem> {
+  private async withHealth(item: WatchlistItem, db: Knex = this.db): Promise<WatchlistItemWithHealth> {
+    const [out] = await withHealth(db, item.client_id, [item]);
+    return out!;
+  }
+
+  /**
+   * A written item's health, read in the writing transaction: if it cannot be read (the
+   * database went away), the write rolls back and the 5xx leaves nothing stored, rather than an
+   * item the client was told was not created (test/faults/postgres-restart.test.ts).
+   */
+  private readonly healthInWrite = (trx: Knex.Transaction, item: WatchlistItem) => this.withHealth(item, trx);
+
+  async create(accountId: number, fields: CreateItem, maxItems: number): Promise<WatchlistItemWithHealth> {
     const created = await this.write(async (trx) => {
       const live = await trx('watchlist_items').where({ client_id: accountId, deleted: false }).count('* as n').first();
       if (Number(live?.n) >= maxItems) throw new TooManyItemsError(`an account may hold at most ${maxItems} watchlist items`);
@@ -134,7 +151,7 @@ export class WatchlistStore {
         .insert({ ...toColumns(fields), client_id: accountId, created_at: trx.raw(WRITE_TIME), updated_at: trx.raw(WRITE_TIME) })
         .returning('*');
       return { op: 'create', item: renderItem(row) };
-    });
+    }, this.healthInWrite);
     return created!;
   }
 
@@ -147,7 +164,7 @@ export class WatchlistStore {
     id: number,
     patch: UpdateItem,
     check: (merged: WatchlistItem) => string | null,
-  ): Promise<WatchlistItem | string | null> {
+  ): Promise<WatchlistItemWithHealth | string | null> {
     // An empty PATCH changes nothing: no write, no change row, updated_at stays.
     if (Object.keys(patch).length === 0) return this.get(accountId, id);
     let refusal: string | null = null;
@@ -164,8 +181,9 @@ export class WatchlistStore {
         .update({ ...toColumns(patch), updated_at: trx.raw(WRITE_TIME) })
         .returning('*');
       return { op: 'update', item: renderItem(row) };
-    });
-    return refusal ?? item;
+    }, this.healthInWrite);
+    if (refusal !== null) return refusal;
+    return item;
   }
 
   async softDelete(accountId: number, id: number): Promise<boolean> {
@@ -200,14 +218,19 @@ export class WatchlistStore {
     });
   }
 
-  /** Runs one serialised write and records its change; `fn` returns null when nothing changed. */
-  private async write(fn: (trx: Knex.Transaction) => Promise<Change | null>): Promise<WatchlistItem | null> {
+  /**
+   * Runs one serialised write and records its change; `fn` returns null when nothing changed.
+   * `then` reads what the answer needs in the same transaction.
+   */
+  private async write(fn: (trx: Knex.Transaction) => Promise<Change | null>): Promise<WatchlistItem | null>;
+  private async write<T>(fn: (trx: Knex.Transaction) => Promise<Change | null>, then: (trx: Knex.Transaction, item: WatchlistItem) => Promise<T>): Promise<T | null>;
+  private async write<T>(fn: (trx: Knex.Transaction) => Promise<Change | null>, then?: (trx: Knex.Transaction, item: WatchlistItem) => Promise<T>): Promise<T | WatchlistItem | null> {
     return this.db.transaction(async (trx) => {
       await trx.raw('SELECT pg_advisory_xact_lock(?)', [WRITER_LOCK]);
       const change = await fn(trx);
       if (!change) return null;
       await this.record(trx, change);
-      return change.item;
+      return then ? then(trx, change.item) : change.item;
     });
   }
 

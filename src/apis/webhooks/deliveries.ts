@@ -1,6 +1,11 @@
 // Reading and re-sending an account's webhook deliveries: the list (newest first, by id
 // cursor), a ping enqueued by POST /webhooks/{id}/test and a manual retry, which puts the same
 // message (same webhook-id, same body) through a new delivery run.
+//
+// Tests are free, so they are bounded (issue 38): a webhook has at most
+// TEST_DELIVERIES_PENDING_MAX pings pending at once (in their retry schedule, or parked), a new
+// test or a retry of a ping past that is refused, and an account that is not served is refused
+// a test outright: nothing would be sent to it, and its ping would only wait, parked.
 import type { Knex } from 'knex';
 import { z } from 'zod';
 import type { Db } from '../../../db/connection.ts';
@@ -8,6 +13,16 @@ import { DELIVERIES_CHANNEL, enqueuePing } from '../../webhooks/outbox.ts';
 
 export const DELIVERIES_PAGE_DEFAULT = 20;
 export const DELIVERIES_PAGE_MAX = 100;
+
+/**
+ * Test pings one webhook may have pending at once (their retry schedule running, or parked).
+ * One is what a test needs; three lets a customer fix an endpoint and test again, twice, while
+ * the first pings still wait for their retries (which deliver them once the endpoint works).
+ */
+export const TEST_DELIVERIES_PENDING_MAX = 3;
+
+/** Why a test (or a ping's retry) was not enqueued. */
+export type TestRefusal = { refused: 'not_served' } | { refused: 'too_many_pending'; pending: number[] };
 
 const timestamp = z.iso.datetime();
 
@@ -23,7 +38,9 @@ export const deliverySchema = z
     id: z.number().int(),
     webhook_id: z.number().int(),
     notification_id: z.number().int().nullable().meta({ description: 'The stream message delivered; null for a ping' }),
-    type: z.enum(['notification', 'target_retired', 'ping']).meta({ description: "The message's kind: a notification, its event's retirement, or a test ping" }),
+    type: z
+      .enum(['notification', 'target_retired', 'platform_incident', 'ping'])
+      .meta({ description: "The message's kind: a notification, its event's retirement, its platform's incident (failing or recovered), or a test ping" }),
     message_id: z.string().meta({ description: 'The `webhook-id` header: the same on every attempt and on a retry' }),
     state: z.enum(['pending', 'delivered', 'failed']),
     failure_reason: z.string().nullable(),
@@ -106,17 +123,59 @@ export class DeliveryStore {
     return row ? (await this.render([row]))[0]! : null;
   }
 
-  async ping(accountId: number, webhookId: number): Promise<number> {
-    return this.db.transaction((trx) => enqueuePing(trx, accountId, webhookId));
+  /**
+   * Enqueues a ping to the webhook (POST /webhooks/{id}/test), unless the account is not served
+   * (as the service last acted on it: the state a delivery's attempt parks on) or the webhook
+   * has TEST_DELIVERIES_PENDING_MAX pings pending already. Returns the delivery id or the refusal.
+   */
+  async ping(accountId: number, webhookId: number): Promise<{ id: number } | TestRefusal> {
+    return this.db.transaction(async (trx) => {
+      const state = await trx('account_service').where({ account_id: accountId }).first('served');
+      if (state?.served === false) return { refused: 'not_served' as const };
+      const pending = await pendingTests(trx, webhookId);
+      if (pending.length >= TEST_DELIVERIES_PENDING_MAX) return { refused: 'too_many_pending' as const, pending };
+      return { id: await enqueuePing(trx, accountId, webhookId) };
+    });
   }
 
   /**
-   * Sends the delivery again (requeueDelivery). A delivery still pending is left to its run.
-   * Null: no such delivery.
+   * Whether the delivery still waits for its first attempt: pending, not parked (an attempt that
+   * found its account not served parks it and records none) and no attempt recorded.
    */
-  async retry(accountId: number, webhookId: number, id: number): Promise<'pending' | 'retried' | null> {
-    return this.db.transaction((trx) => requeueDelivery(trx, { id: String(id), account_id: accountId, webhook_id: String(webhookId) }));
+  async awaitingFirstAttempt(id: number): Promise<boolean> {
+    const row = await this.db('webhook_deliveries as d')
+      .where('d.id', String(id))
+      .first('d.state', 'd.parked_at', this.db.raw('EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id) AS attempted'));
+    return row !== undefined && row.state === 'pending' && row.parked_at === null && !row.attempted;
   }
+
+  /**
+   * Sends the delivery again (requeueDelivery). A delivery still pending is left to its run; a
+   * ping is refused while its webhook has TEST_DELIVERIES_PENDING_MAX pending. Null: no such delivery.
+   */
+  async retry(accountId: number, webhookId: number, id: number): Promise<'pending' | 'retried' | TestRefusal | null> {
+    return this.db.transaction(async (trx) => {
+      const where = { id: String(id), account_id: accountId, webhook_id: String(webhookId) };
+      const row = await trx('webhook_deliveries').where(where).first('type', 'state');
+      if (row?.type === 'ping' && row.state !== 'pending') {
+        const pending = await pendingTests(trx, webhookId);
+        if (pending.length >= TEST_DELIVERIES_PENDING_MAX) return { refused: 'too_many_pending' as const, pending };
+      }
+      return requeueDelivery(trx, where);
+    });
+  }
+}
+
+/**
+ * The webhook's pending pings, oldest first, under a lock that serialises the writers of its
+ * pings (a test, a ping's retry) until `trx` ends, so two tests at once cannot both pass the
+ * bound. Only those writers take it: the dispatcher and retry rounds never wait on it.
+ * webhook_deliveries_pending_tests (migration 034) holds exactly these rows.
+ */
+async function pendingTests(trx: Knex.Transaction, webhookId: number): Promise<number[]> {
+  await trx.raw("SELECT pg_advisory_xact_lock(hashtext('webhook-tests'), hashtext(?))", [String(webhookId)]);
+  const rows: { id: string }[] = await trx('webhook_deliveries').where({ webhook_id: String(webhookId), type: 'ping', state: 'pending' }).orderBy('id').select('id');
+  return rows.map((r) => Number(r.id));
 }
 
 /**

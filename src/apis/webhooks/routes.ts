@@ -16,10 +16,33 @@ import {
   webhookSchema,
 } from './schema.ts';
 import { TooManyWebhooksError, WebhookStore } from './store.ts';
-import { DELIVERIES_PAGE_DEFAULT, deliveriesQuery, deliveryPageSchema, deliveryParams, deliverySchema, DeliveryStore } from './deliveries.ts';
+import {
+  DELIVERIES_PAGE_DEFAULT,
+  deliveriesQuery,
+  deliveryPageSchema,
+  deliveryParams,
+  deliverySchema,
+  DeliveryStore,
+  TEST_DELIVERIES_PENDING_MAX,
+  type TestRefusal,
+} from './deliveries.ts';
 
-/** How long POST /webhooks/{id}/test waits for the ping's first attempt (a send is bounded at 10 s). */
+/**
+ * How long POST /webhooks/{id}/test waits for the ping's first attempt (a send is bounded at
+ * 10 s); a ping that is parked, or ends without an attempt, ends the wait at once.
+ */
 const PING_WAIT_MS = 12_000;
+
+/** A test (or a ping's retry) refused: 400, the Watchlist envelope, as every refusal of this API. */
+function testRefused(refusal: TestRefusal): WatchlistError {
+  if (refusal.refused === 'not_served') {
+    return new WatchlistError(400, 'the account is not served (no active or trialing subscription): nothing is sent to its webhooks, so a test cannot be sent');
+  }
+  return new WatchlistError(
+    400,
+    `the webhook has ${TEST_DELIVERIES_PENDING_MAX} test deliveries pending already (${refusal.pending.join(', ')}), each retried on its schedule; test again once one is delivered or failed`,
+  );
+}
 
 const errorBody = { description: '`{error: string}`' };
 const invalidBody = { description: '`{error}` for invalid input (the URL rules included); `{detail}` when the body is not JSON' };
@@ -180,22 +203,21 @@ export const webhooksApi: ApiModule = {
       request: { params: webhookIdParams },
       responses: {
         201: { description: 'The ping\'s delivery', schema: deliverySchema },
-        400: { description: '`{error}`: the webhook is not active' },
+        400: {
+          description: `\`{error}\`: the webhook is not active, the account is not served, or the webhook has ${TEST_DELIVERIES_PENDING_MAX} test deliveries pending already`,
+        },
         404: errorBody,
       },
       handler: async (ctx) => {
         const accountId = ctx.state.principal!.accountId;
         const hook = await activeWebhook(ctx, accountId);
         const deliveries = new DeliveryStore(ctx.state.services.db);
-        const id = await deliveries.ping(accountId, hook.id);
+        const ping = await deliveries.ping(accountId, hook.id);
+        if ('refused' in ping) throw testRefused(ping);
         const deadline = Date.now() + PING_WAIT_MS;
-        let delivery = await deliveries.get(accountId, hook.id, id);
-        while (delivery && delivery.attempts.length === 0 && Date.now() < deadline) {
-          await new Promise((r) => setTimeout(r, 100));
-          delivery = await deliveries.get(accountId, hook.id, id);
-        }
+        while (Date.now() < deadline && (await deliveries.awaitingFirstAttempt(ping.id))) await new Promise((r) => setTimeout(r, 100));
         ctx.status = 201;
-        ctx.body = delivery;
+        ctx.body = await deliveries.get(accountId, hook.id, ping.id);
       },
     },
     {
@@ -204,7 +226,9 @@ export const webhooksApi: ApiModule = {
       request: { params: deliveryParams },
       responses: {
         202: { description: 'The delivery, pending again', schema: deliverySchema },
-        400: { description: '`{error}`: the delivery is still pending, or the webhook is not active' },
+        400: {
+          description: `\`{error}\`: the delivery is still pending, the webhook is not active, or (a ping) the webhook has ${TEST_DELIVERIES_PENDING_MAX} test deliveries pending already`,
+        },
         404: errorBody,
       },
       handler: async (ctx) => {
@@ -214,6 +238,7 @@ export const webhooksApi: ApiModule = {
         const result = await deliveries.retry(accountId, hook.id, deliveryId(ctx));
         if (result === null) throw deliveryNotFound();
         if (result === 'pending') throw new WatchlistError(400, 'the delivery is still pending; it is retried on its schedule');
+        if (typeof result === 'object') throw testRefused(result);
         ctx.status = 202;
         ctx.body = await deliveries.get(accountId, hook.id, deliveryId(ctx));
       },

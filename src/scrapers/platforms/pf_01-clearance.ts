@@ -17,7 +17,8 @@
 // paced by its own budget, so the clearances it needs do not shrink as exits are added, and every
 // exit in use needs at least one of its own anyway. Polls with no scrape session, or through a direct
 // exit, share the one pool there was before. `pool`'s figures and close() cover every exit's.
-import type { Page, Request, Response } from 'playwright-core';
+import { errors, type Page, type Request, type Response } from 'playwright-core';
+import { blockPageFailure, failureForStatus } from '../answer-status.ts';
 import { cloudflareChallenge } from '../block-pages.ts';
 import type { ScrapeSession } from '../egress/scrape-session.ts';
 import { createClearancePool } from '../clearance-pool.ts';
@@ -151,6 +152,41 @@ async function captureClearance(page: Page, frontUrl: string, waitMs: number, wa
   const cookies = await page.context().cookies(data.request.url());
   if (cookies.length === 0) throw new ScrapeFailure('malformed', 'pf_01: the challenge page set no cookie: the challenge page may have changed');
   return { headers, cookie: cookies.map((c) => `${c.name}=${c.value}`).join('; '), expiresAt: await watched.expiresAt };
+}
+
+/**
+ * A clearance obtained in `page`, a page of a visit already under way (the scrape's browser
+ * context: its exit, its identity), exactly as a pool makes one: the front page loaded in it, and
+ * the platform's own script answering its challenge and asking its data with the token. For what
+ * the page visited cannot ask itself: the data arms of an event page that answered 404, which
+ * carries no challenge (pf_01.ts, issue 38). The front page's blocks and 5xx are thrown as a
+ * visit's are (browser-pages.ts); a front page that gives no session, as captureClearance says.
+ */
+export async function clearanceInPage(page: Page, baseUrl: string, waitMs: number = CHALLENGE_WAIT_MS): Promise<Pf01Clearance> {
+  const frontUrl = `${baseUrl}/`;
+  const { watched, watch } = watchFrontPage(baseUrl);
+  const unwatch = watch(page);
+  try {
+    let response: Response | null;
+    try {
+      response = await page.goto(frontUrl, { waitUntil: 'domcontentloaded' });
+    } catch (err) {
+      // A time-out is the visit's (browser-pages.ts says which step); anything else, the platform's.
+      if (err instanceof errors.TimeoutError) throw err;
+      throw new ScrapeFailure('upstream', `pf_01: could not load the front page: ${(err instanceof Error ? err.message : String(err)).split('\n')[0]}`, { cause: err });
+    }
+    if (response) {
+      const refusal = failureForStatus(frontUrl, response.status(), await response.headerValue('retry-after'), Date.now());
+      if (refusal) throw refusal;
+      const headers = await response.allHeaders();
+      const body = await response.text().catch(() => page.content());
+      const wall = PF01_BLOCK_PAGE({ status: response.status(), headers, body });
+      if (wall) throw blockPageFailure(frontUrl, wall, headers['retry-after'], Date.now());
+    }
+    return await captureClearance(page, frontUrl, waitMs, watched);
+  } finally {
+    unwatch();
+  }
 }
 
 /** A pool's figures, with each exit's when there are proxies (`npm run ops -- scrapers:sessions`). */

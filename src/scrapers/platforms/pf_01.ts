@@ -12,15 +12,19 @@
 // same exit (the exit's own pool, `via.clearances`). Both check pf_01's Cloudflare challenge
 // page, a block the platform answered; the arms' own `challenge_required` 403 is not one, but a
 // refused clearance (its token).
+// Not found rests on all three (issue 38): the event page and both arms answering 404 or 410. Over
+// HTTP, both arms gone has the page loaded (armsGone); in the browser, the page gone has both arms
+// asked from it (askArmsFromPage). Any of the three answering otherwise is `upstream`, not gone.
 import type { Page } from 'playwright-core';
 import type { EventRef } from '../../platform/event-ref.ts';
 import { eventInfo, publicUrl } from '../event-info.ts';
 import { PageReader } from '../page-reader.ts';
 import { SeatMapSectionsBuilder } from '../sections.ts';
-import { failureForStatus } from '../answer-status.ts';
+import { blockPageFailure, failureForStatus } from '../answer-status.ts';
+import { parseRetryAfter } from '../retry-after.ts';
 import { blockedFailure, isBlockedStatus, ScrapeFailure, type AdapterDeps, type Degraded, type FetchedPage, type PlatformAdapter, type ScrapeBrowser, type ScrapeData, type ScrapeFetcher, type TicketType } from '../types.ts';
 import type { ClearanceLease } from '../types.ts';
-import { isPf01Clearance, PF01_BLOCK_PAGE, clearanceHeaders, type Pf01Clearance } from './pf_01-clearance.ts';
+import { clearanceInPage, isPf01Clearance, PF01_BLOCK_PAGE, clearanceHeaders, type Pf01Clearance } from './pf_01-clearance.ts';
 
 const read = new PageReader('pf_01');
 
@@ -84,10 +88,25 @@ function readDom(): Omit<Pf01Dom, 'status'> {
   };
 }
 
+/** The URLs of one event on pf_01: its page (what the browser visits) and its two data arms. */
+interface EventUrls {
+  baseUrl: string;
+  page: string;
+  v2: string;
+  v1: string;
+}
+
+function eventUrls(baseUrl: string, ref: EventRef): EventUrls {
+  const query = `?region=${encodeURIComponent(ref.region)}`;
+  const key = encodeURIComponent(ref.key);
+  return { baseUrl, page: `${baseUrl}/event/${key}${query}`, v2: `${baseUrl}/api/v2/events/${key}/seats${query}`, v1: `${baseUrl}/api/v1/events/${key}/availability${query}` };
+}
+
 /** Visits the event page and copies out what it rendered; page-level verdicts are thrown here. */
-async function loadDom(page: Page): Promise<Pf01Dom> {
+async function loadDom(page: Page, urls: EventUrls): Promise<Pf01Dom> {
   const code = await status(page);
-  if (code === 404 || code === 410) throw new ScrapeFailure('not_found', `pf_01: no such event in this region (the event page answered ${code})`);
+  // The page's 404 alone is not the event's end: its data arms must say so too (issue 38).
+  if (code === 404 || code === 410) throw pageGone(code, await askArmsFromPage(page, urls));
   // The browser pool settles 429 and 403 with their Retry-After before this; the page alone has no headers.
   if (isBlockedStatus(code)) throw blockedFailure('pf_01: the event page', code, null);
   if (code >= 400) throw new ScrapeFailure('upstream', `pf_01: the event page answered ${code}`);
@@ -292,7 +311,7 @@ type ArmOutcome =
 type ArmRead = Extract<ArmOutcome, { kind: 'ok' | 'failed' }>;
 
 /** The data arms' answer to a request without a valid token (docs/simulator.md). */
-function isChallenge(page: FetchedPage): boolean {
+function isChallenge(page: Pick<FetchedPage, 'status' | 'body'>): boolean {
   if (page.status !== 403) return false;
   try {
     return (JSON.parse(page.body) as { error?: unknown }).error === 'challenge_required';
@@ -332,20 +351,38 @@ function retryAfterOf(page: FetchedPage): string | undefined {
 }
 
 /** Both arms over HTTP with one clearance; 'refused' when the platform did not take its token. */
-async function scrapeWithClearance(ref: EventRef, baseUrl: string, http: ScrapeFetcher, clearance: Pf01Clearance, signal: AbortSignal | undefined): Promise<ScrapeData | 'refused'> {
-  const query = `?region=${encodeURIComponent(ref.region)}`;
-  const key = encodeURIComponent(ref.key);
-  const [v2, v1] = await Promise.all([
-    fetchArm(http, `${baseUrl}/api/v2/events/${key}/seats${query}`, clearance),
-    fetchArm(http, `${baseUrl}/api/v1/events/${key}/availability${query}`, clearance),
-  ]);
+async function scrapeWithClearance(ref: EventRef, baseUrl: string, http: ScrapeFetcher, browser: ScrapeBrowser, clearance: Pf01Clearance, signal: AbortSignal | undefined): Promise<ScrapeData | 'refused'> {
+  const urls = eventUrls(baseUrl, ref);
+  const [v2, v1] = await Promise.all([fetchArm(http, urls.v2, clearance), fetchArm(http, urls.v1, clearance)]);
   if (v2.kind === 'refused' || v1.kind === 'refused') return 'refused';
-  if (v2.kind === 'not_found' && v1.kind === 'not_found') {
-    throw new ScrapeFailure('not_found', `pf_01: no such event in this region (its data arms answered ${v2.status} and ${v1.status})`);
-  }
+  // Both arms gone: the event page must say so too (issue 38), one page load on this rare path.
+  if (v2.kind === 'not_found' && v1.kind === 'not_found') throw await armsGone(urls, browser, v2.status, v1.status);
   // One arm's 404 beside the other's answer is that arm's trouble, not the event's end: it is read
   // as unavailable, as the page draws it, and a not-found never rests on one arm (issue 38).
   return readArms(ref, armRead(v2), armRead(v1), signal);
+}
+
+/**
+ * The verdict when both arms answered 404 or 410 (`v2`, `v1`): the event page asked at the URL
+ * the browser visits, through the scrape's browser (its exit and identity). Gone too: `not_found`.
+ * A block or a time-out is thrown as it is; any other answer (the page, a 5xx) is the page and the
+ * arms disagreeing, `upstream`. Not over the clearances' fetcher: the page sets its own session
+ * cookie (`pf01_sid`), which the fetcher would keep in the identity's jar and send, over the
+ * clearance's own, with every later poll of that exit, whose tokens would then all be refused
+ * (test/scrapers/pf_01-not-found.test.ts). A page load costs more than a request, but only here,
+ * at most once per back-off step of a target whose arms are both gone.
+ */
+async function armsGone(urls: EventUrls, browser: ScrapeBrowser, v2: number, v1: number): Promise<ScrapeFailure> {
+  const arms = `its data arms answered ${v2} and ${v1}`;
+  let code: number;
+  try {
+    code = await browser.withPage(urls.page, status);
+  } catch (err) {
+    if (err instanceof ScrapeFailure && err.kind === 'upstream') return new ScrapeFailure('upstream', `pf_01: ${arms} but the event page failed (${err.message}): not a not-found`, { cause: err });
+    throw err;
+  }
+  if (isGone(code)) return new ScrapeFailure('not_found', `pf_01: no such event in this region (${arms}, the event page ${code})`);
+  return new ScrapeFailure('upstream', `pf_01: ${arms} but the event page answered ${code}: not a not-found`);
 }
 
 /** An arm that answered 404 while the other did not: unavailable, as a failed arm. */
@@ -365,6 +402,76 @@ function readArms(ref: EventRef, v2: ArmRead, v1: ArmRead, signal: AbortSignal |
   return parsePf01(ref, domFromArms(v2.kind === 'ok' ? v2.data : null, v1.kind === 'ok' ? v1.data : null));
 }
 
+/** One data arm as a script of the page got it (askArmsInPage): status 0 when the request itself failed. */
+interface PageArmAnswer {
+  url: string;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+  error?: string;
+}
+
+/**
+ * Runs in the page: both arms fetched by a script of the page, as the event page's own script
+ * does (Chromium's network stack, the context's cookies, the page's exit), with `headers` on top.
+ * No named inner functions (tsx's keepNames helper does not exist there).
+ */
+function askArmsInPage(arg: { urls: string[]; headers: Record<string, string> }): Promise<PageArmAnswer[]> {
+  return Promise.all(
+    arg.urls.map((url) =>
+      fetch(url, { headers: arg.headers, credentials: 'same-origin', cache: 'no-store' }).then(
+        (res) => res.text().then((body) => ({ url, status: res.status, headers: Object.fromEntries(Array.from(res.headers.entries())), body: body.slice(0, 16_384) })),
+        (err: unknown) => ({ url, status: 0, headers: {}, body: '', error: String(err) }),
+      ),
+    ),
+  );
+}
+
+/**
+ * Headers of a recorded data request that a page's script cannot set (the Fetch standard's
+ * forbidden names) or that Chromium sends by itself on every request: left to the browser.
+ */
+const BROWSER_OWN = new Set(['user-agent', 'referer', 'origin', 'priority', 'accept-language', 'accept-charset', 'accept-encoding', 'access-control-request-headers', 'access-control-request-method', 'connection', 'content-length', 'cookie', 'cookie2', 'date', 'dnt', 'expect', 'host', 'keep-alive', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'via']);
+
+/**
+ * The two data arms of an event whose page answered 404, asked from the page's own browser context:
+ * the 404 page carries no challenge, so a session is first obtained in the same page as a clearance
+ * is made (the front page, whose script answers its challenge and asks its data with the token:
+ * clearanceInPage), then a script of the page asks both arms with the headers the platform's
+ * script sent (the token among them, or in a cookie it set) and the context's cookies.
+ */
+async function askArmsFromPage(page: Page, urls: EventUrls): Promise<[PageArmAnswer, PageArmAnswer]> {
+  const clearance = await clearanceInPage(page, urls.baseUrl);
+  const headers: Record<string, string> = {};
+  for (const [name, value] of clearance.headers) {
+    if (!name.startsWith('sec-') && !name.startsWith('proxy-') && !BROWSER_OWN.has(name)) headers[name] = value;
+  }
+  const [v2, v1] = await page.evaluate(askArmsInPage, { urls: [urls.v2, urls.v1], headers });
+  return [v2!, v1!];
+}
+
+const isGone = (status: number): boolean => status === 404 || status === 410;
+
+/**
+ * The verdict on an event page that answered `code` (404 or 410), given what its arms answered
+ * from the page: `not_found` only when both are gone too; a block is thrown as such; anything
+ * else is the page and the arms disagreeing, `upstream` (it says nothing about the event).
+ */
+function pageGone(code: number, [v2, v1]: [PageArmAnswer, PageArmAnswer]): ScrapeFailure {
+  for (const arm of [v2, v1]) {
+    const wall = PF01_BLOCK_PAGE(arm);
+    if (wall) throw blockPageFailure(arm.url, wall, arm.headers['retry-after'], Date.now());
+    // A token the platform's own script obtained a moment ago, refused: the platform refusing us.
+    if (isChallenge(arm)) throw blockedFailure('pf_01: its data arms, with a session made just now in the page,', 403, null);
+    if (isBlockedStatus(arm.status)) throw blockedFailure(arm.url, arm.status, parseRetryAfter(arm.headers['retry-after'], Date.now()));
+  }
+  if (isGone(v2.status) && isGone(v1.status)) {
+    return new ScrapeFailure('not_found', `pf_01: no such event in this region (the event page answered ${code}, its data arms ${v2.status} and ${v1.status})`);
+  }
+  const said = (arm: PageArmAnswer, name: string) => `${name} ${arm.status === 0 ? `could not be asked (${arm.error})` : `answered ${arm.status}`}`;
+  return new ScrapeFailure('upstream', `pf_01: the event page answered ${code} but its data arms did not agree (${said(v2, 'v2 seats')}; ${said(v1, 'v1 resale/general admission')}): not a not-found`);
+}
+
 /** pf_01 is behind Cloudflare's managed challenge (block-pages.ts). */
 export const blockPage = PF01_BLOCK_PAGE;
 
@@ -376,8 +483,8 @@ function clearanceOf(lease: ClearanceLease<unknown>): Pf01Clearance {
 
 export function createPf01({ baseUrl }: AdapterDeps): PlatformAdapter {
   const viaBrowser = async (ref: EventRef, browser: ScrapeBrowser): Promise<ScrapeData> => {
-    const url = `${baseUrl}/event/${encodeURIComponent(ref.key)}?region=${encodeURIComponent(ref.region)}`;
-    return parsePf01(ref, await browser.withPage(url, loadDom));
+    const urls = eventUrls(baseUrl, ref);
+    return parsePf01(ref, await browser.withPage(urls.page, (page) => loadDom(page, urls)));
   };
   return {
     platform: 'pf_01',
@@ -387,7 +494,7 @@ export function createPf01({ baseUrl }: AdapterDeps): PlatformAdapter {
       const { pool, http, use } = clearances;
       const first = use === 'always' ? await pool.acquire(signal) : pool.ready();
       if (!first) return viaBrowser(ref, browser);
-      const answer = await scrapeWithClearance(ref, baseUrl, http, clearanceOf(first), signal);
+      const answer = await scrapeWithClearance(ref, baseUrl, http, browser, clearanceOf(first), signal);
       if (answer !== 'refused') return answer;
       // Refused before its time (revoked, or the platform's rules changed): the clearance is
       // renewed once, and every poll that meets the same refusal waits for that one renewal.
@@ -399,7 +506,7 @@ export function createPf01({ baseUrl }: AdapterDeps): PlatformAdapter {
       // refused as well, which is the platform refusing what its own challenge just gave.
       for (let tries = 0; tries <= pool.stats().size; tries++) {
         const next = await pool.acquire(signal);
-        const again = await scrapeWithClearance(ref, baseUrl, http, clearanceOf(next), signal);
+        const again = await scrapeWithClearance(ref, baseUrl, http, browser, clearanceOf(next), signal);
         if (again !== 'refused') return again;
         pool.refused(next);
         if (next.madeAt >= refusedAt) break;

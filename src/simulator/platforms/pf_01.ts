@@ -1,7 +1,8 @@
 // pf_01 in the simulator: `/event/{key}?region=xx` is an HTML shell whose inline script
 // (pf_01-page.ts) draws the seat map from two data arms, v2 `/api/v2/events/{key}/seats` (seats)
 // and v1 `/api/v1/events/{key}/availability` (primary counts, resale lots, standing counts).
-// Each arm fails on its own per the event's `arms`; the event's behaviour applies to all three.
+// Each arm fails on its own per the event's `arms`, the page on its own per its `page`; the
+// event's behaviour applies to all three.
 // In front of the arms sits the platform's protection (pf_01-protection.ts): every page sets the
 // session cookie and a fresh challenge, `POST /api/session` trades the answer for a token, and an
 // arm request without a valid token is refused before the event is even looked up. The front page
@@ -176,7 +177,7 @@ export function mountPf01(router: Router, serve: ServeEvent, protection: Pf01Pro
   });
   router.get('/event/:key', (ctx) => {
     const sid = session(ctx);
-    return serve(ctx, { platform: 'pf_01', key: ctx.params.key!, region: queryRegion(ctx), type: 'html' }, (event, { malformed }) => ({
+    return serve(ctx, { platform: 'pf_01', key: ctx.params.key!, region: queryRegion(ctx), type: 'html', eventPage: true }, (event, { malformed }) => ({
       type: 'html',
       body: shell(event, malformed, protection.challenge(sid), scriptOf(EVENT_SCRIPTS, protection)),
     }));

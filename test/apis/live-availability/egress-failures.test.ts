@@ -22,8 +22,9 @@ import { newAccount, startTestGateway, type TestGateway } from '../../support/ha
 import { useScrapeStack } from '../../support/scrape-stack.ts';
 
 // The request's limit, short so the silent proxy's 408 comes quickly, yet long enough for pf_01's
-// browser to try its three proxies (each a fresh browser context behind a local forwarder, 1-2 s).
-const TIMEOUT_MS = 12_000;
+// browser to try its three proxies (each a fresh browser context behind a local forwarder: 1-2 s
+// alone, 3 s on a loaded two-core machine, where 12 s ran out in a full run).
+const TIMEOUT_MS = 18_000;
 let proxies: FailingProxies;
 const lines: string[] = [];
 const log = createLogger(

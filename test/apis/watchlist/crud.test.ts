@@ -11,6 +11,7 @@ import {
   expectUtcTimestamp,
   expectWatchlistError,
   getItem,
+  HEALTH_FIELDS,
   type ItemField,
   NULLABLE,
   pf03Event,
@@ -237,7 +238,9 @@ describe('PATCH /watchlist/{id}', () => {
       expect(r.status, `${f}: ${r.text}`).toBe(200);
       const next = expectItem(r.body);
       expect(next[f as keyof typeof next], f).toEqual(SAMPLE_VALUES[f]);
-      expect(without(next, f, 'updated_at'), f).toEqual(without(current, f, 'updated_at'));
+      // The health follows the item's state (paused while task_active is false), not the fields named.
+      expect(without(next, f, 'updated_at', ...HEALTH_FIELDS), f).toEqual(without(current, f, 'updated_at', ...HEALTH_FIELDS));
+      expect(next.check_status, f).toBe(next.task_active ? 'pending' : 'paused');
       expect(next.updated_at > current.updated_at, `${f}: updated_at must move forward`).toBe(true);
       expect(await getItem(gw.url, acct.key, item.id)).toEqual(next);
       current = next;
@@ -269,7 +272,8 @@ describe('PATCH /watchlist/{id}', () => {
     expect(next.change_type).toBe('price_increase');
     expect(next.muted_until).toBe('2031-12-31T23:00:00.000Z');
     expect(next.keywords).toEqual(['a']);
-    expect(without(next, ...Object.keys(patch), 'updated_at')).toEqual(without(item, ...Object.keys(patch), 'updated_at'));
+    expect(without(next, ...Object.keys(patch), 'updated_at', ...HEALTH_FIELDS)).toEqual(without(item, ...Object.keys(patch), 'updated_at', ...HEALTH_FIELDS));
+    expect(next.check_status).toBe('paused');
   });
 
   it('moves between active and inactive (spec 3.1)', async () => {

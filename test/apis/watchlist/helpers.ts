@@ -3,7 +3,7 @@
 // Expected values come from the spec, never from the service's own constants.
 import pg from 'pg';
 import { expect } from 'vitest';
-import { watchlistItemSchema, type WatchlistItem } from '../../../src/apis/watchlist/schema.ts';
+import { watchlistItemSchema, watchlistItemWithHealthSchema, type WatchlistItem, type WatchlistItemWithHealth } from '../../../src/apis/watchlist/schema.ts';
 import type { Db } from '../../../db/connection.ts';
 import { call, databaseUrl, type Reply } from '../../support/harness.ts';
 
@@ -51,8 +51,13 @@ export const ITEM_FIELDS = [
 
 export type ItemField = (typeof ITEM_FIELDS)[number];
 
-/** Assigned by the service; never accepted in a body (spec 2.1 "(server)" plus the timestamps and flag). */
-export const SERVER_ONLY = ['id', 'client_id', 'created_at', 'updated_at', 'deleted'] as const;
+/** The item's health (issue 38), returned after the spec's fields by every answer that carries an item. */
+export const HEALTH_FIELDS = ['last_checked_at', 'check_status', 'last_changed_at'] as const;
+/** check_status's values, as issue 38 names them. */
+export const CHECK_STATUS_VALUES = ['pending', 'ok', 'blocked', 'not_found', 'platform_failing', 'paused', 'retired', 'failing'];
+
+/** Assigned by the service; never accepted in a body (spec 2.1 "(server)" plus the timestamps and flag, and the health fields). */
+export const SERVER_ONLY = ['id', 'client_id', 'created_at', 'updated_at', 'deleted', ...HEALTH_FIELDS] as const;
 /** Required on create; they name the monitored target. */
 export const TARGET_ONLY = ['website', 'event', 'region'] as const;
 /** Fields a client may set on create and PATCH. */
@@ -198,8 +203,11 @@ export function expectUtcTimestamp(v: unknown): void {
   expect(Number.isFinite(Date.parse(v as string))).toBe(true);
 }
 
-/** A response body that is a full item: schema-valid, exactly the spec's fields, UTC timestamps. */
-export function expectItem(body: unknown): WatchlistItem {
+/**
+ * An item as the change log and the stream's `watchlist` messages carry it: schema-valid, exactly
+ * the spec's fields, UTC timestamps.
+ */
+export function expectSpecItem(body: unknown): WatchlistItem {
   const parsed = watchlistItemSchema.safeParse(body);
   if (!parsed.success) throw new Error(`not a watchlist item: ${parsed.error.message}\n${JSON.stringify(body)}`);
   expect(Object.keys(body as object).sort()).toEqual([...ITEM_FIELDS].sort());
@@ -208,6 +216,27 @@ export function expectItem(body: unknown): WatchlistItem {
   expectUtcTimestamp(item.updated_at);
   if (item.muted_until !== null) expectUtcTimestamp(item.muted_until);
   return item;
+}
+
+/**
+ * A response body that is a full item: the spec's fields (as expectSpecItem), then the health
+ * fields, last, with their types.
+ */
+export function expectItem(body: unknown): WatchlistItemWithHealth {
+  const parsed = watchlistItemWithHealthSchema.safeParse(body);
+  if (!parsed.success) throw new Error(`not a watchlist item: ${parsed.error.message}\n${JSON.stringify(body)}`);
+  expectSpecItem(specPart(body as WatchlistItemWithHealth));
+  expect(Object.keys(body as object).slice(-HEALTH_FIELDS.length)).toEqual(HEALTH_FIELDS);
+  const item = body as WatchlistItemWithHealth;
+  expect(CHECK_STATUS_VALUES).toContain(item.check_status);
+  if (item.last_checked_at !== null) expectUtcTimestamp(item.last_checked_at);
+  if (item.last_changed_at !== null) expectUtcTimestamp(item.last_changed_at);
+  return item;
+}
+
+/** An answered item without its health fields: what the change log and the stream carry of it. */
+export function specPart(item: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(item).filter(([k]) => !(HEALTH_FIELDS as readonly string[]).includes(k)));
 }
 
 /** Watchlist validation envelope (spec 7.4): exactly `{error: string}`. */
@@ -235,13 +264,13 @@ export function expectGatewayError(r: Reply, status: number, code: string): void
   expect(r.body.error).toEqual({ code, message: expect.any(String) });
 }
 
-export async function createItem(url: string, key: string, extra: Record<string, unknown> = {}): Promise<WatchlistItem> {
+export async function createItem(url: string, key: string, extra: Record<string, unknown> = {}): Promise<WatchlistItemWithHealth> {
   const r = await call(url, 'POST', '/watchlist', { key, body: { ...target(), ...extra } });
   expect(r.status, r.text).toBe(201);
   return expectItem(r.body);
 }
 
-export async function getItem(url: string, key: string, id: number): Promise<WatchlistItem> {
+export async function getItem(url: string, key: string, id: number): Promise<WatchlistItemWithHealth> {
   const r = await call(url, 'GET', `/watchlist/${id}`, { key });
   expect(r.status, r.text).toBe(200);
   return expectItem(r.body);

@@ -32,9 +32,8 @@ async function delivered(nid: number) {
 describe('discord delivery', () => {
   it('mentions the item\'s roles, allows exactly those, and describes the change in one embed', async () => {
     const hook = await createWebhook(stack.gateway.url, acct.key, { kind: 'discord', url: rx.url });
-    const item = await createItem(stack.gateway.url, acct.key, { webhook_setting_id: hook.id, role_id: 111, roles_json: ['222', 333, 'not-a-role', { id: '444' }] });
+    const item = await createItem(stack.gateway.url, acct.key, { event: 'https://pf03.example/e/42', webhook_setting_id: hook.id, role_id: 111, roles_json: ['222', 333, 'not-a-role', { id: '444' }] });
     const nid = await stack.notify(acct.accountId, item.id, {
-      event: 'https://pf03.example/e/42',
       section: 'Floor A',
       currency: 'EUR',
       before: { stock: 1, min_price: 50, avg_price: 55 },

@@ -91,6 +91,27 @@ describe('handing a delivery over', () => {
     await stack.client.workflow.getHandle(webhookRetriesId(hookId)).terminate('test done');
   });
 
+  it('hand-overs at once of the same deliveries of several webhooks, each in its own order, all go through (no deadlock)', async () => {
+    const hooks = [(await webhook()).hookId, (await webhook()).hookId, (await webhook()).hookId];
+    const h = await newHandOvers();
+    // Far in the future: the runs mean to look before, so no signal is sent and only the locks are exercised.
+    for (const id of hooks) await stack.db('webhooks').where({ id }).update({ retry_wake_at: new Date(Date.now() + 600_000) });
+    const deliveries: { id: string; webhookId: number }[] = [];
+    for (const webhookId of hooks) for (let i = 0; i < 4; i++) deliveries.push({ id: String(await ping(webhookId)), webhookId });
+    const failures: unknown[] = [];
+    for (let round = 0; round < 15; round++) {
+      await Promise.all(
+        Array.from({ length: 8 }, async (_, k) => {
+          // Each hand-over in an order of its own: reversed, rotated.
+          const rows = [...deliveries].sort(() => Math.random() - 0.5).map((d) => ({ ...d, dueAt: Date.now() + 700_000 + k }));
+          await h.handOver(rows).catch((err: unknown) => failures.push(err));
+        }),
+      );
+    }
+    expect(failures.map(String)).toEqual([]);
+    for (const id of hooks) await expect(stack.client.workflow.getHandle(webhookRetriesId(id)).describe()).rejects.toThrow(/not found/i);
+  });
+
   it('signals when no run will look (retry_wake_at null), and the run delivers everything waiting', async () => {
     const { hookId, rx } = await webhook();
     const h = await newHandOvers();

@@ -41,7 +41,7 @@ describe('an endpoint that refuses for 2 minutes, then recovers', () => {
     const downAt = Date.now();
     const sent: number[] = [];
     for (let i = 0; i < MESSAGES; i++) {
-      sent.push(await stack.notify(acct.accountId, item.id, { after: { stock: 10 + i } }));
+      sent.push(await stack.notify(acct.accountId, item.id, { after: { stock: 10 + i, min_price: null, avg_price: null } }));
       await new Promise((r) => setTimeout(r, Math.max(0, downAt + (i + 1) * EVERY_MS - Date.now())));
     }
     await rx.up();

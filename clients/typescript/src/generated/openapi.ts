@@ -930,6 +930,7 @@ export interface components {
             /** @description Region code, case-insensitive; one of the platform's regions when it lists them. pf_08 takes its region from the event URL's domain (spec 2.6): this one is then not checked, and the response carries the domain's */
             region: string;
         };
+        /** @description A watchlist item: the fields of spec 2.1, then its health (last_checked_at, check_status, last_changed_at), read from the monitors each time the item is returned */
         WatchlistItem: {
             id: number;
             client_id: number;
@@ -982,7 +983,7 @@ export interface components {
             /** @description Whether monitoring is active */
             task_active: boolean;
             muted_until: string | null;
-            /** @description After a notification for a section of this item, later changes of that section are held until this many seconds have passed; then one notification is sent if the section's state then differs, by this item's rules, from the state last notified (`before` is the state last notified, `after` the state now). 0 (the default): every change notifies. Integer 0..86400 */
+            /** @description After a notification for a section of this item, later changes of that section are held until this many seconds have passed; then a held change that still holds is sent once, compared by this item's rules with the state it was detected from (`before`; ticket kinds unknown on either side left out), and one that has reverted is not. 0 (the default): every change notifies. Integer 0..86400 */
             cooldown_seconds: number;
             /** @description Device id of marketplace B */
             mb_did: string | null;
@@ -1001,6 +1002,15 @@ export interface components {
             /** Format: date-time */
             updated_at: string;
             deleted: boolean;
+            /** @description When the item's event was last checked (RFC 3339, UTC): the end of the newest poll of its target (platform, event, region) that got an answer or a failure. Items on the same event share their polls. Written once a second, so it may trail check_status by that much. Null while check_status is `pending`, and when the event was never checked */
+            last_checked_at: string | null;
+            /**
+             * @description The outcome of the item's monitoring now. `pending`: not checked since it was created or resumed; `ok`: the last check read the event; `blocked`: the platform refused the last check (429/403 or its challenge) and the event is asked again after a back-off; `not_found`: the platform answered that the event does not exist (404/410), and it is retired if that lasts; `platform_failing`: the last check failed during an incident of the whole platform; `paused`: not checked for this item, because task_active is false or the account is not served (no active subscription); `retired`: the event answered not-found for too long and is no longer checked (PATCH the item to check it again); `failing`: the last check failed for another reason (the platform's 5xx, a time-out, a page that could not be read)
+             * @enum {string}
+             */
+            check_status: "pending" | "ok" | "blocked" | "not_found" | "platform_failing" | "paused" | "retired" | "failing";
+            /** @description When the event's content last changed as the service saw it (RFC 3339, UTC): when the newest stored version of the target's content was read, if an older version was stored before it. A version is stored only when the content (sections, prices, stock, ticket kinds and flags, start time) differs from the one before, whether or not the change passes this item's filters. Null while check_status is `pending`, and when only one version is known (no change seen since the event began to be watched) */
+            last_changed_at: string | null;
         };
         WatchlistItemCreate: {
             /**
@@ -1107,7 +1117,7 @@ export interface components {
              */
             muted_until?: string | null;
             /**
-             * @description After a notification for a section of this item, later changes of that section are held until this many seconds have passed; then one notification is sent if the section's state then differs, by this item's rules, from the state last notified (`before` is the state last notified, `after` the state now). 0 (the default): every change notifies. Integer 0..86400
+             * @description After a notification for a section of this item, later changes of that section are held until this many seconds have passed; then a held change that still holds is sent once, compared by this item's rules with the state it was detected from (`before`; ticket kinds unknown on either side left out), and one that has reverted is not. 0 (the default): every change notifies. Integer 0..86400
              * @default 0
              */
             cooldown_seconds?: number;
@@ -1184,7 +1194,7 @@ export interface components {
             task_active?: boolean;
             /** @description Suppress notifications until this time (RFC 3339 with Z or an offset up to ±15:59; returned in UTC) */
             muted_until?: string | null;
-            /** @description After a notification for a section of this item, later changes of that section are held until this many seconds have passed; then one notification is sent if the section's state then differs, by this item's rules, from the state last notified (`before` is the state last notified, `after` the state now). 0 (the default): every change notifies. Integer 0..86400 */
+            /** @description After a notification for a section of this item, later changes of that section are held until this many seconds have passed; then a held change that still holds is sent once, compared by this item's rules with the state it was detected from (`before`; ticket kinds unknown on either side left out), and one that has reverted is not. 0 (the default): every change notifies. Integer 0..86400 */
             cooldown_seconds?: number;
             /** @description Device id of marketplace B */
             mb_did?: string | null;
@@ -1277,10 +1287,10 @@ export interface components {
             /** @description The stream message delivered; null for a ping */
             notification_id: number | null;
             /**
-             * @description The message's kind: a notification, its event's retirement, or a test ping
+             * @description The message's kind: a notification, its event's retirement, its platform's incident (failing or recovered), or a test ping
              * @enum {string}
              */
-            type: "notification" | "target_retired" | "ping";
+            type: "notification" | "target_retired" | "platform_incident" | "ping";
             /** @description The `webhook-id` header: the same on every attempt and on a retry */
             message_id: string;
             /** @enum {string} */
@@ -3757,7 +3767,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description `{error}`: the webhook is not active */
+            /** @description `{error}`: the webhook is not active, the account is not served, or the webhook has 3 test deliveries pending already */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3850,7 +3860,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
-            /** @description `{error}`: the delivery is still pending, or the webhook is not active */
+            /** @description `{error}`: the delivery is still pending, the webhook is not active, or (a ping) the webhook has 3 test deliveries pending already */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -71,7 +71,7 @@ export interface components {
             region: string;
             /** @description Section the change is in, or null for the whole event */
             section?: string | null;
-            /** @description The section's values before the change; with the item's cooldown_seconds, after a cooldown that held changes: the values last notified */
+            /** @description The section's values before the change; with the item's cooldown_seconds, at a cooldown's end: the values its held change was detected from */
             before: components["schemas"]["NotificationValues"];
             /** @description The section's values after the change */
             after: components["schemas"]["NotificationValues"];
@@ -112,6 +112,35 @@ export interface components {
             /** @description When the service stopped checking it */
             retired_at: string;
             /** @description The same, in a sentence, with what to do */
+            message: string;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description Most of the events watched on the item's platform answer not-found or are blocked at once: the platform's failure, not the event's. While it lasts the item's event goes on being checked and is never retired; its notifications resume when the platform answers again. Sent once to every item on the platform when the incident begins (`failing`) and once when it ends (`recovered`). */
+        PlatformIncident: {
+            /** @constant */
+            type: "platform_incident";
+            /** @description Position in the notifications log (monotonic; resume with it as last_id) */
+            id: number;
+            /** @description Watchlist item on the platform */
+            item_id: number;
+            /** @description Platform key, pf_01..pf_11 */
+            platform: string;
+            /** @description The item's event on that platform */
+            event: string;
+            region: string;
+            /**
+             * @description `failing`: the incident began; `recovered`: it is over
+             * @enum {string}
+             */
+            state: "failing" | "recovered";
+            /** @description The incident: one `failing` and one `recovered` message per item carry the same id */
+            incident_id: number;
+            /** @description When the incident began */
+            started_at: string;
+            /** @description When it ended; null while failing */
+            ended_at: string | null;
+            /** @description The same, in a sentence */
             message: string;
         } & {
             [key: string]: unknown;
@@ -182,7 +211,7 @@ export interface components {
             /** @description Whether monitoring is active */
             task_active: boolean;
             muted_until: string | null;
-            /** @description After a notification for a section of this item, later changes of that section are held until this many seconds have passed; then one notification is sent if the section's state then differs, by this item's rules, from the state last notified (`before` is the state last notified, `after` the state now). 0 (the default): every change notifies. Integer 0..86400 */
+            /** @description After a notification for a section of this item, later changes of that section are held until this many seconds have passed; then a held change that still holds is sent once, compared by this item's rules with the state it was detected from (`before`; ticket kinds unknown on either side left out), and one that has reverted is not. 0 (the default): every change notifies. Integer 0..86400 */
             cooldown_seconds: number;
             /** @description Device id of marketplace B */
             mb_did: string | null;
@@ -203,7 +232,7 @@ export interface components {
             deleted: boolean;
         };
         /** @description Every message the stream sends, by `type` */
-        ServerMessage: components["schemas"]["Hello"] | components["schemas"]["Live"] | components["schemas"]["Heartbeat"] | components["schemas"]["Notification"] | components["schemas"]["TargetRetired"] | components["schemas"]["WatchlistChange"];
+        ServerMessage: components["schemas"]["Hello"] | components["schemas"]["Live"] | components["schemas"]["Heartbeat"] | components["schemas"]["Notification"] | components["schemas"]["TargetRetired"] | components["schemas"]["PlatformIncident"] | components["schemas"]["WatchlistChange"];
     };
     responses: never;
     parameters: never;
