@@ -94,7 +94,11 @@ export function startDispatcher(opts: DispatcherOptions): Dispatcher {
             ? (row.next_attempt_at?.getTime() ?? Date.now())
             : null
           : await attempts.attempt(id).then((o) => (o.done ? null : Date.now() + o.delayMs));
-      if (dueAt === null) await db('webhook_deliveries').where({ id }).update({ dispatched: true, claimed_until: null });
+      // Only while this claim still stands. An attempt that parked the delivery (its account not
+      // served) left it dispatched with no claim, and a sweep resuming the account may since have
+      // handed it back (not dispatched, no claim): marking it dispatched then would leave it
+      // pending with nothing to send it, for good.
+      if (dueAt === null) await db('webhook_deliveries').where({ id }).whereNotNull('claimed_until').whereNull('parked_at').update({ dispatched: true, claimed_until: null });
       else await handOvers.handOver([{ id: row.id, webhookId, dueAt }]);
     } catch (err) {
       log.warn({ err, delivery_id: id }, 'webhook dispatch failed; will retry');

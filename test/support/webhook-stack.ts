@@ -37,6 +37,11 @@ export interface WebhookStackOptions {
   perEndpointConcurrency?: number;
   /** How long a retry round takes new deliveries, ms (production: 5 minutes). */
   roundMaxMs?: number;
+  /**
+   * Runs after each of the dispatcher's first attempts, before the dispatcher records its outcome:
+   * for a test to put another writer (a sweep) in that gap. The attempt itself is the real one.
+   */
+  afterDispatchAttempt?: (deliveryId: number) => Promise<void>;
 }
 
 let counter = 0;
@@ -109,7 +114,11 @@ export function useWebhookStack(opts: WebhookStackOptions = {}): WebhookStack {
     closeClient = temporal.close;
     // Workflow ids name webhook ids and every file shares the run's namespace.
     await stack.db.raw(`ALTER SEQUENCE webhooks_id_seq RESTART WITH ${1 + Math.floor(Math.random() * 2 ** 40)}`);
-    dispatcher = startDispatcher({ db: stack.db, connectionString: scratch.url, client: stack.client, attempts, taskQueue: stack.taskQueue, log });
+    const after = opts.afterDispatchAttempt;
+    const dispatcherAttempts: DeliveryAttempts = after
+      ? { perEndpointConcurrency: attempts.perEndpointConcurrency, slotFreeInMs: attempts.slotFreeInMs, attempt: async (id) => attempts.attempt(id).then(async (o) => (await after(id), o)) }
+      : attempts;
+    dispatcher = startDispatcher({ db: stack.db, connectionString: scratch.url, client: stack.client, attempts: dispatcherAttempts, taskQueue: stack.taskQueue, log });
     stack.notify = (accountId, itemId, payload = {}) => writeNotification(stack.db, accountId, itemId, payload);
   }, 120_000);
   afterAll(async () => {

@@ -13,7 +13,9 @@ import { createItem } from '../watchlist/helpers.ts';
 import { createWebhook } from './helpers.ts';
 
 const SCHEDULE_MS = [300, 300, 300, 300, 300];
-const stack = useWebhookStack({ scheduleMs: SCHEDULE_MS, timeoutMs: 5_000, roundMaxMs: 200 });
+/** Set by a test to run a sweep between a dispatcher's attempt and its record of it. */
+let betweenAttemptAndRecord: ((deliveryId: number) => Promise<void>) | null = null;
+const stack = useWebhookStack({ scheduleMs: SCHEDULE_MS, timeoutMs: 5_000, roundMaxMs: 200, afterDispatchAttempt: async (id) => betweenAttemptAndRecord?.(id) });
 const hooks = [deliveryServiceHooks({ expireAfterMs: 60_000 })];
 let acct: TestAccount;
 let receiver: Receiver;
@@ -92,12 +94,56 @@ describe('webhooks of an account that is not served', { timeout: 120_000 }, () =
     await flip('active');
     await sweepServiceState(stack.db, hooks);
     for (const nid of nids) {
-      const d = await eventually(async () => {
-        const row = await delivery(nid);
-        return row.state !== 'pending' ? row : undefined;
-      }, 30_000);
+      const d = await settled(nid);
       expect(d.state).toBe('delivered');
       expect(sentFor(d.message_id)).toHaveLength(1);
     }
   });
+
+  it('parked by an attempt, resumed before the dispatcher records that attempt: still sent, once', async () => {
+    // The interleaving a full run once met (CI of 2026-11-29): the dispatcher's record of a parking
+    // attempt ("done") landed after the sweep had handed the delivery back, and left it pending,
+    // marked dispatched, with no time to send it: lost.
+    const other = await newAccount(stack.db);
+    const hook = await createWebhook(stack.gateway.url, other.key, { url: receiver.url });
+    receiver.secrets = [hook.secret as string];
+    receiver.fallback = { status: 204 };
+    const item = await createItem(stack.gateway.url, other.key, { webhook_setting_id: hook.id });
+    const flip = (status: string) => stack.db('subscriptions').where({ account_id: other.accountId }).update({ status });
+    await flip('unpaid');
+    expect((await sweepServiceState(stack.db, hooks)).suspended).toEqual([other.accountId]);
+    let resumedInGap = false;
+    let nid = 0;
+    betweenAttemptAndRecord = async (id) => {
+      const row = await stack.db('webhook_deliveries').where({ id }).first('notification_id', 'parked_at');
+      if (resumedInGap || Number(row.notification_id) !== nid || row.parked_at === null) return;
+      resumedInGap = true;
+      await flip('active');
+      expect((await sweepServiceState(stack.db, hooks)).resumed).toEqual([other.accountId]);
+    };
+    try {
+      nid = await stack.notify(other.accountId, item.id);
+      const d = await settled(nid, 20_000);
+      // Not a pass by default: the gap this case is about was really met.
+      expect(resumedInGap).toBe(true);
+      expect(d.state).toBe('delivered');
+      expect(sentFor(d.message_id)).toHaveLength(1);
+    } finally {
+      betweenAttemptAndRecord = null;
+    }
+  });
 });
+
+/** The delivery once it is no longer pending; on a time-out, the row as it was, for the reason. */
+async function settled(nid: number, timeoutMs = 30_000): Promise<Awaited<ReturnType<typeof delivery>>> {
+  let last: Record<string, unknown> | undefined;
+  try {
+    return await eventually(async () => {
+      const row = (last = await delivery(nid));
+      return row.state !== 'pending' ? row : undefined;
+    }, timeoutMs);
+  } catch (err) {
+    const { state, attempt_count, parked_at, dispatched, claimed_until, next_attempt_at } = last ?? {};
+    throw new Error(`delivery of notification ${nid} still pending: ${JSON.stringify({ state, attempt_count, parked_at, dispatched, claimed_until, next_attempt_at })}`, { cause: err });
+  }
+}
