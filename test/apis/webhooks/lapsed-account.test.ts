@@ -80,14 +80,7 @@ describe('webhooks of an account that is not served', { timeout: 120_000 }, () =
   });
 
   it('a sweep and an attempt racing: the delivery is never left parked while the account is served', async () => {
-    const other = await newAccount(stack.db);
-    const hook = await createWebhook(stack.gateway.url, other.key, { url: receiver.url });
-    receiver.secrets = [hook.secret as string];
-    receiver.fallback = { status: 204 };
-    const item = await createItem(stack.gateway.url, other.key, { webhook_setting_id: hook.id });
-    const flip = (status: string) => stack.db('subscriptions').where({ account_id: other.accountId }).update({ status });
-    await flip('unpaid');
-    await sweepServiceState(stack.db, hooks);
+    const { other, item, flip } = await unservedAccount();
     // Deliveries written while not served, then resumed while their attempts run.
     const nids: number[] = [];
     for (let i = 0; i < 20; i++) nids.push(await stack.notify(other.accountId, item.id));
@@ -104,25 +97,17 @@ describe('webhooks of an account that is not served', { timeout: 120_000 }, () =
     // The interleaving a full run once met (CI of 2026-11-29): the dispatcher's record of a parking
     // attempt ("done") landed after the sweep had handed the delivery back, and left it pending,
     // marked dispatched, with no time to send it: lost.
-    const other = await newAccount(stack.db);
-    const hook = await createWebhook(stack.gateway.url, other.key, { url: receiver.url });
-    receiver.secrets = [hook.secret as string];
-    receiver.fallback = { status: 204 };
-    const item = await createItem(stack.gateway.url, other.key, { webhook_setting_id: hook.id });
-    const flip = (status: string) => stack.db('subscriptions').where({ account_id: other.accountId }).update({ status });
-    await flip('unpaid');
-    expect((await sweepServiceState(stack.db, hooks)).suspended).toEqual([other.accountId]);
+    const { other, item, flip } = await unservedAccount();
     let resumedInGap = false;
-    let nid = 0;
     betweenAttemptAndRecord = async (id) => {
-      const row = await stack.db('webhook_deliveries').where({ id }).first('notification_id', 'parked_at');
-      if (resumedInGap || Number(row.notification_id) !== nid || row.parked_at === null) return;
+      const row = await stack.db('webhook_deliveries').where({ id }).first('account_id', 'parked_at');
+      if (resumedInGap || Number(row.account_id) !== other.accountId || row.parked_at === null) return;
       resumedInGap = true;
       await flip('active');
       expect((await sweepServiceState(stack.db, hooks)).resumed).toEqual([other.accountId]);
     };
     try {
-      nid = await stack.notify(other.accountId, item.id);
+      const nid = await stack.notify(other.accountId, item.id);
       const d = await settled(nid, 20_000);
       // Not a pass by default: the gap this case is about was really met.
       expect(resumedInGap).toBe(true);
@@ -133,6 +118,19 @@ describe('webhooks of an account that is not served', { timeout: 120_000 }, () =
     }
   });
 });
+
+/** A new account with a webhook and an item sending to it, suspended by a sweep; `flip` sets its subscription's status. */
+async function unservedAccount() {
+  const other = await newAccount(stack.db);
+  const hook = await createWebhook(stack.gateway.url, other.key, { url: receiver.url });
+  receiver.secrets = [hook.secret as string];
+  receiver.fallback = { status: 204 };
+  const item = await createItem(stack.gateway.url, other.key, { webhook_setting_id: hook.id });
+  const flip = (status: string) => stack.db('subscriptions').where({ account_id: other.accountId }).update({ status });
+  await flip('unpaid');
+  expect((await sweepServiceState(stack.db, hooks)).suspended).toEqual([other.accountId]);
+  return { other, item, flip };
+}
 
 /** The delivery once it is no longer pending; on a time-out, the row as it was, for the reason. */
 async function settled(nid: number, timeoutMs = 30_000): Promise<Awaited<ReturnType<typeof delivery>>> {
