@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongFirstSequencer from './test/support/long-first-sequencer.ts';
 
 /**
  * The files that run a real Chromium (pf_01's pages and clearances, the browser's own checks, the
@@ -52,6 +53,8 @@ export default defineConfig({
     // idle 40 % of the time: retry schedules, polls, Temporal timers; one file, the webhook outage,
     // holds its fork 250 s for 2 minutes of outage). docs/testing.md "Where the time goes".
     poolOptions: { forks: { maxForks: 3, minForks: 1 } },
+    // The longest files first, so none starts late and runs alone at the end.
+    sequence: { sequencer: LongFirstSequencer },
     projects: [
       { test: { ...shared, name: 'service', include: ALL_FILES, exclude: ['**/node_modules/**', ...BROWSER_FILES] } },
       // singleFork: vitest runs these after every other file of the run, one after the other.
