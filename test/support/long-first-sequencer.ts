@@ -1,7 +1,7 @@
 // The order vitest starts a run's files in: the long ones first. Vitest orders by its own cache
 // of the last run's durations, which a fresh clone (CI, a new user) does not have; it then starts
 // the largest files first, and a long file that is short on disk starts late and runs alone at
-// the end. In the fresh-clone run of 3709a47 (2026-11-29) the webhook outage (209 s, a
+// the end. In the fresh-clone run of 495c7ff (2026-11-29) the webhook outage (209 s, a
 // 2-minute outage by design) started at 797 s of a 1,070 s service project: the other two forks
 // had finished long before it. Here the files measured longest in that run start first, longest
 // first; every other file keeps vitest's order after them. A stale figure costs only order.
