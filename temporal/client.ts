@@ -9,7 +9,7 @@
 // - the channel tries a lost server again every few seconds, not grpc-js's up to 120 s;
 // - callers that hold something while they call (a relay holds its cursor's transaction) bound
 //   each call with callTemporal's deadline, since the SDK retries an unreachable frontend for ~19 s.
-import { Client, Connection, isGrpcServiceError } from '@temporalio/client';
+import { Client, Connection, defaultGrpcRetryOptions, isGrpcServiceError, makeGrpcRetryInterceptor } from '@temporalio/client';
 import type { Logger } from '../src/logger.ts';
 import { temporalDataConverter } from './payload-codec.ts';
 
@@ -22,6 +22,49 @@ const CHANNEL_ARGS = {
   'grpc.initial_reconnect_backoff_ms': 500,
   'grpc.max_reconnect_backoff_ms': 3_000,
 };
+
+type Interceptor = ReturnType<typeof makeGrpcRetryInterceptor>;
+type NextCall = Parameters<Interceptor>[1];
+type InterceptingCall = ReturnType<NextCall>;
+/** gRPC's CANCELLED: not among the codes the SDK retries, so the call ends with it. */
+const CANCELLED = 1;
+
+/**
+ * The SDK's retry interceptor, unchanged, except that a retry whose timer fires after the
+ * connection was closed ends as CANCELLED. The SDK starts that retry from its timer without
+ * looking at the channel, and grpc-js throws "Channel has been shut down" there, uncaught: a
+ * process that closed its connection while a call to an unreachable Temporal waited for its
+ * retry (a worker or gateway stopping during an outage, a test tearing down) died of it.
+ */
+function retryInterceptor(): Interceptor {
+  const retry = makeGrpcRetryInterceptor(defaultGrpcRetryOptions());
+  return (options, nextCall) =>
+    retry(options, (callOptions) => {
+      try {
+        return nextCall(callOptions);
+      } catch (err) {
+        if (!(err instanceof Error && /shut down/i.test(err.message))) throw err;
+        return endedCall(err.message);
+      }
+    });
+}
+
+/** A call that never reaches a channel: it ends at once, CANCELLED, with `details`. */
+function endedCall(details: string): InterceptingCall {
+  const call = {
+    start(metadata: unknown, listener?: { onReceiveStatus?: (status: { code: number; details: string; metadata: unknown }) => void }) {
+      queueMicrotask(() => listener?.onReceiveStatus?.({ code: CANCELLED, details, metadata }));
+    },
+    cancelWithStatus() {},
+    getPeer: () => '',
+    sendMessageWithContext() {},
+    sendMessage() {},
+    startRead() {},
+    halfClose() {},
+    getAuthContext: () => null,
+  };
+  return call as unknown as InterceptingCall;
+}
 
 /** How long a relay's (or the sweep's) call may take before its batch is put back for a retry. */
 export const TEMPORAL_CALL_DEADLINE_MS = 5_000;
@@ -54,7 +97,7 @@ export async function connectTemporal(opts: ConnectOptions): Promise<TemporalCli
   const timeoutMs = opts.connectTimeoutMs ?? 10_000;
   // Lazy: nothing is dialled until the first call, and calls made before the server answers fail
   // (bounded by their deadlines) instead of throwing here.
-  const connection = Connection.lazy({ address: opts.address, connectTimeout: timeoutMs, channelArgs: CHANNEL_ARGS });
+  const connection = Connection.lazy({ address: opts.address, connectTimeout: timeoutMs, channelArgs: CHANNEL_ARGS, interceptors: [retryInterceptor()] });
   const close = () => connection.close();
   try {
     if (opts.waitFor) await waitUntilReachable(connection, opts, opts.waitFor);
@@ -76,7 +119,7 @@ export async function connectTemporal(opts: ConnectOptions): Promise<TemporalCli
  * `signal` aborts). What the client is asked meanwhile fails within its own deadline.
  */
 export function openTemporal(opts: ConnectOptions & { waitFor: { log: Logger; signal?: AbortSignal } }): TemporalClient & { reachable: Promise<void> } {
-  const connection = Connection.lazy({ address: opts.address, connectTimeout: opts.connectTimeoutMs ?? 10_000, channelArgs: CHANNEL_ARGS });
+  const connection = Connection.lazy({ address: opts.address, connectTimeout: opts.connectTimeoutMs ?? 10_000, channelArgs: CHANNEL_ARGS, interceptors: [retryInterceptor()] });
   const client = new Client({ connection, namespace: opts.namespace, dataConverter: temporalDataConverter });
   const reachable = waitUntilReachable(connection, opts, opts.waitFor);
   reachable.catch(() => {});
