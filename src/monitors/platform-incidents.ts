@@ -116,10 +116,31 @@ export async function retirementHeld(trx: Knex.Transaction, platform: string, ta
   return rows[0]?.unheard ? 'platform_unheard' : null;
 }
 
-/** Every platform (or only `only`) with a watched target, or an open incident, as it stands now (the database's clock). */
-export async function readPlatforms(db: Db | Knex.Transaction, windowMs: number, only?: string): Promise<PlatformReading[]> {
+/**
+ * The platforms whose incident state an evaluation could change: those with a target failing
+ * within the window (as readPlatforms counts one, watched or not) or an open incident. Only they
+ * are read: on a healthy service this reads only the few rows of failing targets, where
+ * reading every platform groups the whole monitor_members table every 2 s (issue 38's
+ * bench:monitors pairs).
+ */
+async function platformsInQuestion(db: Db, windowMs: number): Promise<string[]> {
   const { rows } = (await db.raw(
-    `WITH watched AS (SELECT DISTINCT platform, target FROM monitor_members WHERE ?::text IS NULL OR platform = ?::text),
+    `SELECT platform FROM monitor_target_status s
+      WHERE s.retired_at IS NULL
+        AND ((s.not_found_since IS NOT NULL AND s.updated_at > now() - make_interval(secs => ?))
+          OR (s.kind = 'blocked' AND (s.blocked_until > now() OR s.updated_at > now() - make_interval(secs => ?))))
+     UNION
+     SELECT platform FROM monitor_platform_incidents WHERE ended_at IS NULL`,
+    [windowMs / 1000, windowMs / 1000],
+  )) as { rows: { platform: string }[] };
+  return rows.map((r) => r.platform);
+}
+
+/** Every platform (or only those in `only`) with a watched target, or an open incident, as it stands now (the database's clock). */
+export async function readPlatforms(db: Db | Knex.Transaction, windowMs: number, only?: string | readonly string[]): Promise<PlatformReading[]> {
+  const among = only === undefined ? null : typeof only === 'string' ? [only] : [...only];
+  const { rows } = (await db.raw(
+    `WITH watched AS (SELECT DISTINCT platform, target FROM monitor_members WHERE ?::text[] IS NULL OR platform = ANY(?::text[])),
      standing AS (
        SELECT w.platform,
               s.retired_at IS NOT NULL AS retired,
@@ -134,9 +155,9 @@ export async function readPlatforms(db: Db | Knex.Transaction, windowMs: number,
      FROM standing GROUP BY platform
      UNION ALL
      SELECT i.platform, 0, 0, 0 FROM monitor_platform_incidents i
-     WHERE i.ended_at IS NULL AND (?::text IS NULL OR i.platform = ?::text) AND NOT EXISTS (SELECT 1 FROM watched w WHERE w.platform = i.platform)
+     WHERE i.ended_at IS NULL AND (?::text[] IS NULL OR i.platform = ANY(?::text[])) AND NOT EXISTS (SELECT 1 FROM watched w WHERE w.platform = i.platform)
      ORDER BY platform`,
-    [only ?? null, only ?? null, windowMs / 1000, windowMs / 1000, only ?? null, only ?? null],
+    [among, among, windowMs / 1000, windowMs / 1000, among, among],
   )) as { rows: { platform: string; targets: number; not_found: number; blocked: number }[] };
   return rows.map((r) => ({ platform: r.platform, targets: r.targets, notFound: r.not_found, blocked: r.blocked }));
 }
@@ -193,10 +214,13 @@ export interface IncidentChange {
  * Returns what changed; empty when another worker holds the evaluation.
  */
 export async function evaluateIncidents(db: Db, rule: IncidentRule): Promise<IncidentChange[]> {
+  // Read without the lock: a platform that starts failing just after is in the next round's.
+  const platforms = await platformsInQuestion(db, rule.windowMs);
+  if (platforms.length === 0) return [];
   return db.transaction(async (trx) => {
     const { rows } = (await trx.raw('SELECT pg_try_advisory_xact_lock(?) AS got', [EVALUATION_LOCK])) as { rows: { got: boolean }[] };
     if (!rows[0]?.got) return [];
-    const readings = await readPlatforms(trx, rule.windowMs);
+    const readings = await readPlatforms(trx, rule.windowMs, platforms);
     const open = new Map<string, OpenIncident>(
       (
         (await trx('monitor_platform_incidents').whereNull('ended_at').select('id', 'platform', 'started_at', 'peak_failing')) as {

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createDb, type Db } from '../../db/connection.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../db/scratch.ts';
-import { evaluateIncidents, incidentStep, type IncidentRule, type PlatformReading } from '../../src/monitors/platform-incidents.ts';
+import { evaluateIncidents, incidentStep, readPlatforms, type IncidentRule, type PlatformReading } from '../../src/monitors/platform-incidents.ts';
 import { recordFailure, retireTarget } from '../../src/monitors/target-status.ts';
 import { platformIncidents } from '../../src/ops/monitors.ts';
 import { databaseUrl, newAccount } from '../support/harness.ts';
@@ -200,6 +200,53 @@ describe('evaluation', () => {
     expect([...a, ...b].filter((c) => c.state === 'failing')).toHaveLength(1);
     expect(Number((await db('monitor_platform_incidents').count({ n: '*' }))[0]!.n)).toBe(1);
     expect((await messages('platform_incident')).length).toBe(6);
+  });
+});
+
+describe('which platforms an evaluation reads', () => {
+  // An evaluation reads only the platforms with a failing target or an open incident (a healthy
+  // service then groups no monitor_members row). Its changes must be those of the rule applied
+  // to every platform read in full, as readPlatforms reads them without that narrowing.
+  it('changes exactly as the rule on every platform read in full would (property)', async () => {
+    const PLATFORMS = ['pf_02', 'pf_03', 'pf_04'];
+    const targetState = fc.constantFrom('ok', 'not_found', 'not_found_old', 'blocked', 'blocked_old', 'blocked_retry', 'retired');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          // Two kinds of failure per platform at most, so a platform failing in one way only (which
+          // one clause of the narrowing must catch on its own) comes up often.
+          states: fc.tuple(...PLATFORMS.map(() => fc.tuple(targetState, targetState).chain(([a, b]) => fc.array(fc.constantFrom(a, b, 'ok'), { maxLength: 9 })))),
+          open: fc.tuple(...PLATFORMS.map(() => fc.boolean())),
+          unwatchedFailing: fc.boolean(),
+        }),
+        async ({ states, open, unwatchedFailing }) => {
+          await db.raw('TRUNCATE monitor_members, monitor_target_status, monitor_target_checks, monitor_platform_incidents, notifications');
+          for (const [p, platform] of PLATFORMS.entries()) {
+            const w = await watch(platform, states[p]!.length);
+            for (const [i, state] of states[p]!.entries()) {
+              const target = w.targets[i]!;
+              if (state === 'ok') continue;
+              const blocked = state.startsWith('blocked');
+              await recordFailure(db, { target, platform, shard: 0, kind: blocked ? 'blocked' : 'failing', failure: blocked ? 'blocked' : 'not_found', failures: 1, blockedUntil: null, message: 'x' });
+              if (state.endsWith('_old')) await db('monitor_target_status').where({ target }).update({ updated_at: db.raw("now() - interval '10 minutes'") });
+              if (state === 'blocked_retry') await db('monitor_target_status').where({ target }).update({ updated_at: db.raw("now() - interval '10 minutes'"), blocked_until: db.raw("now() + interval '5 minutes'") });
+              if (state === 'retired') await db('monitor_target_status').where({ target }).update({ retired_at: db.raw('now()') });
+            }
+            if (open[p]) await db('monitor_platform_incidents').insert({ platform, targets: 1, not_found: 1, blocked: 0, peak_failing: 1 });
+          }
+          // A failing target nobody watches: its platform is read, and counts it nowhere.
+          if (unwatchedFailing) await notFound('pf_02:us:nobody');
+          const openBefore = new Set(PLATFORMS.filter((_, p) => open[p]));
+          const expected = (await readPlatforms(db, RULE.windowMs))
+            .map((r) => [r.platform, incidentStep(r, openBefore.has(r.platform), RULE)] as const)
+            .filter(([, step]) => step !== 'stay')
+            .map(([platform, step]) => [platform, step === 'open' ? 'failing' : 'recovered']);
+          const changes = await evaluateIncidents(db, RULE);
+          expect(changes.map((c) => [c.platform, c.state])).toEqual(expected);
+        },
+      ),
+      { numRuns: 80 },
+    );
   });
 });
 

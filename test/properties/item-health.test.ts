@@ -194,4 +194,29 @@ describe('an item’s health fields', () => {
     const expected = CHECK_STATUS_VALUES.filter((v) => incidents || v !== 'platform_failing');
     expect([...seen].sort()).toEqual(expected.sort());
   });
+
+  // A create reads its health before it takes the writers' lock (healthOfNewItem: the new item has
+  // no member row yet, so its target's and its account's facts are all it depends on). Its answer
+  // must be what a read of the stored item answers, in any state of the target.
+  it('a create answers the health a read of the created item gives, in any state of the monitors', { timeout: 120_000 }, async () => {
+    const event = 'https://pf03.example/e/health-property';
+    const seen = new Set<string>();
+    await fc.assert(
+      fc.asyncProperty(stateArb, async (s) => {
+        await write(s);
+        const created = await call(gw.url, 'POST', '/watchlist', { key: acct.key, body: { website: 'pf_03', event, region: 'fr', task_active: s.taskActive } });
+        expect(created.status, created.text).toBe(201);
+        const id = created.body.id as number;
+        const read = await call(gw.url, 'GET', `/watchlist/${id}`, { key: acct.key });
+        expect(read.status, read.text).toBe(200);
+        const fields = (b: Record<string, unknown>) => Object.fromEntries(HEALTH_FIELDS.map((f) => [f, b[f]]));
+        expect(fields(created.body), JSON.stringify(s)).toEqual(fields(read.body));
+        seen.add(created.body.check_status as string);
+        expect((await call(gw.url, 'DELETE', `/watchlist/${id}`, { key: acct.key })).status).toBe(204);
+      }),
+      { numRuns: 100 },
+    );
+    // A new item has no member row: never ok; every other status comes up.
+    expect([...seen].sort()).toEqual(CHECK_STATUS_VALUES.filter((v) => v !== 'ok' && (incidents || v !== 'platform_failing')).sort());
+  });
 });

@@ -11,7 +11,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../../db/connection.ts';
 import { appendToLog } from '../../notifications/log.ts';
-import { withHealth } from './health.ts';
+import { healthOfNewItem, withHealth } from './health.ts';
 import type { CreateItem, UpdateItem, WatchlistItem, WatchlistItemWithHealth } from './schema.ts';
 
 export const CHANGES_CHANNEL = 'watchlist_changes';
@@ -135,11 +135,13 @@ export class WatchlistStore {
   /**
    * A written item's health, read in the writing transaction: if it cannot be read (the
    * database went away), the write rolls back and the 5xx leaves nothing stored, rather than an
-   * item the client was told was not created (test/faults/postgres-restart.test.ts).
+   * item the client was told was not created (test/faults/postgres-restart.test.ts). A create
+   * reads it in the same transaction too, but before the writers' lock (healthOfNewItem).
    */
   private readonly healthInWrite = (trx: Knex.Transaction, item: WatchlistItem) => this.withHealth(item, trx);
 
   async create(accountId: number, fields: CreateItem, maxItems: number): Promise<WatchlistItemWithHealth> {
+    let complete: Awaited<ReturnType<typeof healthOfNewItem>> | undefined;
     const created = await this.write(async (trx) => {
       const live = await trx('watchlist_items').where({ client_id: accountId, deleted: false }).count('* as n').first();
       if (Number(live?.n) >= maxItems) throw new TooManyItemsError(`an account may hold at most ${maxItems} watchlist items`);
@@ -151,7 +153,12 @@ export class WatchlistStore {
         .insert({ ...toColumns(fields), client_id: accountId, created_at: trx.raw(WRITE_TIME), updated_at: trx.raw(WRITE_TIME) })
         .returning('*');
       return { op: 'create', item: renderItem(row) };
-    }, this.healthInWrite);
+    }, {
+      before: async (trx) => {
+        complete = await healthOfNewItem(trx, accountId, fields);
+      },
+      answer: async (_trx, item) => complete!(item),
+    });
     return created!;
   }
 
@@ -181,7 +188,7 @@ export class WatchlistStore {
         .update({ ...toColumns(patch), updated_at: trx.raw(WRITE_TIME) })
         .returning('*');
       return { op: 'update', item: renderItem(row) };
-    }, this.healthInWrite);
+    }, { answer: this.healthInWrite });
     if (refusal !== null) return refusal;
     return item;
   }
@@ -220,26 +227,41 @@ export class WatchlistStore {
 
   /**
    * Runs one serialised write and records its change; `fn` returns null when nothing changed.
-   * `then` reads what the answer needs in the same transaction.
+   * `before` runs in the same transaction before the writers' lock is taken (reads that need no
+   * lock stay out of the serialised section); `answer` turns the written item into the answer,
+   * in the transaction, before the log's append.
    */
   private async write(fn: (trx: Knex.Transaction) => Promise<Change | null>): Promise<WatchlistItem | null>;
-  private async write<T>(fn: (trx: Knex.Transaction) => Promise<Change | null>, then: (trx: Knex.Transaction, item: WatchlistItem) => Promise<T>): Promise<T | null>;
-  private async write<T>(fn: (trx: Knex.Transaction) => Promise<Change | null>, then?: (trx: Knex.Transaction, item: WatchlistItem) => Promise<T>): Promise<T | WatchlistItem | null> {
+  private async write<T>(
+    fn: (trx: Knex.Transaction) => Promise<Change | null>,
+    opts: { before?: (trx: Knex.Transaction) => Promise<void>; answer: (trx: Knex.Transaction, item: WatchlistItem) => Promise<T> },
+  ): Promise<T | null>;
+  private async write<T>(
+    fn: (trx: Knex.Transaction) => Promise<Change | null>,
+    opts?: { before?: (trx: Knex.Transaction) => Promise<void>; answer: (trx: Knex.Transaction, item: WatchlistItem) => Promise<T> },
+  ): Promise<T | WatchlistItem | null> {
     return this.db.transaction(async (trx) => {
+      await opts?.before?.(trx);
       await trx.raw('SELECT pg_advisory_xact_lock(?)', [WRITER_LOCK]);
       const change = await fn(trx);
       if (!change) return null;
+      // The answer is read before the log's append: the log writers' lock, which the monitors'
+      // notifications wait on too, is then held for the append and the commit only.
+      const answer = opts ? await opts.answer(trx, change.item) : change.item;
       await this.record(trx, change);
-      return then ? then(trx, change.item) : change.item;
+      return answer;
     });
   }
 
   /** The change row, its NOTIFY and the stream's `watchlist` message for one written item. */
   private async record(trx: Knex.Transaction, change: Change): Promise<void> {
-    const [{ id }] = await trx('watchlist_changes')
-      .insert({ account_id: change.item.client_id, item_id: change.item.id, op: change.op, item: JSON.stringify(change.item) })
-      .returning('id');
-    await trx.raw('SELECT pg_notify(?, ?)', [CHANGES_CHANNEL, String(id)]);
+    // The row and its NOTIFY in one round trip: the writers' lock is held meanwhile.
+    const { rows } = (await trx.raw(
+      `WITH c AS (INSERT INTO watchlist_changes (account_id, item_id, op, item) VALUES (?, ?, ?, ?) RETURNING id)
+       SELECT id, pg_notify(?, id::text) FROM c`,
+      [change.item.client_id, change.item.id, change.op, JSON.stringify(change.item), CHANGES_CHANNEL],
+    )) as { rows: { id: number }[] };
+    const id = rows[0]!.id;
     // The account's stream clients see the change too (and a resuming client gets it in order
     // with the notifications).
     await appendToLog(trx, [
