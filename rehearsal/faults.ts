@@ -27,6 +27,8 @@ export interface Window {
   end: number;
   notes: string[];
   skipped: string | null;
+  /** Why the fault itself failed (it threw), or null: such a window fails the verdict. */
+  faultError: string | null;
 }
 
 interface FaultDef {
@@ -245,13 +247,14 @@ export async function runSchedule(topo: Topology, cfg: RehearsalConfig, load: Lo
   for (const [i, name] of cfg.faults.entries()) {
     life.check();
     const def = defs[name];
-    const w: Window = { name, title: def.title, part: def.part, start: Date.now(), downAt: null, backAt: null, apiBackAt: null, pollsBackAt: null, end: 0, notes: [], skipped: null };
+    const w: Window = { name, title: def.title, part: def.part, start: Date.now(), downAt: null, backAt: null, apiBackAt: null, pollsBackAt: null, end: 0, notes: [], skipped: null, faultError: null };
     windows.push(w);
     progress(`fault ${i + 1}/${cfg.faults.length} ${name}: ${def.title}`);
     try {
       w.skipped = await def.run(w);
     } catch (err) {
-      w.notes.push(`the fault itself failed: ${err instanceof Error ? err.message : String(err)}`);
+      w.faultError = err instanceof Error ? err.message : String(err);
+      w.notes.push(`the fault itself failed: ${w.faultError}`);
       progress(`  ${name}: the fault itself failed: ${err instanceof Error ? err.message : String(err)}`);
     }
     if (w.skipped) {

@@ -17,6 +17,7 @@ import { renderReport } from './report.ts';
 import { TOXIPROXY } from './toxiproxy.ts';
 import { startTopology, type Topology } from './topology.ts';
 import { checkTruth, timeline } from './truth.ts';
+import { verdict } from './verdict.ts';
 
 setProgressLabel('rehearsal');
 const life = new Lifecycle();
@@ -108,6 +109,7 @@ try {
     progress(`ground truth written to ${process.env.REHEARSAL_DUMP}`);
   }
   const totalMs = Date.now() - runStarted;
+  const checks = verdict(perWindow, totals, { withinBudget: totalMs <= cfg.budgetMs, budgetMs: cfg.budgetMs });
   process.stdout.write(
     `${renderReport(
       {
@@ -122,9 +124,13 @@ try {
       },
       perWindow,
       totals,
+      checks,
     )}\n`,
   );
   progress(`done in ${fmtElapsed(totalMs)}: ${totalMs <= cfg.budgetMs ? 'within' : 'OVER'} the ${cfg.budgetMs / 60_000}-minute budget`);
+  const failed = checks.filter((c) => !c.ok);
+  progress(failed.length === 0 ? `verdict: PASS (${checks.length} checks)` : `verdict: FAIL, ${failed.length} of ${checks.length} checks not met: ${failed.map((c) => c.name).join('; ')}`);
+  if (failed.length) exitCode = 1;
 } catch (err) {
   exitCode = 1;
   progress(`failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);

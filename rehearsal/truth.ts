@@ -84,6 +84,10 @@ export interface CreditFigures {
   /** Charged for a request whose answer never reached the client. */
   chargedNoAnswer: number;
   chargedNoAnswerRequests: number;
+  /** Credits charged for an answer that refused the request (401, 402, 403, 429). */
+  chargedForRefusal: number;
+  /** Billable answers charged another amount than the route's price, in requests. */
+  wrongAmountRequests: number;
   stillReserved: number;
 }
 
@@ -141,19 +145,23 @@ function emptyNotifications(): NotificationFigures {
 }
 
 function emptyCredits(): CreditFigures {
-  return { paidRequests: 0, billable: 0, expectedCredits: 0, chargedCredits: 0, billableNotCharged: 0, billableNotChargedRequests: 0, chargedFor5xx: 0, chargedNoAnswer: 0, chargedNoAnswerRequests: 0, stillReserved: 0 };
+  return { paidRequests: 0, billable: 0, expectedCredits: 0, chargedCredits: 0, billableNotCharged: 0, billableNotChargedRequests: 0, chargedFor5xx: 0, chargedNoAnswer: 0, chargedNoAnswerRequests: 0, chargedForRefusal: 0, wrongAmountRequests: 0, stillReserved: 0 };
 }
 
 function add<T extends object>(into: T, from: T): void {
   for (const [k, v] of Object.entries(from)) if (typeof v === 'number') (into as Record<string, number>)[k]! += v;
 }
 
+/** The names of the two windows that are not a fault's: before the first fault, and after the last one. */
+export const WARM_UP = 'warm-up';
+export const AFTER = 'after';
+
 /** The warm-up window, every fault's, and the one after the last fault: contiguous, covering the load. */
 export function timeline(load: Load, faults: Window[]): Window[] {
   const first = faults[0]?.start ?? load.stoppedAt;
   const last = faults.at(-1)?.end ?? first;
-  const bare = (name: string, title: string, start: number, end: number): Window => ({ name, title, part: 'none', start, end, downAt: null, backAt: null, apiBackAt: null, pollsBackAt: null, notes: [], skipped: null });
-  return [bare('warm-up', 'no fault: the load alone', 0, first), ...faults, bare('after', 'after the last fault, until the load stopped and the final wait ended', last, Infinity)];
+  const bare = (name: string, title: string, start: number, end: number): Window => ({ name, title, part: 'none', start, end, downAt: null, backAt: null, apiBackAt: null, pollsBackAt: null, notes: [], skipped: null, faultError: null });
+  return [bare(WARM_UP, 'no fault: the load alone', 0, first), ...faults, bare(AFTER, 'after the last fault, until the load stopped and the final wait ended', last, Infinity)];
 }
 
 export async function checkTruth(topo: Topology, cfg: RehearsalConfig, load: Load, windows: Window[]): Promise<{ perWindow: WindowFigures[]; totals: Totals }> {
@@ -342,8 +350,9 @@ export async function checkTruth(topo: Topology, cfg: RehearsalConfig, load: Loa
       if (row?.state !== 'charged') {
         cf.billableNotCharged += rec.credits;
         cf.billableNotChargedRequests++;
-      }
+      } else if (Number(row.credits) !== rec.credits) cf.wrongAmountRequests++;
     } else if (rec.status >= 500 && row?.state === 'charged') cf.chargedFor5xx += row.credits;
+    else if (row?.state === 'charged') cf.chargedForRefusal += row.credits;
   }
   // A row counts in its request's window (when the client saw an answer), else in its own.
   const sentAt = new Map(load.requests.filter((x) => x.requestId).map((x) => [x.requestId!, x.sentAt]));
