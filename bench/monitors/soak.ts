@@ -4,6 +4,7 @@
 // after BENCH_KILL_DOWN_MS, and the simulator's poll counter, read every 200 ms, says when polling
 // resumed and when the poll rate was back to 90% of targets/interval. The steady figures are
 // taken before the kill and after the recovery (plus a settling interval), each a window.
+import { shardPollerId } from '../../src/monitors/shards.ts';
 import type { BenchConfig } from './config.ts';
 import { ChangeDriver } from './changes.ts';
 import type { Lifecycle } from './lifecycle.ts';
@@ -18,6 +19,8 @@ const RESUME_POLL_MS = 200;
 export interface KillResult {
   /** Date.now() of each step. */
   killedAt: number;
+  /** When the first of the killed worker's shard loops became due to another worker (its last heartbeat + the heartbeat timeout; null: not read). */
+  handOverAt: number | null;
   spawnedAt: number;
   readyAt: number;
   /** The first page served after the new worker started (null: none before the soak ended). */
@@ -38,6 +41,30 @@ export interface SoakResult {
   kill: KillResult | null;
   /** Highest notifications id before the soak began: the integrity check reads after it. */
   logHeadAtStart: number;
+}
+
+/** The shard poller's heartbeat timeout (workflows/shard-poller.ts). */
+const POLL_HEARTBEAT_TIMEOUT_S = 15;
+
+/**
+ * The earliest instant one of the platform's shard loops times out if its worker dies now: the
+ * oldest last heartbeat among their pending pollShard activities, plus the heartbeat timeout.
+ */
+async function earliestHandOver(stack: Stack, platform: string): Promise<number | null> {
+  try {
+    const beats: number[] = [];
+    for (let shard = 0; shard < stack.shards; shard++) {
+      const d = await stack.temporal.client.workflow.getHandle(shardPollerId(stack.config.MONITOR_TASK_QUEUE, platform, shard)).describe();
+      if (d.status.name !== 'RUNNING') continue;
+      for (const a of d.raw.pendingActivities ?? []) {
+        const t = a.lastHeartbeatTime ?? a.lastStartedTime;
+        if (t?.seconds != null) beats.push(Number(t.seconds) * 1000 + Math.floor((t.nanos ?? 0) / 1e6));
+      }
+    }
+    return beats.length ? Math.min(...beats) + POLL_HEARTBEAT_TIMEOUT_S * 1000 : null;
+  } catch {
+    return null;
+  }
 }
 
 export async function soak(bench: BenchConfig, stack: Stack, targets: readonly Target[], life: Lifecycle): Promise<SoakResult> {
@@ -101,9 +128,15 @@ export async function soak(bench: BenchConfig, stack: Stack, targets: readonly T
       await untilTime(startedAt + bench.killAt * bench.soakMs);
       const a1 = await meter.read();
       before = between('soak before the kill', a0, a1);
+      // When Temporal will hand the killed worker's shard loops to the next worker: the heartbeat
+      // timeout counted from the last heartbeat it received. The SDK sends heartbeats at most
+      // every 0.8 × that timeout, so this falls anywhere from 0.2 × to 1 × the timeout after the
+      // kill, by the kill's phase alone; polling cannot resume before it.
+      const handOverAt = await earliestHandOver(stack, platform);
       progress(`phase 5: SIGKILL of the worker (pid ${worker.pid}), ${((Date.now() - startedAt) / 1000).toFixed(0)} s into the soak`);
       await worker.kill();
       const killedAt = Date.now();
+      if (handOverAt !== null) progress(`  Temporal hands the first shard over ${((handOverAt - killedAt) / 1000).toFixed(1)} s after the kill (its last heartbeat + ${POLL_HEARTBEAT_TIMEOUT_S} s)`);
       await sleep(bench.killDownMs);
       // Every page from here on is the new worker's: the old one is dead.
       const hitsAtSpawn = await meter.simHits();
@@ -141,7 +174,7 @@ export async function soak(bench: BenchConfig, stack: Stack, targets: readonly T
         `  first poll ${first ? `${((first - restarted.spawnedAt) / 1000).toFixed(1)} s after the restart` : 'NOT seen'}; ` +
           `poll rate back to 90% ${recovered ? `${((recovered - restarted.spawnedAt) / 1000).toFixed(1)} s after the restart` : 'NOT within the soak'}`,
       );
-      kill = { killedAt, spawnedAt: restarted.spawnedAt, readyAt: restarted.readyAt, firstPollAt: first, recoveredAt: recovered, window: null };
+      kill = { killedAt, handOverAt, spawnedAt: restarted.spawnedAt, readyAt: restarted.readyAt, firstPollAt: first, recoveredAt: recovered, window: null };
       // The steady window after the recovery starts once the backlog of late polls had an interval to clear.
       const b0At = Math.max(recovered ?? endsAt, (first ?? endsAt) + 2 * bench.intervalMs);
       if (b0At + bench.intervalMs < endsAt) {
