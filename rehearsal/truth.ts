@@ -123,7 +123,7 @@ export interface Totals {
   doublePolls: number;
 }
 
-function emptyNotifications(): NotificationFigures {
+export function emptyNotifications(): NotificationFigures {
   return {
     changes: 0,
     expected: 0,
@@ -144,8 +144,26 @@ function emptyNotifications(): NotificationFigures {
   };
 }
 
-function emptyCredits(): CreditFigures {
+export function emptyCredits(): CreditFigures {
   return { paidRequests: 0, billable: 0, expectedCredits: 0, chargedCredits: 0, billableNotCharged: 0, billableNotChargedRequests: 0, chargedFor5xx: 0, chargedNoAnswer: 0, chargedNoAnswerRequests: 0, chargedForRefusal: 0, wrongAmountRequests: 0, stillReserved: 0 };
+}
+
+/** A window's figures before anything is counted in them. */
+export function emptyWindowFigures(window: Window): WindowFigures {
+  return {
+    window,
+    notifications: emptyNotifications(),
+    credits: emptyCredits(),
+    routes: new Map(),
+    flowFirstS: null,
+    caughtUpS: null,
+    lateAfterBack: 0,
+    doublePolls: 0,
+    doublePollExamples: [],
+    streamDisconnects: 0,
+    streamRefusals: new Map(),
+    warnings: { total: 0, top: [] },
+  };
 }
 
 function add<T extends object>(into: T, from: T): void {
@@ -169,20 +187,7 @@ export async function checkTruth(topo: Topology, cfg: RehearsalConfig, load: Loa
     const i = windows.findIndex((w) => t >= w.start && t < w.end);
     return i < 0 ? windows.length - 1 : i;
   };
-  const perWindow: WindowFigures[] = windows.map((window) => ({
-    window,
-    notifications: emptyNotifications(),
-    credits: emptyCredits(),
-    routes: new Map(),
-    flowFirstS: null,
-    caughtUpS: null,
-    lateAfterBack: 0,
-    doublePolls: 0,
-    doublePollExamples: [],
-    streamDisconnects: 0,
-    streamRefusals: new Map(),
-    warnings: { total: 0, top: [] },
-  }));
+  const perWindow: WindowFigures[] = windows.map(emptyWindowFigures);
   const active = windows.filter((w) => w.downAt !== null && w.backAt !== null).map((w) => ({ down: w.downAt!, back: w.backAt! }));
   const activeWithin = (from: number, to: number) => active.some((p) => p.down <= to && p.back >= from);
   const readyMs = Math.max(20_000, 5 * cfg.intervalMs);

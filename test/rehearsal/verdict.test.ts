@@ -4,49 +4,18 @@
 // pass by counting nothing.
 import { describe, expect, it } from 'vitest';
 import type { Window } from '../../rehearsal/faults.ts';
-import type { CreditFigures, NotificationFigures, RouteFigures, Totals, WindowFigures } from '../../rehearsal/truth.ts';
+import { emptyCredits, emptyNotifications, emptyWindowFigures, type CreditFigures, type NotificationFigures, type RouteFigures, type Totals, type WindowFigures } from '../../rehearsal/truth.ts';
 import { verdict } from '../../rehearsal/verdict.ts';
 
 const T0 = 1_800_000_000_000;
 
+/** A window's figures where the load did its work: something expected, nothing wrong. */
 function notifications(over: Partial<NotificationFigures> = {}): NotificationFigures {
-  return {
-    changes: 40,
-    expected: 120,
-    logMissed: 0,
-    logMissedMerged: 0,
-    logDuplicated: 0,
-    streamMissed: 0,
-    streamMissedButLogged: 0,
-    streamDuplicated: 0,
-    uncertain: 3,
-    superseded: 1,
-    afterDelete: 0,
-    webhookExpected: 30,
-    webhookMissed: 0,
-    webhookMissedButLogged: 0,
-    webhookDuplicated: 0,
-    examples: [],
-    ...over,
-  };
+  return { ...emptyNotifications(), changes: 40, expected: 120, uncertain: 3, superseded: 1, webhookExpected: 30, ...over };
 }
 
 function credits(over: Partial<CreditFigures> = {}): CreditFigures {
-  return {
-    paidRequests: 200,
-    billable: 190,
-    expectedCredits: 500,
-    chargedCredits: 500,
-    billableNotCharged: 0,
-    billableNotChargedRequests: 0,
-    chargedFor5xx: 0,
-    chargedNoAnswer: 0,
-    chargedNoAnswerRequests: 0,
-    chargedForRefusal: 0,
-    wrongAmountRequests: 0,
-    stillReserved: 0,
-    ...over,
-  };
+  return { ...emptyCredits(), paidRequests: 200, billable: 190, expectedCredits: 500, chargedCredits: 500, ...over };
 }
 
 function route(over: Partial<RouteFigures> = {}): RouteFigures {
@@ -75,7 +44,7 @@ function window(name: string, at: number, over: Partial<Window> = {}): Window {
 function figures(w: Window, over: Partial<WindowFigures> = {}): WindowFigures {
   const fault = w.backAt !== null;
   return {
-    window: w,
+    ...emptyWindowFigures(w),
     notifications: notifications(),
     credits: credits(),
     routes: new Map([
@@ -84,12 +53,6 @@ function figures(w: Window, over: Partial<WindowFigures> = {}): WindowFigures {
     ]),
     flowFirstS: fault ? 2.5 : null,
     caughtUpS: fault ? 6 : null,
-    lateAfterBack: 0,
-    doublePolls: 0,
-    doublePollExamples: [],
-    streamDisconnects: 0,
-    streamRefusals: new Map(),
-    warnings: { total: 0, top: [] },
     ...over,
   };
 }

@@ -165,16 +165,28 @@ function factsOf(item: WatchlistItem, r: FactRow, incidents: Set<string>): Healt
   };
 }
 
+/** FACTS's bindings for (item id, target) pairs. */
+function factsBindings(accountId: number, keys: readonly { id: number; target: string | null }[]): Knex.RawBinding[] {
+  return [accountId, accountId, keys.map((k) => k.id), keys.map((k) => k.target) as string[]];
+}
+
+/** The platforms in an incident among those of `keys` whose target's last check failed. */
+function incidentsOf(db: Knex, keys: readonly { id: number; website: string }[], byId: Map<number, FactRow>): Promise<Set<string>> {
+  return platformFailing(
+    db,
+    keys.filter((k) => byId.get(k.id)?.kind != null && byId.get(k.id)?.retired_at == null).map((k) => k.website),
+  );
+}
+
 /** FACTS for (item id, target) pairs, by item id, and the platforms in an incident among those whose target is failing. */
 async function readFactRows(
   db: Knex,
   accountId: number,
   keys: readonly { id: number; website: string; target: string | null }[],
 ): Promise<{ byId: Map<number, FactRow>; incidents: Set<string> }> {
-  const { rows } = (await db.raw(FACTS, [accountId, accountId, keys.map((k) => k.id), keys.map((k) => k.target) as string[]])) as { rows: FactRow[] };
+  const { rows } = (await db.raw(FACTS, factsBindings(accountId, keys))) as { rows: FactRow[] };
   const byId = new Map(rows.map((r) => [Number(r.item_id), r]));
-  const failingPlatforms = keys.filter((k) => byId.get(k.id)?.kind != null && byId.get(k.id)?.retired_at == null).map((k) => k.website);
-  return { byId, incidents: await platformFailing(db, failingPlatforms) };
+  return { byId, incidents: await incidentsOf(db, keys, byId) };
 }
 
 /** The facts of each of `items` (all of account `accountId`), by item id. */
@@ -188,23 +200,34 @@ export async function readHealthFacts(db: Knex, accountId: number, items: readon
   return new Map(items.map((item) => [item.id, factsOf(item, byId.get(item.id)!, incidents)]));
 }
 
+/** Completes a created item with its health. */
+export type CompleteNewItem = <T extends WatchlistItem>(item: T) => T & ItemHealth;
+
 /**
- * The health of an item about to be created on `target`, read before it is written: a new item
- * has no member row until the membership relay applies its creation, after the commit, so
- * everything its health depends on is its target's and its account's, readable before the
- * writers' lock. The create's serialised section then holds no read of its own (issue 38's cost
- * on bulk creation: 16 creates in flight went from 374 to 302 a second with the read inside).
- * Returns how to complete the created item.
+ * The health of an item about to be created on `target`, read in the statement that takes the
+ * writers' lock (`sql` and `bindings`: one row, the target's facts), so it costs the create no
+ * round trip of its own and no time inside the serialised section. A new item has no member row
+ * until the membership relay applies its creation, after the commit, so everything its health
+ * depends on is its target's and its account's, readable before the item exists. (Read as a
+ * statement of its own inside the section, issue 38's first version took 16 creates in flight
+ * from 374 to 302 a second.) `finish` turns that row into the completion (asking for the
+ * platform's incidents only when the target is failing).
  */
-export async function healthOfNewItem(
-  db: Knex,
+export function newItemFacts(
   accountId: number,
   target: Pick<WatchlistItem, 'website' | 'event' | 'region'>,
-): Promise<<T extends WatchlistItem>(item: T) => T & ItemHealth> {
+): { sql: string; bindings: Knex.RawBinding[]; finish(db: Knex, row: Record<string, unknown>): Promise<CompleteNewItem> } {
   // Item id 0 is never an item's (ids start at 1): it matches no member row, as the new item's id would not yet.
-  const { byId, incidents } = await readFactRows(db, accountId, [{ id: 0, website: target.website, target: itemTarget(target) }]);
-  const row = byId.get(0)!;
-  return (item) => ({ ...item, ...deriveHealth(factsOf(item, row, incidents)) });
+  const key = { id: 0, website: target.website, target: itemTarget(target) };
+  return {
+    sql: FACTS,
+    bindings: factsBindings(accountId, [key]),
+    async finish(db, row) {
+      const facts = row as unknown as FactRow;
+      const incidents = await incidentsOf(db, [key], new Map([[0, facts]]));
+      return (item) => ({ ...item, ...deriveHealth(factsOf(item, facts, incidents)) });
+    },
+  };
 }
 
 /** `items` with their health fields, beside the spec's. */

@@ -11,7 +11,7 @@
 import type { Knex } from 'knex';
 import type { Db } from '../../../db/connection.ts';
 import { appendToLog } from '../../notifications/log.ts';
-import { healthOfNewItem, withHealth } from './health.ts';
+import { newItemFacts, withHealth } from './health.ts';
 import type { CreateItem, UpdateItem, WatchlistItem, WatchlistItemWithHealth } from './schema.ts';
 
 export const CHANGES_CHANNEL = 'watchlist_changes';
@@ -103,6 +103,11 @@ export class UnknownWebhookError extends Error {}
 
 type Change = { op: 'create' | 'update' | 'delete'; item: WatchlistItem };
 
+interface WriteOptions<T> {
+  withLock?: { sql: string; bindings: Knex.RawBinding[] };
+  answer(trx: Knex.Transaction, item: WatchlistItem, lockRow: Record<string, unknown>): Promise<T>;
+}
+
 /**
  * Why an item of `accountId` may not name webhook `id`, or null. Read under the writers' lock,
  * which deleting a webhook also takes, so no item can come to name a deleted one.
@@ -136,12 +141,12 @@ export class WatchlistStore {
    * A written item's health, read in the writing transaction: if it cannot be read (the
    * database went away), the write rolls back and the 5xx leaves nothing stored, rather than an
    * item the client was told was not created (test/faults/postgres-restart.test.ts). A create
-   * reads it in the same transaction too, but before the writers' lock (healthOfNewItem).
+   * reads it in the statement that takes the writers' lock, before the lock (newItemFacts).
    */
   private readonly healthInWrite = (trx: Knex.Transaction, item: WatchlistItem) => this.withHealth(item, trx);
 
   async create(accountId: number, fields: CreateItem, maxItems: number): Promise<WatchlistItemWithHealth> {
-    let complete: Awaited<ReturnType<typeof healthOfNewItem>> | undefined;
+    const facts = newItemFacts(accountId, fields);
     const created = await this.write(async (trx) => {
       const live = await trx('watchlist_items').where({ client_id: accountId, deleted: false }).count('* as n').first();
       if (Number(live?.n) >= maxItems) throw new TooManyItemsError(`an account may hold at most ${maxItems} watchlist items`);
@@ -154,10 +159,8 @@ export class WatchlistStore {
         .returning('*');
       return { op: 'create', item: renderItem(row) };
     }, {
-      before: async (trx) => {
-        complete = await healthOfNewItem(trx, accountId, fields);
-      },
-      answer: async (_trx, item) => complete!(item),
+      withLock: facts,
+      answer: async (trx, item, lockRow) => (await facts.finish(trx, lockRow))(item),
     });
     return created!;
   }
@@ -188,7 +191,7 @@ export class WatchlistStore {
         .update({ ...toColumns(patch), updated_at: trx.raw(WRITE_TIME) })
         .returning('*');
       return { op: 'update', item: renderItem(row) };
-    }, { answer: this.healthInWrite });
+    }, { answer: (trx, item) => this.healthInWrite(trx, item) });
     if (refusal !== null) return refusal;
     return item;
   }
@@ -227,27 +230,28 @@ export class WatchlistStore {
 
   /**
    * Runs one serialised write and records its change; `fn` returns null when nothing changed.
-   * `before` runs in the same transaction before the writers' lock is taken (reads that need no
-   * lock stay out of the serialised section); `answer` turns the written item into the answer,
-   * in the transaction, before the log's append.
+   * `withLock` is a read that needs no lock, made in the statement that takes the writers' lock
+   * (evaluated before the lock is granted: it adds no round trip and no time to the serialised
+   * section); its row goes to `answer`, which turns the written item into the answer, in the
+   * transaction, before the log's append.
    */
   private async write(fn: (trx: Knex.Transaction) => Promise<Change | null>): Promise<WatchlistItem | null>;
-  private async write<T>(
-    fn: (trx: Knex.Transaction) => Promise<Change | null>,
-    opts: { before?: (trx: Knex.Transaction) => Promise<void>; answer: (trx: Knex.Transaction, item: WatchlistItem) => Promise<T> },
-  ): Promise<T | null>;
-  private async write<T>(
-    fn: (trx: Knex.Transaction) => Promise<Change | null>,
-    opts?: { before?: (trx: Knex.Transaction) => Promise<void>; answer: (trx: Knex.Transaction, item: WatchlistItem) => Promise<T> },
-  ): Promise<T | WatchlistItem | null> {
+  private async write<T>(fn: (trx: Knex.Transaction) => Promise<Change | null>, opts: WriteOptions<T>): Promise<T | null>;
+  private async write<T>(fn: (trx: Knex.Transaction) => Promise<Change | null>, opts?: WriteOptions<T>): Promise<T | WatchlistItem | null> {
     return this.db.transaction(async (trx) => {
-      await opts?.before?.(trx);
-      await trx.raw('SELECT pg_advisory_xact_lock(?)', [WRITER_LOCK]);
+      // The read is a lateral of one row that always exists, so the lock is taken exactly once
+      // whatever the read returns; the projection takes the lock after the read is done.
+      const { rows } = (await (opts?.withLock
+        ? trx.raw(`SELECT r.*, pg_advisory_xact_lock(?) IS NULL AS locked FROM (SELECT 1) AS one LEFT JOIN LATERAL (${opts.withLock.sql}) AS r ON true`, [
+            WRITER_LOCK,
+            ...opts.withLock.bindings,
+          ] as Knex.RawBinding[])
+        : trx.raw('SELECT pg_advisory_xact_lock(?)', [WRITER_LOCK]))) as { rows: Record<string, unknown>[] };
       const change = await fn(trx);
       if (!change) return null;
       // The answer is read before the log's append: the log writers' lock, which the monitors'
       // notifications wait on too, is then held for the append and the commit only.
-      const answer = opts ? await opts.answer(trx, change.item) : change.item;
+      const answer = opts ? await opts.answer(trx, change.item, rows[0]!) : change.item;
       await this.record(trx, change);
       return answer;
     });
