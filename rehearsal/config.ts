@@ -19,6 +19,11 @@ export const FAULT_NAMES = [
   'worker-cut-pg',
   'worker-cut-temporal',
   'temporal-down',
+  'temporal-frontend-kill',
+  'temporal-history-kill',
+  'temporal-matching-kill',
+  'temporal-worker-kill',
+  'temporal-cut-pg',
   'nginx-reload',
   'nginx-restart',
 ] as const;
@@ -65,17 +70,33 @@ export interface RehearsalConfig {
   stopMs: number;
   /** REHEARSAL_WORKERS: `split` (one scrape, one deliver worker, as docker-compose) or `all` (two of role all). */
   workers: 'split' | 'all';
+  /** REHEARSAL_TEMPORAL: `server` (go.temporal.io/server on PostgreSQL, as docker-compose) or `dev` (the CLI's dev server on SQLite). */
+  temporal: 'server' | 'dev';
+  /** REHEARSAL_TEMPORAL_LAYOUT: the server's services `per-service` (a process each, killed in turn) or in `one-process` (as compose). */
+  temporalLayout: 'per-service' | 'one-process';
   /** REHEARSAL_CUT_WORKER: which worker the cut-off and SIGSTOP faults take (`scrape` or `deliver`). */
   cutWorker: 'scrape' | 'deliver';
   /** The run must finish within this (20 minutes); the report says whether it did. */
   budgetMs: number;
 }
 
-function parseFaults(raw: string | undefined): FaultName[] {
+/** The faults a Temporal of this kind can take: one service at a time needs a process each, a database cut needs a database. */
+export function faultsFor(temporal: RehearsalConfig['temporal'], layout: RehearsalConfig['temporalLayout']): FaultName[] {
+  return FAULT_NAMES.filter((f) => {
+    if (f === 'temporal-cut-pg') return temporal === 'server';
+    if (/^temporal-(frontend|history|matching|worker)-kill$/.test(f)) return temporal === 'server' && layout === 'per-service';
+    return true;
+  });
+}
+
+function parseFaults(raw: string | undefined, available: FaultName[]): FaultName[] {
   const given = (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
-  if (given.length === 0) return [...FAULT_NAMES];
+  if (given.length === 0) return available;
   const unknown = given.filter((g) => !(FAULT_NAMES as readonly string[]).includes(g));
   if (unknown.length) throw new Error(`REHEARSAL_FAULTS: unknown ${unknown.join(', ')}; the faults are ${FAULT_NAMES.join(', ')}`);
+  // Asked for but impossible here: refused now rather than skipped later, which would fail the run.
+  const impossible = given.filter((g) => !(available as string[]).includes(g));
+  if (impossible.length) throw new Error(`REHEARSAL_FAULTS: ${impossible.join(', ')} cannot run with this Temporal (REHEARSAL_TEMPORAL, REHEARSAL_TEMPORAL_LAYOUT)`);
   return given as FaultName[];
 }
 
@@ -88,8 +109,10 @@ function oneOf<T extends string>(name: string, values: readonly T[], fallback: T
 
 export function rehearsalConfig(): RehearsalConfig {
   const accounts = Math.max(2, Math.round(envNumber('REHEARSAL_ACCOUNTS', 20)));
+  const temporal = oneOf('REHEARSAL_TEMPORAL', ['server', 'dev'] as const, 'server');
+  const temporalLayout = oneOf('REHEARSAL_TEMPORAL_LAYOUT', ['per-service', 'one-process'] as const, 'per-service');
   return {
-    faults: parseFaults(process.env.REHEARSAL_FAULTS),
+    faults: parseFaults(process.env.REHEARSAL_FAULTS, faultsFor(temporal, temporalLayout)),
     settleMs: envNumber('REHEARSAL_SETTLE_MS', 30_000),
     warmupMs: envNumber('REHEARSAL_WARMUP_MS', 30_000),
     finalMs: envNumber('REHEARSAL_FINAL_MS', 20_000),
@@ -110,6 +133,8 @@ export function rehearsalConfig(): RehearsalConfig {
     stopMs: envNumber('REHEARSAL_STOP_MS', 25_000),
     workers: oneOf('REHEARSAL_WORKERS', ['split', 'all'] as const, 'split'),
     cutWorker: oneOf('REHEARSAL_CUT_WORKER', ['scrape', 'deliver'] as const, 'scrape'),
+    temporal,
+    temporalLayout,
     budgetMs: 20 * 60_000,
   };
 }

@@ -7,7 +7,7 @@ import type { Lifecycle } from '../bench/monitors/lifecycle.ts';
 import { sleep } from '../bench/monitors/support.ts';
 import type { FaultName, RehearsalConfig } from './config.ts';
 import type { Load } from './load.ts';
-import type { NodeProcess, Topology } from './topology.ts';
+import { TemporalProductionServer, type NodeProcess, type Topology } from './topology.ts';
 
 /** What a fault takes away; a route needs some of these (truth.ts ROUTE_NEEDS). */
 export type Part = 'gateway-replica' | 'stream-replica' | 'scrape-worker' | 'deliver-worker' | 'nginx' | 'postgres' | 'temporal' | 'none';
@@ -160,7 +160,7 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
       },
     },
     'temporal-down': {
-      title: `Temporal SIGKILLed, down ${s(cfg.temporalDownMs)}, started again on its SQLite file; meanwhile a gateway restarted`,
+      title: `Temporal SIGKILLed (${topo.temporal.processNames.length > 1 ? 'every process' : 'its process'}), down ${s(cfg.temporalDownMs)}, started again on its state; meanwhile a gateway restarted`,
       part: 'temporal',
       run: async (w) => {
         w.downAt = Date.now();
@@ -185,13 +185,24 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
         }
         const left = w.downAt + cfg.temporalDownMs - Date.now();
         if (left > 0) await sleep(left);
-        const ms = await topo.temporal.start();
+        const ms = await topo.temporal.restart();
         w.backAt = Date.now();
         w.notes.push(`Temporal down ${s(w.backAt - w.downAt)} in all; serving again ${s(ms)} after its start`);
         if (!g.running) {
           const again = await g.start();
           w.notes.push(`${g.name} started again after Temporal's return: serving in ${s(again)}`);
         }
+        return null;
+      },
+    },
+    ...temporalServiceKills(topo, s),
+    'temporal-cut-pg': {
+      title: `Temporal cut off from PostgreSQL for ${s(cfg.cutMs)} (its proxy disabled: connections closed, new ones refused)`,
+      part: 'temporal',
+      run: async (w) => {
+        const proxy = topo.temporal instanceof TemporalProductionServer ? topo.temporal.pgProxy : null;
+        if (!proxy) throw new Error('the dev server keeps its state in SQLite: it has no database to cut');
+        await withProxies(w, cfg.cutMs, () => topo.toxi.setEnabled(proxy, false), () => topo.toxi.setEnabled(proxy, true));
         return null;
       },
     },
@@ -205,6 +216,30 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
       },
     },
     'nginx-restart': { title: 'nginx restarted (nginx -s stop, then a start)', part: 'nginx', run: restartNginx(() => topo.nginx.stop()) },
+  };
+}
+
+/** One fault per Temporal service process: SIGKILL, then its restart at once (a supervisor's). */
+function temporalServiceKills(topo: Topology, s: (ms: number) => string): Record<`temporal-${'frontend' | 'history' | 'matching' | 'worker'}-kill`, FaultDef> {
+  const kill = (service: 'frontend' | 'history' | 'matching' | 'worker'): FaultDef => ({
+    title: `SIGKILL of Temporal's ${service} service (its own process), then its restart`,
+    part: 'temporal',
+    run: async (w) => {
+      if (!topo.temporal.processNames.includes(service)) throw new Error(`Temporal runs no ${service} process of its own here (REHEARSAL_TEMPORAL_LAYOUT=per-service)`);
+      const pid = topo.temporal.pid(service);
+      w.downAt = Date.now();
+      await topo.temporal.kill(service);
+      const ms = await topo.temporal.restart(service);
+      w.backAt = Date.now();
+      w.notes.push(`Temporal's ${service} (pid ${pid}) killed and started again: listening ${s(ms)} after its start (pid ${topo.temporal.pid(service)})`);
+      return null;
+    },
+  });
+  return {
+    'temporal-frontend-kill': kill('frontend'),
+    'temporal-history-kill': kill('history'),
+    'temporal-matching-kill': kill('matching'),
+    'temporal-worker-kill': kill('worker'),
   };
 }
 

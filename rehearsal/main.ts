@@ -15,7 +15,7 @@ import { Load } from './load.ts';
 import { NGINX_BINARY } from './nginx.ts';
 import { renderReport } from './report.ts';
 import { TOXIPROXY } from './toxiproxy.ts';
-import { startTopology, type Topology } from './topology.ts';
+import { startTopology, TemporalProductionServer, type Topology } from './topology.ts';
 import { checkTruth, timeline } from './truth.ts';
 import { verdict } from './verdict.ts';
 
@@ -63,8 +63,8 @@ function describe(topo: Topology): string[] {
     codeAtStart,
     `nginx (${nginxVersion.replace('nginx version: ', '')}) from deploy/nginx.conf at ${topo.publicUrl}: gateways ${topo.gateways.map((g) => `:${port(g, 'PORT')}`).join(', ')}, stream nodes ${topo.streams.map((s) => `:${port(s, 'STREAM_PORT')}`).join(', ')}`,
     `${topo.gateways.length} gateways (src/main.ts, RUN_WORKER/RUN_STREAM/RUN_SIMULATOR/DEMO_ACCOUNT false), ${topo.streams.length} stream nodes (src/stream/main.ts), workers ${topo.workers.map((w) => `${w.name} (WORKER_ROLE=${w.role})`).join(', ')} (temporal/worker-main.ts)`,
-    `PostgreSQL: ${topo.pg.embedded ? 'an embedded cluster of the run (restartable), roles ticket_market_app (owner) and ticket_market_scraper (the scrape worker, db/scraper-grants.ts)' : "a scratch database on DATABASE_URL's server, one role for every process"}; Temporal: dev server (CLI) on a SQLite file, ${topo.temporal.address}`,
-    `Toxiproxy ${TOXIPROXY.version}: ${[...topo.proxies.values()].reduce((n, p) => n + 1 + (p.temporal ? 1 : 0), 0)} proxies, one per (process, upstream)`,
+    `PostgreSQL: ${topo.pg.embedded ? 'an embedded cluster of the run (restartable), roles ticket_market_app (owner) and ticket_market_scraper (the scrape worker, db/scraper-grants.ts)' : "a scratch database on DATABASE_URL's server, one role for every process"}; Temporal: ${topo.temporal.description}, ${topo.temporal.address}`,
+    `Toxiproxy ${TOXIPROXY.version}: ${[...topo.proxies.values()].reduce((n, p) => n + 1 + (p.temporal ? 1 : 0), 0) + (topo.temporal instanceof TemporalProductionServer ? 1 : 0)} proxies, one per (process, upstream)`,
     'Billing: the local provider (docker-compose bills through Stripe; the run has no Stripe). The simulator and the webhook receivers run in the rehearsal process.',
   ];
 }

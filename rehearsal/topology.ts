@@ -13,6 +13,8 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+// Not `pg`: the functions below name their Postgres handle so.
+import pgDriver from 'pg';
 import type { Lifecycle } from '../bench/monitors/lifecycle.ts';
 import { isChromium, processTable, treePids } from '../bench/monitors/proc.ts';
 import { sleep } from '../bench/monitors/support.ts';
@@ -29,6 +31,8 @@ import { newWebhookKey } from '../src/webhooks/secret-box.ts';
 import { resolveTemporalCli } from '../temporal/binary.ts';
 import { startDevServer, type DevServer } from '../temporal/dev-server.ts';
 import { isRunning } from '../temporal/processes.ts';
+import { reserveTemporalPorts, TemporalCluster } from '../temporal/production-server.ts';
+import { resolveTemporalServer, TEMPORAL_SERVER_VERSION } from '../temporal/server-binary.ts';
 import type { RehearsalConfig } from './config.ts';
 import { Nginx } from './nginx.ts';
 import { resolveToxiproxy, startToxiproxy, type Toxiproxy } from './toxiproxy.ts';
@@ -204,6 +208,8 @@ export interface Postgres {
   /** A role that may terminate the service's backends (the superuser, or DATABASE_URL's owner). */
   adminUrl: string;
   embedded: boolean;
+  /** Temporal's role and databases (docker-compose's db-roles job makes the same). */
+  temporal: { user: string; password: string; database: string; visibilityDatabase: string };
   /** Why a restart cannot be part of the rehearsal (null: it can). */
   restartSkipReason: string | null;
   /** Stops and starts the server on the same data and port; resolves with the ms it was down. */
@@ -228,6 +234,19 @@ async function startPostgres(root: string, progress: (m: string) => void, life: 
     const scratch = await createScratchDatabase('tm_rehearsal');
     const database = new URL(scratch.url).pathname.slice(1);
     life.started({ db: { base: process.env.DATABASE_URL, name: database } });
+    // Temporal's two databases beside it, owned by the same role (a shared server gets no new role).
+    const temporalDbs = [`${database}_temporal`, `${database}_temporal_visibility`] as const;
+    const admin = new pgDriver.Client({ connectionString: process.env.DATABASE_URL });
+    await admin.connect();
+    try {
+      for (const name of temporalDbs) {
+        await admin.query(`CREATE DATABASE ${name}`);
+        life.started({ db: { base: process.env.DATABASE_URL, name } });
+      }
+    } finally {
+      await admin.end();
+    }
+    const owner = new URL(scratch.url);
     return {
       port: Number(new URL(scratch.url).port || 5432),
       database,
@@ -236,11 +255,21 @@ async function startPostgres(root: string, progress: (m: string) => void, life: 
       scraperUrl: scratch.url,
       adminUrl: scratch.url,
       embedded: false,
+      temporal: { user: decodeURIComponent(owner.username), password: decodeURIComponent(owner.password), database: temporalDbs[0], visibilityDatabase: temporalDbs[1] },
       restartSkipReason: "DATABASE_URL is set: the machine's PostgreSQL serves others too and is not the rehearsal's to restart",
       restart: async () => {
         throw new Error('not restartable');
       },
-      close: () => scratch.drop(),
+      close: async () => {
+        const c = new pgDriver.Client({ connectionString: process.env.DATABASE_URL });
+        await c.connect();
+        try {
+          for (const name of temporalDbs) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        } finally {
+          await c.end();
+        }
+        await scratch.drop();
+      },
     };
   }
   const dataDir = path.join(root, 'pg');
@@ -251,9 +280,14 @@ async function startPostgres(root: string, progress: (m: string) => void, life: 
   let handle: EmbeddedHandle = await startEmbeddedPostgres(dataDir, port, progress);
   const app = loginFromUrl(handle.connectionString, 'the embedded server');
   const scraper = { name: SCRAPER_ROLE, password: randomBytes(24).toString('hex') };
+  const temporal = { user: 'temporal', password: randomBytes(24).toString('hex'), database: 'temporal', visibilityDatabase: 'temporal_visibility' };
   // Production's roles (docker-compose's db-roles and migrate jobs): the owner migrates, the scrape
-  // worker gets only db/scraper-grants.ts.
-  await setUpRoles(handle.superuserConnectionString, { app, scraper });
+  // worker gets only db/scraper-grants.ts, Temporal owns its two databases and nothing else.
+  await setUpRoles(handle.superuserConnectionString, {
+    app,
+    scraper,
+    temporal: { role: { name: temporal.user, password: temporal.password }, databases: [temporal.database, temporal.visibilityDatabase] },
+  });
   const db = createDb({ connectionString: handle.connectionString, poolMax: 2, applicationName: 'rehearsal-migrate' });
   try {
     await migrateLatest(db);
@@ -271,6 +305,7 @@ async function startPostgres(root: string, progress: (m: string) => void, life: 
     scraperUrl: scraperUrl.toString(),
     adminUrl: handle.superuserConnectionString,
     embedded: true,
+    temporal,
     restartSkipReason: null,
     restart: async () => {
       const down = Date.now();
@@ -283,10 +318,31 @@ async function startPostgres(root: string, progress: (m: string) => void, life: 
   return pg;
 }
 
+/**
+ * Temporal as the rehearsal runs it: processes that can be killed one at a time (by name) or all
+ * at once, and started again on the same state and ports.
+ */
+export interface TemporalPart {
+  /** How the report names it. */
+  readonly description: string;
+  readonly address: string;
+  /** What can be killed on its own: the server's services, or the dev server's one process. */
+  readonly processNames: readonly string[];
+  pid(name: string): number | null;
+  start(): Promise<number>;
+  /** SIGKILL of one process, or of all (as a crashed host); resolves once gone. */
+  kill(name?: string): Promise<void>;
+  /** Starts again what kill() took (one, or all); resolves once it listens. */
+  restart(name?: string): Promise<number>;
+  stop(): Promise<void>;
+}
+
 /** The Temporal dev server on a SQLite file in the run's directory, killed and started again on it. */
-export class TemporalServer {
+export class TemporalDevServer implements TemporalPart {
   private server: DevServer | null = null;
   readonly address: string;
+  readonly description = 'the dev server (temporal server start-dev, the CLI) on a SQLite file';
+  readonly processNames = ['dev-server'] as const;
 
   constructor(
     private readonly binary: string | null,
@@ -298,7 +354,7 @@ export class TemporalServer {
     this.address = `127.0.0.1:${port}`;
   }
 
-  get pid(): number | null {
+  pid(): number | null {
     return this.server?.pid ?? null;
   }
 
@@ -307,6 +363,10 @@ export class TemporalServer {
     this.server = await startDevServer({ binary: this.binary, dataDir: this.dataDir, port: this.port, uiPort: null, namespace: NAMESPACE, log: this.log, readyTimeoutMs: 60_000 });
     if (this.server.pid) this.onSpawn(this.server.pid);
     return Date.now() - started;
+  }
+
+  restart(): Promise<number> {
+    return this.start();
   }
 
   /** SIGKILL, as a crashed host: nothing is flushed beyond what SQLite already has. */
@@ -324,6 +384,51 @@ export class TemporalServer {
   }
 }
 
+/**
+ * go.temporal.io/server on the run's PostgreSQL, through its own Toxiproxy proxy (the database
+ * cut), one process per service: docker-compose's Temporal with the same files
+ * (temporal/production-server.ts).
+ */
+export class TemporalProductionServer implements TemporalPart {
+  readonly description: string;
+
+  constructor(
+    private readonly cluster: TemporalCluster,
+    /** Toxiproxy's proxy between the server and PostgreSQL. */
+    readonly pgProxy: string,
+  ) {
+    this.description = `go.temporal.io/server ${TEMPORAL_SERVER_VERSION} on PostgreSQL (deploy/temporal/production.yaml), ${cluster.processNames.length === 1 ? 'its services in one process' : `one process per service (${cluster.processNames.join(', ')})`}`;
+  }
+
+  get address(): string {
+    return this.cluster.address;
+  }
+
+  get processNames(): readonly string[] {
+    return this.cluster.processNames;
+  }
+
+  pid(name: string): number | null {
+    return this.cluster.pid(name);
+  }
+
+  start(): Promise<number> {
+    return this.cluster.start();
+  }
+
+  async kill(name?: string): Promise<void> {
+    for (const n of name ? [name] : [...this.cluster.processNames].reverse()) await this.cluster.kill(n);
+  }
+
+  restart(name?: string): Promise<number> {
+    return name ? this.cluster.startProcess(name) : this.cluster.startProcesses();
+  }
+
+  stop(): Promise<void> {
+    return this.cluster.stop();
+  }
+}
+
 export interface ProxyPorts {
   pg: { name: string; port: number };
   temporal: { name: string; port: number } | null;
@@ -332,7 +437,7 @@ export interface ProxyPorts {
 export interface Topology {
   root: string;
   pg: Postgres;
-  temporal: TemporalServer;
+  temporal: TemporalPart;
   toxi: Toxiproxy;
   /** Each app process's proxies, by process name. */
   proxies: Map<string, ProxyPorts>;
@@ -372,13 +477,35 @@ export async function startTopology(cfg: RehearsalConfig, life: Lifecycle, progr
   const pg = await startPostgres(root, (m) => progress(`  postgres: ${m}`), life);
   life.onCleanup('PostgreSQL', () => pg.close());
 
-  progress('Temporal: the CLI binary and a dev server on a persisted SQLite file...');
-  const temporalLog = createLogger('warn', fs.createWriteStream(path.join(logDir, 'temporal.log'), { flags: 'a' }));
+  const temporalLog = path.join(logDir, 'temporal.log');
   const cli = await resolveTemporalCli({ onProgress: (m) => progress(`  temporal: ${m}`) });
   if (!cli) throw new Error('no Temporal CLI binary (npm run temporal:install): the rehearsal SIGKILLs the server by pid, which the SDK fallback hides');
-  const temporal = new TemporalServer(cli, path.join(root, 'temporal-data'), await reservePort(), temporalLog, (pid) => life.started({ process: { pid, match: root } }));
-  progress(`  Temporal ready in ${await temporal.start()} ms at ${temporal.address}`);
-  life.onCleanup('Temporal dev server', () => temporal.stop());
+  const onTemporalSpawn = (pid: number) => life.started({ process: { pid, match: root } });
+  let temporal: TemporalPart;
+  if (cfg.temporal === 'dev') {
+    progress('Temporal: the dev server (the CLI) on a persisted SQLite file (REHEARSAL_TEMPORAL=dev)...');
+    const log = createLogger('warn', fs.createWriteStream(temporalLog, { flags: 'a' }));
+    temporal = new TemporalDevServer(cli, path.join(root, 'temporal-data'), await reservePort(), log, onTemporalSpawn);
+  } else {
+    progress(`Temporal: go.temporal.io/server ${TEMPORAL_SERVER_VERSION} on PostgreSQL, ${cfg.temporalLayout === 'per-service' ? 'one process per service' : 'one process'} (go install on first use)...`);
+    const binaries = await resolveTemporalServer({ onProgress: (m) => progress(`  temporal: ${m}`) });
+    if (!binaries) throw new Error('no Temporal server binary and no Go to build it (npm run temporal:install); REHEARSAL_TEMPORAL=dev runs on the dev server');
+    const pgProxy = { name: 'temporal-pg', port: await reservePort() };
+    await toxi.create({ name: pgProxy.name, listen: `127.0.0.1:${pgProxy.port}`, upstream: `127.0.0.1:${pg.port}` });
+    const cluster = new TemporalCluster({
+      binaries,
+      cli,
+      db: { host: '127.0.0.1', port: pgProxy.port, ...pg.temporal },
+      ports: await reserveTemporalPorts(),
+      layout: cfg.temporalLayout,
+      namespace: NAMESPACE,
+      logFile: temporalLog,
+      onSpawn: onTemporalSpawn,
+    });
+    temporal = new TemporalProductionServer(cluster, pgProxy.name);
+  }
+  progress(`  Temporal ready in ${await temporal.start()} ms at ${temporal.address}: ${temporal.description}`);
+  life.onCleanup('Temporal', () => temporal.stop());
 
   // In this process: the load's own ground truth reads it, and its request log is the poll record.
   const sim = await startSimulator({ host: '127.0.0.1', driftMs: 0, empty: true });

@@ -71,7 +71,7 @@ const SQLITE_PRAGMAS = ['--sqlite-pragma', 'journal_mode=WAL', '--sqlite-pragma'
 
 /**
  * Server settings the service relies on, given to every dev server (docker-compose's Temporal gets
- * the same from deploy/temporal-dynamic-config.yaml; test/deploy checks they agree).
+ * the same from deploy/temporal/dynamic-config.yaml; test/deploy checks they agree).
  * matching.longPollExpirationInterval: a worker that freezes (SIGSTOP, a paused VM, a stalled
  * host) keeps its open task polls, and the server hands tasks to them until they expire, 1 min by
  * default: a shard poll retried after its 15 s heartbeat timeout went to the frozen worker up to

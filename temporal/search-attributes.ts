@@ -114,7 +114,7 @@ const RPC_DEADLINE_MS = 10_000;
  * refuses (no operator rights, SQL visibility's slots for a type used up), saying what to do.
  */
 export async function ensureSearchAttributes(
-  connection: Pick<Connection, 'operatorService' | 'withDeadline'>,
+  connection: Pick<Connection, 'operatorService' | 'workflowService' | 'withDeadline'>,
   namespace: string,
   log: Pick<Log, 'info' | 'debug'>,
   opts: EnsureSearchAttributesOptions = {},
@@ -166,6 +166,23 @@ export async function ensureSearchAttributes(
       );
     }
     await new Promise((r) => setTimeout(r, pollMs));
+  }
+  // Listed is not yet usable: a server on SQL visibility (go.temporal.io/server on PostgreSQL)
+  // maps a namespace's custom attributes to its columns from the frontend's namespace cache, which
+  // learns of new ones at its next refresh (10 s). Until then a workflow start that sets them is
+  // refused ("has no mapping defined for search attribute AccountId"): a query on every one of
+  // them is refused the same way, so it is asked until it is answered.
+  const probe = keys.map((k) => `${k.name} = ${INDEXED_VALUE_TYPES[k.type] === INDEXED_VALUE_TYPES.INT ? '0' : "''"}`).join(' AND ');
+  for (;;) {
+    try {
+      await connection.withDeadline(Date.now() + RPC_DEADLINE_MS, () => connection.workflowService.countWorkflowExecutions({ namespace, query: probe }));
+      break;
+    } catch (err) {
+      if (Date.now() >= deadline) {
+        throw new Error(`search attributes were added on namespace "${namespace}" but the server still refuses them in a query after ${timeoutMs} ms: ${(err as Error).message}`, { cause: err });
+      }
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
   }
   log.info({ namespace, added: Object.keys(searchAttributes) }, 'registered custom search attributes');
 }

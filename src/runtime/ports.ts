@@ -122,9 +122,14 @@ export function canBind(port: number, host = '0.0.0.0'): Promise<boolean> {
  * A port that nothing listens on, that the kernel will not hand to anyone by itself, and that no
  * other caller of this function on the machine gets while this process lives (or until
  * releasePort). For a child process to bind; a server in this process should listen on port 0.
+ * `highest` caps it for a program that cannot store a larger one.
  */
-export async function reservePort(): Promise<number> {
-  const ranges = reservableRanges();
+export async function reservePort(opts: { highest?: number } = {}): Promise<number> {
+  const highest = opts.highest ?? HIGHEST;
+  const ranges = reservableRanges()
+    .map(([a, b]): [number, number] => [a, Math.min(b, highest)])
+    .filter(([a, b]) => a <= b);
+  if (ranges.length === 0) throw new Error(`no reservable port at or below ${highest}`);
   for (let i = 0; i < ATTEMPTS; i++) {
     const port = randomPort(ranges);
     if (await tryReserve(port)) return port;

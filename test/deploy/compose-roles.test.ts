@@ -44,8 +44,8 @@ describe('docker-compose.yml', () => {
     for (const name of ['migrate', 'gateway', 'stream', 'delivery-worker']) expect(userOf(env(name).DATABASE_URL), name).toBe(owner);
     expect(userOf(env('scrape-worker').DATABASE_URL)).toBe('ticket_market_scraper');
     expect(databaseOf(env('scrape-worker').DATABASE_URL)).toBe(databaseOf(env('gateway').DATABASE_URL));
-    expect(env('temporal').POSTGRES_USER).toBe('temporal');
-    expect(env('temporal').SKIP_DB_CREATE).toBe('true');
+    // The server and its schema job, as Temporal's role; the databases are db-roles' to make.
+    for (const name of ['temporal', 'temporal-schema']) expect(env(name).TEMPORAL_DB_USER, name).toBe('temporal');
     // The superuser's password reaches PostgreSQL and the db-roles job, nothing else.
     for (const [name, s] of Object.entries(services)) {
       const values = Object.values(s.environment ?? {}).join('\n');
@@ -60,11 +60,14 @@ describe('docker-compose.yml', () => {
     expect(services['db-roles']?.command).toEqual(['node', '--import', 'tsx', 'db/roles-main.ts']);
     expect(roles.DATABASE_URL).toBe(env('gateway').DATABASE_URL);
     expect(roles.SCRAPER_DATABASE_URL).toBe(env('scrape-worker').DATABASE_URL);
-    expect(userOf(roles.TEMPORAL_DATABASE_URL)).toBe(env('temporal').POSTGRES_USER);
-    expect(roles.TEMPORAL_DATABASE_URL).toContain(env('temporal').POSTGRES_PWD);
-    expect(databaseOf(roles.TEMPORAL_DATABASE_URL)).toBe('temporal'); // auto-setup's database; and temporal_visibility
+    expect(userOf(roles.TEMPORAL_DATABASE_URL)).toBe(env('temporal').TEMPORAL_DB_USER);
+    expect(roles.TEMPORAL_DATABASE_URL).toContain(env('temporal').TEMPORAL_DB_PASSWORD);
+    // deploy/temporal/production.yaml's default names: temporal and temporal_visibility.
+    expect(databaseOf(roles.TEMPORAL_DATABASE_URL)).toBe('temporal');
+    expect(env('temporal').TEMPORAL_DB_NAME).toBeUndefined();
     expect(env('migrate').SCRAPER_DB_ROLE).toBe(userOf(env('scrape-worker').DATABASE_URL));
-    for (const name of ['migrate', 'temporal']) expect(services[name]?.depends_on?.['db-roles']).toEqual({ condition: 'service_completed_successfully' });
+    for (const name of ['migrate', 'temporal-schema']) expect(services[name]?.depends_on?.['db-roles']).toEqual({ condition: 'service_completed_successfully' });
+    expect(services.temporal?.depends_on?.['temporal-schema']).toEqual({ condition: 'service_completed_successfully' });
     for (const name of ['gateway', 'stream', 'scrape-worker', 'delivery-worker']) expect(services[name]?.depends_on?.migrate).toEqual({ condition: 'service_completed_successfully' });
   });
 });

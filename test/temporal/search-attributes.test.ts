@@ -84,8 +84,8 @@ describe('search attribute definitions', () => {
 });
 
 /** A stand-in operator service: what it lists, and what addSearchAttributes does. */
-function fakeConnection(listed: Record<string, number>, add: (attrs: Record<string, number>) => Promise<void>) {
-  const calls = { list: 0, add: 0 };
+function fakeConnection(listed: Record<string, number>, add: (attrs: Record<string, number>) => Promise<void>, count: (query: string) => Promise<void> = async () => {}) {
+  const calls = { list: 0, add: 0, count: 0 };
   const connection = {
     withDeadline: <T>(_deadline: number, fn: () => Promise<T>) => fn(),
     operatorService: {
@@ -99,7 +99,14 @@ function fakeConnection(listed: Record<string, number>, add: (attrs: Record<stri
         return {};
       },
     },
-  } as unknown as Pick<Connection, 'operatorService' | 'withDeadline'>;
+    workflowService: {
+      countWorkflowExecutions: async (req: { query: string }) => {
+        calls.count++;
+        await count(req.query);
+        return { count: 0 };
+      },
+    },
+  } as unknown as Pick<Connection, 'operatorService' | 'workflowService' | 'withDeadline'>;
   return { connection, calls };
 }
 
@@ -109,7 +116,7 @@ describe('ensureSearchAttributes against a stand-in server', () => {
   it('adds nothing when everything is listed', async () => {
     const { connection, calls } = fakeConnection(ALL_LISTED, async () => {});
     await ensureSearchAttributes(connection, 'ns', log);
-    expect(calls).toEqual({ list: 1, add: 0 });
+    expect(calls).toEqual({ list: 1, add: 0, count: 0 });
   });
 
   it('adds only what is missing, and takes "already exists" from a racing worker as success', async () => {
@@ -135,6 +142,30 @@ describe('ensureSearchAttributes against a stand-in server', () => {
 
     const never = fakeConnection({}, async () => {});
     await expect(ensureSearchAttributes(never.connection, 'ns', log, { pollMs: 5, timeoutMs: 50 })).rejects.toThrow(/still not listed after 50 ms/);
+  });
+
+  it('after adding, waits until a query on every attribute is answered (the frontend’s namespace cache knows them), and gives up after the bound', async () => {
+    const listed: Record<string, number> = {};
+    let refusals = 3;
+    const queries: string[] = [];
+    const cached = fakeConnection(
+      listed,
+      async () => void Object.assign(listed, ALL_LISTED),
+      async (query) => {
+        queries.push(query);
+        if (refusals-- > 0) throw Object.assign(new Error('Namespace ns has no mapping defined for search attribute AccountId'), { code: 3 });
+      },
+    );
+    await ensureSearchAttributes(cached.connection, 'ns', log, { pollMs: 1 });
+    expect(cached.calls.count).toBe(4);
+    expect(queries[0]).toBe("AccountId = 0 AND ItemId = 0 AND Platform = '' AND EventKey = '' AND Shard = 0");
+
+    // Listed at once after the add, never usable.
+    const neverListed: Record<string, number> = {};
+    const stuck = fakeConnection(neverListed, async () => void Object.assign(neverListed, ALL_LISTED), async () => {
+      throw Object.assign(new Error('Namespace ns has no mapping defined for search attribute Shard'), { code: 3 });
+    });
+    await expect(ensureSearchAttributes(stuck.connection, 'ns', log, { pollMs: 5, timeoutMs: 50 })).rejects.toThrow(/still refuses them in a query after 50 ms: .*mapping defined for search attribute Shard/);
   });
 
   it('refuses a name registered with another type, and says how to fix it', async () => {
