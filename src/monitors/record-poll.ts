@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Db } from '../../db/connection.ts';
 import type { LogEntry } from '../notifications/log.ts';
-import { appendWithDeliveries } from '../webhooks/outbox.ts';
+import { appendWithDeliveriesAndCommit } from '../webhooks/outbox.ts';
 import { detectChanges, type Change, type MonitorConfig, type SectionView } from './changes.ts';
 import { applyCooldown, type CooldownState } from './cooldown.ts';
 import { sameFormat, type TargetSnapshot } from './snapshot.ts';
@@ -207,8 +207,6 @@ export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapsh
       for (const section of decision.remove) cooldownRemovals.push([m.item_id, section]);
       if (decision.dueAt !== null) cooldownDueAt = Math.min(cooldownDueAt ?? Infinity, decision.dueAt);
     }
-    // With its deliveries, in this transaction: a notification of an item naming a webhook is never without its delivery.
-    const ids = await appendWithDeliveries(trx, entries);
     if (cooldownWrites.length) {
       await trx('monitor_cooldowns').insert(cooldownWrites).onConflict(['item_id', 'section']).merge(['target', 'notified', 'notified_at', 'held', 'held_from']);
     }
@@ -221,6 +219,11 @@ export async function recordPoll(db: Db, poll: PollResult, previous: KnownSnapsh
         members.map((m) => m.item_id),
       )
       .update({ baseline_snapshot_id: stored.id });
+    // Last, with its deliveries, and committed in the same message: a notification of an item
+    // naming a webhook is never without its delivery, and the log's writers' lock is held for
+    // the server's time only (it was held through the three writes above and a commit's round
+    // trip: with PostgreSQL 300 ms away, every watchlist write queued behind it for seconds).
+    const ids = await appendWithDeliveriesAndCommit(trx, entries);
     return { snapshotId: stored.id, cooldownDueAt, changed: stored.changed, notifications: ids.length, baselined, stale: false };
   });
 }

@@ -17,7 +17,7 @@
 import type { Db } from '../../db/connection.ts';
 import type { LogEntry } from '../notifications/log.ts';
 import type { ScrapeFailureKind } from '../scrapers/types.ts';
-import { appendWithDeliveries } from '../webhooks/outbox.ts';
+import { appendWithDeliveriesAndCommit } from '../webhooks/outbox.ts';
 import { retirementHeld, type IncidentRule, type RetirementHold } from './platform-incidents.ts';
 import { notificationKey } from './record-poll.ts';
 
@@ -143,7 +143,8 @@ export async function retireTarget(db: Db, target: string, notFoundSince: Date, 
       return { retired: false, told: 0, held: !row?.retired_at };
     }
     const members: MemberRow[] = await trx('monitor_members').where({ target }).orderBy('item_id').select('item_id', 'account_id', 'item');
-    const ids = await appendWithDeliveries(
+    // The last statement, committed with it (the log's writers' lock held for the server's time only).
+    const ids = await appendWithDeliveriesAndCommit(
       trx,
       members.map((m) => retiredEntry(m, notFoundSince, marked[0]!.retired_at)),
     );

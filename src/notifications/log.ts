@@ -40,20 +40,32 @@ export interface LogRow {
 }
 
 /**
- * One statement: the lock, the rows in `entries` order, and the NOTIFY of the highest id. The
- * lock is a CTE every inserted row is joined to, so no id is drawn before it is held, whatever
- * the plan; one round trip rather than three, inside the writer's serialised section.
+ * The append as CTEs: `log_lk`, the writers' lock; then `before`, the caller's own CTEs, which may
+ * join `log_lk` to write under the same lock (the watchlist's change rows, whose ids must become
+ * visible in order too: one lock for both, so two writers can never take them in opposite
+ * orders); then the rows of `source`, a set named `e` with the columns (account_id, item_id,
+ * kind, dedupe_key, payload, ord), in `ord` order; then `log_notified`, one row with the ids
+ * written and the NOTIFY of the highest (no row when nothing was written; a statement must
+ * select from it, or the NOTIFY is never evaluated). Every inserted row is joined to the lock,
+ * so no id is drawn before it is held, whatever the plan. No bindings: a statement sent with its
+ * commit (db/last-statement.ts) has none.
  */
-const APPEND = `
-  WITH lk AS (SELECT pg_advisory_xact_lock(?)),
-  ins AS (
+export function logAppendCtes(source: string, before = ''): string {
+  return `log_lk AS (SELECT pg_advisory_xact_lock(${LOG_WRITER_LOCK})),${before ? `\n  ${before},` : ''}
+  log_ins AS (
     INSERT INTO notifications (account_id, item_id, kind, dedupe_key, payload)
     SELECT e.account_id, e.item_id, e.kind, e.dedupe_key, e.payload
-      FROM lk, ROWS FROM (jsonb_to_recordset(?::jsonb) AS (account_id bigint, item_id bigint, kind text, dedupe_key text, payload jsonb)) WITH ORDINALITY AS e(account_id, item_id, kind, dedupe_key, payload, ord)
+      FROM log_lk, ${source}
      ORDER BY e.ord
     ON CONFLICT (dedupe_key) DO NOTHING
-    RETURNING id)
-  SELECT array_agg(id ORDER BY id) AS ids, pg_notify(?, max(id)::text) FROM ins HAVING count(*) > 0`;
+    RETURNING id),
+  log_notified AS (SELECT array_agg(id ORDER BY id) AS ids, pg_notify('${NOTIFICATIONS_CHANNEL}', max(id)::text) FROM log_ins HAVING count(*) > 0)`;
+}
+
+/** One statement: the lock, the rows in `entries` order, and the NOTIFY of the highest id. */
+const APPEND = `
+  WITH ${logAppendCtes(`ROWS FROM (jsonb_to_recordset(?::jsonb) AS (account_id bigint, item_id bigint, kind text, dedupe_key text, payload jsonb)) WITH ORDINALITY AS e(account_id, item_id, kind, dedupe_key, payload, ord)`)}
+  SELECT ids FROM log_notified`;
 
 /**
  * Appends entries inside the caller's transaction and returns the ids written (entries whose
@@ -62,7 +74,7 @@ const APPEND = `
 export async function appendToLog(trx: Knex.Transaction, entries: readonly LogEntry[]): Promise<number[]> {
   if (entries.length === 0) return [];
   const rows = entries.map((e) => ({ account_id: e.accountId, item_id: e.itemId, kind: e.kind, dedupe_key: e.dedupeKey, payload: e.payload }));
-  const { rows: out } = (await trx.raw(APPEND, [LOG_WRITER_LOCK, JSON.stringify(rows), NOTIFICATIONS_CHANNEL])) as { rows: { ids: (string | number)[] }[] };
+  const { rows: out } = (await trx.raw(APPEND, [JSON.stringify(rows)])) as { rows: { ids: (string | number)[] }[] };
   return (out[0]?.ids ?? []).map(Number);
 }
 

@@ -5,6 +5,7 @@
 // (src/webhooks/dispatcher.ts). Also the ping that POST /webhooks/{id}/test sends.
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
+import { commitWithLastStatement, LAST_STATEMENT_VALUES } from '../../db/last-statement.ts';
 import type { LogEntry, LogKind } from '../notifications/log.ts';
 
 export const DELIVERIES_CHANNEL = 'webhook_deliveries';
@@ -37,12 +38,28 @@ export interface DeliveryBody {
  */
 export async function appendWithDeliveries(trx: Knex.Transaction, entries: readonly LogEntry[]): Promise<number[]> {
   if (entries.length === 0) return [];
+  const { rows } = (await trx.raw('SELECT id FROM monitor_append_notifications(?::jsonb) AS id', [JSON.stringify(monitorEntries(entries))])) as { rows: { id: string }[] };
+  return rows.map((r) => Number(r.id));
+}
+
+/**
+ * appendWithDeliveries as the transaction's last statement, sent with its commit
+ * (db/last-statement.ts): the log's writers' lock, which every writer of the service queues on,
+ * is held for the server's time only. Nothing may follow it in the transaction; with no entries
+ * it does nothing and the caller's transaction commits as usual.
+ */
+export async function appendWithDeliveriesAndCommit(trx: Knex.Transaction, entries: readonly LogEntry[]): Promise<number[]> {
+  if (entries.length === 0) return [];
+  const rows = await commitWithLastStatement<{ id: string }>(trx, `SELECT id FROM monitor_append_notifications(${LAST_STATEMENT_VALUES}) AS id`, monitorEntries(entries));
+  return rows.map((r) => Number(r.id));
+}
+
+/** The function's argument: only the monitors' kinds. */
+function monitorEntries(entries: readonly LogEntry[]): Record<string, unknown>[] {
   for (const e of entries) {
     if (!(DELIVERED_KINDS as readonly LogKind[]).includes(e.kind)) throw new Error(`appendWithDeliveries: ${e.kind} is not a monitor's kind (the gateway appends it: appendToLog)`);
   }
-  const json = entries.map((e) => ({ account_id: e.accountId, item_id: e.itemId, kind: e.kind, dedupe_key: e.dedupeKey, payload: e.payload }));
-  const { rows } = (await trx.raw('SELECT id FROM monitor_append_notifications(?::jsonb) AS id', [JSON.stringify(json)])) as { rows: { id: string }[] };
-  return rows.map((r) => Number(r.id));
+  return entries.map((e) => ({ account_id: e.accountId, item_id: e.itemId, kind: e.kind, dedupe_key: e.dedupeKey, payload: e.payload }));
 }
 
 /** Enqueues a `ping` to one webhook; returns the delivery id. */

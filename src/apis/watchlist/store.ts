@@ -1,22 +1,52 @@
 // Watchlist persistence. Every change is written with a row in watchlist_changes (which the
 // monitor relay applies to Temporal), a pg_notify and a `watchlist` message in the
-// notifications log, all in the same transaction; a transaction-scoped advisory lock serialises writers so
-// change ids commit in order (a reader asking for id > last never skips a late commit).
-// Timestamps are taken by the statement that writes, after the locks are held (never now(),
-// the transaction's start), so created_at follows id order and updated_at never moves back.
+// notifications log, all in the same transaction. Two locks, each held no longer than it must:
+// - an account's writes are serialised by a lock of that account's (its item cap, and an item
+//   never naming a webhook being deleted), held through the transaction's reads and writes;
+// - the change rows and the log's messages are written by the transaction's last statement,
+//   under the notifications log's writers' lock, and committed in the same message
+//   (db/last-statement.ts): change ids and log ids commit in order (a reader asking for
+//   id > last never skips a late commit), and that lock, which every writer of the service
+//   queues on, is held for the server's time only, never for a round trip of the network.
+// Timestamps are taken by the statement that writes, after the account's lock is held (never
+// now(), the transaction's start), so an account's created_at follows id order and updated_at
+// never moves back.
 //
 // Every item the API returns (list, read, create, update) carries its health beside the spec's
 // fields (health.ts), read after the write commits; the change log and the stream's `watchlist`
 // messages carry the spec's fields only (renderItem).
 import type { Knex } from 'knex';
 import type { Db } from '../../../db/connection.ts';
-import { appendToLog } from '../../notifications/log.ts';
+import { commitWithLastStatement, LAST_STATEMENT_VALUES } from '../../../db/last-statement.ts';
+import { logAppendCtes } from '../../notifications/log.ts';
 import { newItemFacts, withHealth } from './health.ts';
 import type { CreateItem, UpdateItem, WatchlistItem, WatchlistItemWithHealth } from './schema.ts';
 
 export const CHANGES_CHANNEL = 'watchlist_changes';
-/** Arbitrary constant naming the watchlist writers' advisory lock. */
-const WRITER_LOCK = 7_204_311;
+/** Arbitrary constant naming the class of the accounts' watchlist writers' locks (pg_advisory_xact_lock(class, key)). */
+const ACCOUNT_WRITER_LOCK_CLASS = 7_204_311;
+
+/** The account's key in that class: an int4 (two accounts sharing one only wait for each other). */
+function accountLockKey(accountId: number): number {
+  return accountId % 2_147_483_647;
+}
+
+/**
+ * The transaction's last statement: the change rows in order, their NOTIFYs, and the `watchlist`
+ * message of each in the notifications log, all under the log's writers' lock; sent with the
+ * commit (db/last-statement.ts), whose values are the changes as a JSON array.
+ */
+const RECORD_CHANGES = `WITH ${logAppendCtes(
+  `(SELECT account_id, item_id, 'watchlist' AS kind, 'watchlist:' || id AS dedupe_key, jsonb_build_object('op', op, 'item_id', item_id, 'item', item) AS payload, id AS ord FROM ch) AS e`,
+  `ch AS (
+    INSERT INTO watchlist_changes (account_id, item_id, op, item)
+    SELECT (x.c->>'account_id')::bigint, (x.c->>'item_id')::bigint, x.c->>'op', x.c->'item'
+      FROM log_lk, jsonb_array_elements(${LAST_STATEMENT_VALUES}) WITH ORDINALITY AS x(c, ord)
+     ORDER BY x.ord
+    RETURNING id, account_id, item_id, op, item),
+  ch_notified AS (SELECT count(pg_notify('${CHANGES_CHANNEL}', id::text)) AS n FROM ch)`,
+)}
+  SELECT (SELECT n FROM ch_notified) AS changes, (SELECT ids FROM log_notified) AS log_ids`;
 const JSON_COLUMNS = ['keywords', 'date_filter', 'row_filter', 'roles_json'] as const;
 const MONEY_COLUMNS = ['min_price_filter', 'max_price_filter', 'min_avg_price_threshold', 'max_avg_price_threshold'] as const;
 /** The start of the current statement: one value for every column it sets, taken once the locks are held. */
@@ -109,7 +139,7 @@ interface WriteOptions<T> {
 }
 
 /**
- * Why an item of `accountId` may not name webhook `id`, or null. Read under the writers' lock,
+ * Why an item of `accountId` may not name webhook `id`, or null. Read under the account's writers' lock,
  * which deleting a webhook also takes, so no item can come to name a deleted one.
  */
 async function webhookRefusal(trx: Knex.Transaction, accountId: number, id: number): Promise<string | null> {
@@ -147,7 +177,7 @@ export class WatchlistStore {
 
   async create(accountId: number, fields: CreateItem, maxItems: number): Promise<WatchlistItemWithHealth> {
     const facts = newItemFacts(accountId, fields);
-    const created = await this.write(async (trx) => {
+    const created = await this.write(accountId, async (trx) => {
       const live = await trx('watchlist_items').where({ client_id: accountId, deleted: false }).count('* as n').first();
       if (Number(live?.n) >= maxItems) throw new TooManyItemsError(`an account may hold at most ${maxItems} watchlist items`);
       if (fields.webhook_setting_id != null) {
@@ -178,7 +208,7 @@ export class WatchlistStore {
     // An empty PATCH changes nothing: no write, no change row, updated_at stays.
     if (Object.keys(patch).length === 0) return this.get(accountId, id);
     let refusal: string | null = null;
-    const item = await this.write(async (trx) => {
+    const item = await this.write(accountId, async (trx) => {
       const current = await trx('watchlist_items').where({ id, client_id: accountId, deleted: false }).forUpdate().first();
       if (!current) return null;
       refusal = check({ ...renderItem(current), ...patch } as WatchlistItem);
@@ -197,7 +227,7 @@ export class WatchlistStore {
   }
 
   async softDelete(accountId: number, id: number): Promise<boolean> {
-    const item = await this.write(async (trx) => {
+    const item = await this.write(accountId, async (trx) => {
       // Lock the row first so the timestamps below are taken after any concurrent writer committed.
       const current = await trx('watchlist_items').where({ id, client_id: accountId, deleted: false }).forUpdate().first('id');
       if (!current) return null;
@@ -217,65 +247,61 @@ export class WatchlistStore {
    */
   async detachWebhook(accountId: number, webhookId: number, remove: (trx: Knex.Transaction) => Promise<boolean>): Promise<boolean> {
     return this.db.transaction(async (trx) => {
-      await trx.raw('SELECT pg_advisory_xact_lock(?)', [WRITER_LOCK]);
+      await trx.raw('SELECT pg_advisory_xact_lock(?, ?)', [ACCOUNT_WRITER_LOCK_CLASS, accountLockKey(accountId)]);
       if (!(await remove(trx))) return false;
       const rows = await trx('watchlist_items')
         .where({ client_id: accountId, webhook_setting_id: String(webhookId), deleted: false })
         .update({ webhook_setting_id: null, updated_at: trx.raw(WRITE_TIME) })
         .returning('*');
-      for (const row of rows.sort((a: Row, b: Row) => Number(a.id) - Number(b.id))) await this.record(trx, { op: 'update', item: renderItem(row) });
+      await this.recordAndCommit(
+        trx,
+        rows.sort((a: Row, b: Row) => Number(a.id) - Number(b.id)).map((row) => ({ op: 'update', item: renderItem(row) })),
+      );
       return true;
     });
   }
 
   /**
-   * Runs one serialised write and records its change; `fn` returns null when nothing changed.
-   * `withLock` is a read that needs no lock, made in the statement that takes the writers' lock
-   * (evaluated before the lock is granted: it adds no round trip and no time to the serialised
-   * section); its row goes to `answer`, which turns the written item into the answer, in the
-   * transaction, before the log's append.
+   * Runs one write of `accountId`'s, serialised with the account's others, and records its
+   * change; `fn` returns null when nothing changed. `withLock` is a read that needs no lock,
+   * made in the statement that takes the account's lock (evaluated before the lock is granted:
+   * it adds no round trip and no time to the serialised section); its row goes to `answer`,
+   * which turns the written item into the answer, in the transaction, before the change is
+   * recorded and committed.
    */
-  private async write(fn: (trx: Knex.Transaction) => Promise<Change | null>): Promise<WatchlistItem | null>;
-  private async write<T>(fn: (trx: Knex.Transaction) => Promise<Change | null>, opts: WriteOptions<T>): Promise<T | null>;
-  private async write<T>(fn: (trx: Knex.Transaction) => Promise<Change | null>, opts?: WriteOptions<T>): Promise<T | WatchlistItem | null> {
+  private async write(accountId: number, fn: (trx: Knex.Transaction) => Promise<Change | null>): Promise<WatchlistItem | null>;
+  private async write<T>(accountId: number, fn: (trx: Knex.Transaction) => Promise<Change | null>, opts: WriteOptions<T>): Promise<T | null>;
+  private async write<T>(accountId: number, fn: (trx: Knex.Transaction) => Promise<Change | null>, opts?: WriteOptions<T>): Promise<T | WatchlistItem | null> {
+    const lock = [ACCOUNT_WRITER_LOCK_CLASS, accountLockKey(accountId)];
     return this.db.transaction(async (trx) => {
       // The read is a lateral of one row that always exists, so the lock is taken exactly once
       // whatever the read returns; the projection takes the lock after the read is done.
       const { rows } = (await (opts?.withLock
-        ? trx.raw(`SELECT r.*, pg_advisory_xact_lock(?) IS NULL AS locked FROM (SELECT 1) AS one LEFT JOIN LATERAL (${opts.withLock.sql}) AS r ON true`, [
-            WRITER_LOCK,
+        ? trx.raw(`SELECT r.*, pg_advisory_xact_lock(?, ?) IS NULL AS locked FROM (SELECT 1) AS one LEFT JOIN LATERAL (${opts.withLock.sql}) AS r ON true`, [
+            ...lock,
             ...opts.withLock.bindings,
           ] as Knex.RawBinding[])
-        : trx.raw('SELECT pg_advisory_xact_lock(?)', [WRITER_LOCK]))) as { rows: Record<string, unknown>[] };
+        : trx.raw('SELECT pg_advisory_xact_lock(?, ?)', lock))) as { rows: Record<string, unknown>[] };
       const change = await fn(trx);
       if (!change) return null;
-      // The answer is read before the log's append: the log writers' lock, which the monitors'
-      // notifications wait on too, is then held for the append and the commit only.
+      // The answer is read before the change is recorded: that statement commits.
       const answer = opts ? await opts.answer(trx, change.item, rows[0]!) : change.item;
-      await this.record(trx, change);
+      await this.recordAndCommit(trx, [change]);
       return answer;
     });
   }
 
-  /** The change row, its NOTIFY and the stream's `watchlist` message for one written item. */
-  private async record(trx: Knex.Transaction, change: Change): Promise<void> {
-    // The row and its NOTIFY in one round trip: the writers' lock is held meanwhile.
-    const { rows } = (await trx.raw(
-      `WITH c AS (INSERT INTO watchlist_changes (account_id, item_id, op, item) VALUES (?, ?, ?, ?) RETURNING id)
-       SELECT id, pg_notify(?, id::text) FROM c`,
-      [change.item.client_id, change.item.id, change.op, JSON.stringify(change.item), CHANGES_CHANNEL],
-    )) as { rows: { id: number }[] };
-    const id = rows[0]!.id;
-    // The account's stream clients see the change too (and a resuming client gets it in order
-    // with the notifications).
-    await appendToLog(trx, [
-      {
-        accountId: change.item.client_id,
-        itemId: change.item.id,
-        kind: 'watchlist',
-        dedupeKey: `watchlist:${id}`,
-        payload: { op: change.op, item_id: change.item.id, item: change.item },
-      },
-    ]);
+  /**
+   * The change rows, their NOTIFYs and the stream's `watchlist` messages (an account's stream
+   * clients see the change too, and a resuming client gets it in order with the notifications),
+   * in one statement sent with the commit: nothing may follow it in the transaction.
+   */
+  private async recordAndCommit(trx: Knex.Transaction, changes: Change[]): Promise<void> {
+    if (changes.length === 0) return;
+    await commitWithLastStatement(
+      trx,
+      RECORD_CHANGES,
+      changes.map((c) => ({ account_id: c.item.client_id, item_id: c.item.id, op: c.op, item: c.item })),
+    );
   }
 }
