@@ -68,8 +68,10 @@ export interface RehearsalConfig {
   cutMs: number;
   /** REHEARSAL_STOP_MS: how long a worker is SIGSTOPped (past the shard pollers' 15 s heartbeat timeout). */
   stopMs: number;
-  /** REHEARSAL_WORKERS: `split` (one scrape, one deliver worker, as docker-compose) or `all` (two of role all). */
+  /** REHEARSAL_WORKERS: `split` (scrape workers and one deliver worker, as docker-compose) or `all` (two of role all). */
   workers: 'split' | 'all';
+  /** REHEARSAL_SCRAPE_WORKERS: scrape workers sharing the shards under `split` (docker-compose's replicas: 2). */
+  scrapeWorkers: number;
   /** REHEARSAL_TEMPORAL: `server` (go.temporal.io/server on PostgreSQL, as docker-compose) or `dev` (the CLI's dev server on SQLite). */
   temporal: 'server' | 'dev';
   /** REHEARSAL_TEMPORAL_LAYOUT: the server's services `per-service` (a process each, killed in turn) or in `one-process` (as compose). */
@@ -132,6 +134,7 @@ export function rehearsalConfig(): RehearsalConfig {
     cutMs: envNumber('REHEARSAL_CUT_MS', 30_000),
     stopMs: envNumber('REHEARSAL_STOP_MS', 25_000),
     workers: oneOf('REHEARSAL_WORKERS', ['split', 'all'] as const, 'split'),
+    scrapeWorkers: Math.max(1, Math.round(envNumber('REHEARSAL_SCRAPE_WORKERS', 2))),
     cutWorker: oneOf('REHEARSAL_CUT_WORKER', ['scrape', 'deliver'] as const, 'scrape'),
     temporal,
     temporalLayout,

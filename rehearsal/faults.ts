@@ -10,7 +10,7 @@ import type { Load } from './load.ts';
 import { TemporalProductionServer, type NodeProcess, type Topology } from './topology.ts';
 
 /** What a fault takes away; a route needs some of these (truth.ts ROUTE_NEEDS). */
-export type Part = 'gateway-replica' | 'stream-replica' | 'scrape-worker' | 'deliver-worker' | 'nginx' | 'postgres' | 'temporal' | 'none';
+export type Part = 'gateway-replica' | 'stream-replica' | 'scrape-worker' | 'scrape-worker-replica' | 'deliver-worker' | 'nginx' | 'postgres' | 'temporal' | 'none';
 
 export interface Window {
   name: string;
@@ -29,7 +29,16 @@ export interface Window {
   skipped: string | null;
   /** Why the fault itself failed (it threw), or null: such a window fails the verdict. */
   faultError: string | null;
+  /**
+   * A scrape worker lost while another runs: when every watched target had been polled again
+   * with it still down (the others took its shards over); null: not within the wait. Absent for
+   * every other fault.
+   */
+  takeoverAt?: number | null;
 }
+
+/** How long a scrape worker's death or stall is waited out for the others to take its shards over. */
+const TAKEOVER_WAIT_MS = 60_000;
 
 interface FaultDef {
   title: string;
@@ -44,6 +53,22 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
   const cut = cfg.cutWorker === 'scrape' ? topo.scrapeWorker : topo.deliverWorker;
   const cutPart: Part = cfg.cutWorker === 'scrape' ? 'scrape-worker' : 'deliver-worker';
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+  const takeover = topo.pollers.length > 1;
+  /**
+   * With the scrape worker `n` down (killed or stopped), until the other pollers have polled
+   * every target: its shard pollers' heartbeats time out (15 s) and their retries go to a live
+   * worker. Recorded on the window; the verdict wants it within 30 s.
+   */
+  const awaitTakeover = async (w: Window, n: NodeProcess) => {
+    w.takeoverAt = await waitForPolls(topo, load, w.downAt!, TAKEOVER_WAIT_MS);
+    const others = topo.pollers.filter((p) => p !== n).map((p) => p.name).join(', ');
+    w.notes.push(
+      w.takeoverAt
+        ? `${others} polled every target again ${s(w.takeoverAt - w.downAt!)} after ${n.name} went down, with it still down`
+        : `${others} had NOT polled every target within ${s(TAKEOVER_WAIT_MS)} of ${n.name} going down`,
+    );
+  };
 
   /** SIGKILL, then the supervisor's restart at once (compose: restart unless-stopped). */
   const killAndRestart = (n: NodeProcess) => async (w: Window) => {
@@ -77,16 +102,40 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
   return {
     'gateway-kill': { title: 'SIGKILL of a gateway, then its restart', part: 'gateway-replica', run: killAndRestart(topo.gateways[0]!) },
     'stream-kill': { title: 'SIGKILL of a stream node, then its restart', part: 'stream-replica', run: killAndRestart(topo.streams[0]!) },
-    'scrape-worker-kill': { title: `SIGKILL of the ${topo.scrapeWorker.name}, then its restart`, part: cfg.workers === 'split' ? 'scrape-worker' : 'none', run: killAndRestart(topo.scrapeWorker) },
+    'scrape-worker-kill': takeover
+      ? {
+          title: `SIGKILL of ${topo.scrapeWorker.name}, down until the other scrape workers poll every target (at most ${s(TAKEOVER_WAIT_MS)}), then its restart`,
+          part: 'scrape-worker-replica',
+          run: async (w) => {
+            const n = topo.scrapeWorker;
+            w.downAt = Date.now();
+            await n.kill();
+            await awaitTakeover(w, n);
+            const ms = await n.start();
+            w.backAt = Date.now();
+            w.notes.push(`${n.name} restarted: serving again in ${s(ms)}`);
+            return null;
+          },
+        }
+      : { title: `SIGKILL of the ${topo.scrapeWorker.name}, then its restart`, part: cfg.workers === 'split' ? 'scrape-worker' : 'none', run: killAndRestart(topo.scrapeWorker) },
     'deliver-worker-kill': { title: `SIGKILL of the ${topo.deliverWorker.name}, then its restart`, part: cfg.workers === 'split' ? 'deliver-worker' : 'none', run: killAndRestart(topo.deliverWorker) },
     'nginx-kill': { title: 'SIGKILL of nginx (master and workers), then its restart', part: 'nginx', run: restartNginx(() => topo.nginx.kill()) },
     'worker-sigstop': {
-      title: `SIGSTOP of the ${cut.name} for ${s(cfg.stopMs)} (past the shard pollers' 15 s heartbeat timeout), then SIGCONT`,
-      part: cfg.workers === 'split' ? cutPart : 'none',
+      title:
+        takeover && cfg.cutWorker === 'scrape'
+          ? `SIGSTOP of ${cut.name} for at least ${s(cfg.stopMs)} and until the other scrape workers poll every target, then SIGCONT`
+          : `SIGSTOP of the ${cut.name} for ${s(cfg.stopMs)} (past the shard pollers' 15 s heartbeat timeout), then SIGCONT`,
+      part: takeover && cfg.cutWorker === 'scrape' ? 'scrape-worker-replica' : cfg.workers === 'split' ? cutPart : 'none',
       run: async (w) => {
         w.downAt = Date.now();
         cut.signal('SIGSTOP');
-        await sleep(cfg.stopMs);
+        // Applied only if the kernel says so: every process of its group stopped.
+        const stopped = await cut.waitForState('T', 2_000);
+        if (!stopped.ok) throw new Error(`SIGSTOP sent to ${cut.name} but not applied: ${stopped.detail}`);
+        w.notes.push(`${cut.name} stopped: ${stopped.detail} (read from /proc)`);
+        if (takeover && cfg.cutWorker === 'scrape') await awaitTakeover(w, cut);
+        const left = w.downAt + cfg.stopMs - Date.now();
+        if (left > 0) await sleep(left);
         cut.signal('SIGCONT');
         w.backAt = Date.now();
         return null;

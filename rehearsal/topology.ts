@@ -30,7 +30,7 @@ import { startSimulator, type Simulator } from '../src/simulator/server.ts';
 import { newWebhookKey } from '../src/webhooks/secret-box.ts';
 import { resolveTemporalCli } from '../temporal/binary.ts';
 import { startDevServer, type DevServer } from '../temporal/dev-server.ts';
-import { isRunning } from '../temporal/processes.ts';
+import { isRunning, processState } from '../temporal/processes.ts';
 import { reserveTemporalPorts, TemporalCluster } from '../temporal/production-server.ts';
 import { resolveTemporalServer, TEMPORAL_SERVER_VERSION } from '../temporal/server-binary.ts';
 import type { RehearsalConfig } from './config.ts';
@@ -156,6 +156,27 @@ export class NodeProcess {
   /** SIGSTOP / SIGCONT to the whole group. */
   signal(signal: 'SIGSTOP' | 'SIGCONT'): void {
     if (this.child?.pid && this.running) signalGroup(this.child.pid, signal);
+  }
+
+  /**
+   * Until every process of its group (node and tsx's helpers; Chromium has a group of its own) is
+   * in `state` by /proc (`T`: stopped), at most `ms`: whether a signal to the group took effect,
+   * and what /proc said.
+   */
+  async waitForState(state: string, ms: number): Promise<{ ok: boolean; detail: string }> {
+    const pid = this.child?.pid;
+    if (!pid || !this.running) return { ok: false, detail: `${this.name} is not running` };
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const states = treePids(pid, processTable())
+        .map((p) => [p, processState(p)] as const)
+        .filter(([, st]) => st !== null && st.pgrp === pid)
+        .map(([p, st]) => [p, st!.state] as const);
+      const others = states.filter(([, st]) => st !== state);
+      if (states.length > 0 && others.length === 0) return { ok: true, detail: `${states.length} processes in state ${state}` };
+      if (Date.now() > deadline) return { ok: false, detail: `${others.map(([p, st]) => `pid ${p} in state ${st}`).join(', ') || 'no process found'}` };
+      await sleep(20);
+    }
   }
 
   /** The last lines of its log, for a failure message. */
@@ -446,8 +467,10 @@ export interface Topology {
   gateways: NodeProcess[];
   streams: NodeProcess[];
   workers: NodeProcess[];
-  /** The worker the scrape-side faults take (role scrape, or the first of role all), and the delivery one. */
+  /** The worker the scrape-side faults take (the first of role scrape, or of role all), and the delivery one. */
   scrapeWorker: NodeProcess;
+  /** Every worker that polls: the scrape workers (or those of role all), which share the shards. */
+  pollers: NodeProcess[];
   deliverWorker: NodeProcess;
   nodes: NodeProcess[];
   /** nginx's address: what every client uses. */
@@ -567,9 +590,9 @@ export async function startTopology(cfg: RehearsalConfig, life: Lifecycle, progr
     streams.push(node(name, 'stream', null, 'src/stream/main.ts', env, `http://127.0.0.1:${metrics}/metrics`));
   }
   const workers: NodeProcess[] = [];
-  const roles = cfg.workers === 'split' ? (['scrape', 'deliver'] as const) : (['all', 'all'] as const);
+  const roles: ('scrape' | 'deliver' | 'all')[] = cfg.workers === 'split' ? [...Array<'scrape'>(cfg.scrapeWorkers).fill('scrape'), 'deliver'] : ['all', 'all'];
   for (const [i, role] of roles.entries()) {
-    const name = cfg.workers === 'split' ? `${role}-worker` : `worker-${i + 1}`;
+    const name = cfg.workers === 'all' ? `worker-${i + 1}` : role === 'scrape' && cfg.scrapeWorkers > 1 ? `scrape-worker-${i + 1}` : `${role}-worker`;
     const metrics = await reservePort();
     // The scrape worker holds no secret (it refuses to start with one) and connects as its own role.
     const secrets = role === 'scrape' ? {} : service;
@@ -605,6 +628,7 @@ export async function startTopology(cfg: RehearsalConfig, life: Lifecycle, progr
     streams,
     workers,
     scrapeWorker: workers.find((w) => w.role === 'scrape') ?? workers[0]!,
+    pollers: workers.filter((w) => w.role !== 'deliver'),
     deliverWorker: workers.find((w) => w.role === 'deliver') ?? workers[1]!,
     nodes,
     publicUrl: nginx.url,

@@ -28,6 +28,9 @@ export function recoveryLimitS(window: WindowFigures['window']): number {
   return window.name.endsWith('worker-kill') ? 30 : 15;
 }
 
+/** The issue's target for a scrape worker's takeover by another. */
+const TAKEOVER_LIMIT_S = 30;
+
 const s1 = (v: number | null) => (v === null ? '–' : v.toFixed(1));
 const list = (items: string[]) => (items.length ? `: ${items.join('; ')}` : '');
 
@@ -99,6 +102,15 @@ export function verdict(perWindow: WindowFigures[], totals: Totals, opts: { with
             `${p.window.name} first ${p.flowFirstS === null ? 'none' : `${s1(p.flowFirstS)} s`}, polls back ${p.window.pollsBackAt === null ? 'never' : `${s1((p.window.pollsBackAt - p.window.backAt!) / 1000)} s`}, ${p.lateAfterBack} late`,
         ),
       ]),
+  );
+  // A scrape worker killed or stopped while another runs: its shards must move, not wait for it.
+  const takeovers = ran.filter((p) => p.window.takeoverAt !== undefined);
+  const slowTakeover = takeovers.filter((p) => p.window.takeoverAt === null || (p.window.takeoverAt! - p.window.downAt!) / 1000 > TAKEOVER_LIMIT_S);
+  check(
+    `A lost scrape worker's targets polled by the others within ${TAKEOVER_LIMIT_S} s, with it still down`,
+    slowTakeover.length === 0,
+    `${takeovers.length} faults` +
+      list(takeovers.map((p) => `${p.window.name} ${p.window.takeoverAt ? `${s1((p.window.takeoverAt - p.window.downAt!) / 1000)} s` : 'never'}`)),
   );
   check(
     'No target polled twice in one interval',

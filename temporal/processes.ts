@@ -30,6 +30,21 @@ export function isRunning(pid: number): boolean {
   }
 }
 
+/**
+ * The process's state letter from /proc (R, S, D, T for stopped, Z) and its process group, or
+ * null when it is gone or unknown.
+ */
+export function processState(pid: number): { state: string; pgrp: number } | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // After the command's closing parenthesis: state, ppid, pgrp, ...
+    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return state ? { state, pgrp: Number(pgrp) } : null;
+  } catch {
+    return null;
+  }
+}
+
 /** The process's command line, '' when unknown (gone, or no /proc). */
 export function commandLine(pid: number): string {
   try {

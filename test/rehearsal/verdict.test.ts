@@ -62,7 +62,8 @@ function cleanRun(): WindowFigures[] {
   return [
     figures(window('warm-up', T0)),
     figures(window('pg-restart', T0 + 60_000)),
-    figures(window('scrape-worker-kill', T0 + 120_000)),
+    // Another scrape worker polled every target 22 s after the kill.
+    figures(window('scrape-worker-kill', T0 + 120_000, { takeoverAt: T0 + 120_000 + 1_000 + 22_000 })),
     figures(window('after', T0 + 180_000), { notifications: notifications({ expected: 0, webhookExpected: 0, changes: 0 }), credits: credits({ paidRequests: 0 }) }),
   ];
 }
@@ -136,6 +137,8 @@ describe('the rehearsal verdict', () => {
     ['a part that never came back', () => failing(withWindow(1, (p) => ({ ...p, window: { ...p.window, backAt: null } }))), 'Notifications flow again'],
     ['changes late after the return', () => failing(withWindow(2, (p) => ({ ...p, lateAfterBack: 2 }))), 'Notifications flow again'],
     ['a double poll', () => failing(withWindow(2, (p) => ({ ...p, doublePolls: 1 }))), 'No target polled twice in one interval'],
+    ["a scrape worker's targets never taken over", () => failing(withWindow(2, (p) => ({ ...p, window: { ...p.window, takeoverAt: null } }))), "A lost scrape worker's targets polled by the others"],
+    ["a takeover 31 s after the worker's death", () => failing(withWindow(2, (p) => ({ ...p, window: { ...p.window, takeoverAt: p.window.downAt! + 31_000 } }))), "A lost scrape worker's targets polled by the others"],
     ['a fault that threw', () => failing(withWindow(1, (p) => ({ ...p, window: { ...p.window, faultError: 'toxic refused' } }))), 'Every fault ran'],
     ['a fault that was skipped', () => failing(withWindow(2, (p) => ({ ...p, window: { ...p.window, skipped: 'no split workers' } }))), 'Every fault ran'],
     ['a fault window with nothing expected', () => failing(withWindow(1, (p) => ({ ...p, notifications: notifications({ expected: 0 }) }))), 'Every window expected'],
