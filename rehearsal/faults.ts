@@ -2,12 +2,13 @@
 // the fault's start to the next fault's start: the part goes down (downAt), comes back (backAt),
 // the API is waited for (the recovery wait: GET /usage through nginx answers again), then the
 // load runs on for the settle time so late effects land in the window that caused them.
+import net from 'node:net';
 import pg from 'pg';
 import type { Lifecycle } from '../bench/monitors/lifecycle.ts';
 import { sleep } from '../bench/monitors/support.ts';
 import type { FaultName, RehearsalConfig } from './config.ts';
 import type { Load } from './load.ts';
-import { TemporalProductionServer, type NodeProcess, type Topology } from './topology.ts';
+import { TemporalProductionServer, viaPort, type NodeProcess, type Topology } from './topology.ts';
 
 /** What a fault takes away; a route needs some of these (truth.ts ROUTE_NEEDS). */
 export type Part = 'gateway-replica' | 'stream-replica' | 'scrape-worker' | 'scrape-worker-replica' | 'deliver-worker' | 'nginx' | 'postgres' | 'temporal' | 'none';
@@ -90,14 +91,38 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
     return null;
   };
 
-  /** A window for `ms` with `during` applied to a Toxiproxy proxy of each name, undone after. */
-  const withProxies = async (w: Window, ms: number, apply: () => Promise<void>, undo: () => Promise<void>) => {
-    w.downAt = Date.now();
+  /**
+   * A window of `ms` with a change to Toxiproxy proxies: applied, verified (read back and its
+   * effect measured; a fault that did not take throws), and only then does its clock start.
+   */
+  const withProxies = async (w: Window, ms: number, apply: () => Promise<void>, verify: () => Promise<string>, undo: () => Promise<void>) => {
     await apply();
+    w.notes.push(await verify());
+    w.downAt = Date.now();
     await sleep(ms);
     await undo();
     w.backAt = Date.now();
   };
+  /** A cut: each proxy read back disabled, and a new connection to it refused. */
+  const cutProxies = (w: Window, names: string[]) =>
+    withProxies(
+      w,
+      cfg.cutMs,
+      async () => {
+        for (const n of names) await topo.toxi.setEnabled(n, false);
+      },
+      async () => {
+        for (const n of names) {
+          const state = await topo.toxi.inspect(n);
+          if (state.enabled) throw new Error(`proxy ${n} still enabled after it was disabled`);
+          if (await connects(state.listen)) throw new Error(`proxy ${n} disabled, but a connection to ${state.listen} was accepted`);
+        }
+        return `${names.join(', ')}: read back disabled, a new connection to each refused`;
+      },
+      async () => {
+        for (const n of names) await topo.toxi.setEnabled(n, true);
+      },
+    );
 
   return {
     'gateway-kill': { title: 'SIGKILL of a gateway, then its restart', part: 'gateway-replica', run: killAndRestart(topo.gateways[0]!) },
@@ -160,12 +185,22 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
         const client = new pg.Client({ connectionString: topo.pg.adminUrl, application_name: 'rehearsal-terminate' });
         await client.connect();
         try {
-          w.downAt = w.backAt = Date.now();
-          const { rows } = await client.query<{ n: number }>(
-            `SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
+          const { rows } = await client.query<{ pid: number }>(
+            `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND pg_terminate_backend(pid)`,
             [topo.pg.database],
           );
-          w.notes.push(`${rows[0]!.n} backends terminated`);
+          // Applied only if there was something to drop, and it is gone.
+          if (rows.length === 0) throw new Error('no backend of the service database to terminate');
+          const pids = rows.map((r) => r.pid);
+          const deadline = Date.now() + 5_000;
+          let left = pids.length;
+          while (left > 0 && Date.now() < deadline) {
+            left = (await client.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE pid = ANY($1)', [pids])).rows[0]!.n;
+            if (left > 0) await sleep(20);
+          }
+          if (left > 0) throw new Error(`${left} of ${pids.length} terminated backends still there after 5 s`);
+          w.downAt = w.backAt = Date.now();
+          w.notes.push(`${pids.length} backends terminated, every one gone from pg_stat_activity`);
         } finally {
           await client.end();
         }
@@ -184,6 +219,17 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
             for (const n of names) await topo.toxi.addToxic(n, { name: 'slow', type: 'latency', attributes: { latency: PG_LATENCY_MS, jitter: 0 } });
           },
           async () => {
+            for (const n of names) {
+              const toxic = (await topo.toxi.inspect(n)).toxics.find((t) => t.name === 'slow');
+              if (toxic?.attributes.latency !== PG_LATENCY_MS) throw new Error(`proxy ${n} reads back without its ${PG_LATENCY_MS} ms latency toxic`);
+            }
+            // Its effect, measured: a query through the first proxy, on a connection opened before it is timed.
+            const first = topo.proxies.values().next().value!.pg;
+            const ms = await timedQuery(viaPort(topo.pg.adminUrl, first.port));
+            if (ms < PG_LATENCY_MS) throw new Error(`a query through ${first.name} took ${ms} ms: the latency toxic did not take`);
+            return `${names.length} proxies read back with the toxic; SELECT 1 through ${first.name} took ${ms} ms`;
+          },
+          async () => {
             for (const n of names) await topo.toxi.removeToxic(n, 'slow');
           },
         );
@@ -194,8 +240,7 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
       title: `the ${cut.name} cut off from PostgreSQL for ${s(cfg.cutMs)} (its proxy disabled: connections closed, new ones refused)`,
       part: cfg.workers === 'split' ? cutPart : 'none',
       run: async (w) => {
-        const name = topo.proxies.get(cut.name)!.pg.name;
-        await withProxies(w, cfg.cutMs, () => topo.toxi.setEnabled(name, false), () => topo.toxi.setEnabled(name, true));
+        await cutProxies(w, [topo.proxies.get(cut.name)!.pg.name]);
         return null;
       },
     },
@@ -203,8 +248,7 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
       title: `the ${cut.name} cut off from Temporal for ${s(cfg.cutMs)} (its proxy disabled)`,
       part: cfg.workers === 'split' ? cutPart : 'none',
       run: async (w) => {
-        const name = topo.proxies.get(cut.name)!.temporal!.name;
-        await withProxies(w, cfg.cutMs, () => topo.toxi.setEnabled(name, false), () => topo.toxi.setEnabled(name, true));
+        await cutProxies(w, [topo.proxies.get(cut.name)!.temporal!.name]);
         return null;
       },
     },
@@ -251,7 +295,7 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
       run: async (w) => {
         const proxy = topo.temporal instanceof TemporalProductionServer ? topo.temporal.pgProxy : null;
         if (!proxy) throw new Error('the dev server keeps its state in SQLite: it has no database to cut');
-        await withProxies(w, cfg.cutMs, () => topo.toxi.setEnabled(proxy, false), () => topo.toxi.setEnabled(proxy, true));
+        await cutProxies(w, [proxy]);
         return null;
       },
     },
@@ -376,4 +420,35 @@ export async function runSchedule(topo: Topology, cfg: RehearsalConfig, load: Lo
 export function fmtElapsed(ms: number): string {
   const s = Math.round(ms / 1000);
   return `${String(Math.floor(s / 60)).padStart(2, '0')}:${String(s % 60).padStart(2, '0')}`;
+}
+
+/** Whether a TCP connection to host:port is accepted (a cut proxy refuses it). */
+function connects(address: string): Promise<boolean> {
+  const [host, port] = address.split(':');
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port: Number(port) });
+    socket.setTimeout(2_000);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
+/** Milliseconds of a `SELECT 1` through `url`, on a connection opened before the clock starts. */
+async function timedQuery(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url, application_name: 'rehearsal-verify' });
+  await client.connect();
+  try {
+    const t0 = performance.now();
+    await client.query('SELECT 1');
+    return Math.round(performance.now() - t0);
+  } finally {
+    await client.end();
+  }
 }

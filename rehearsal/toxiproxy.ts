@@ -36,7 +36,16 @@ export interface Toxiproxy {
   setEnabled(name: string, enabled: boolean): Promise<void>;
   addToxic(proxy: string, toxic: { name: string; type: string; stream?: 'upstream' | 'downstream'; attributes: Record<string, number> }): Promise<void>;
   removeToxic(proxy: string, toxic: string): Promise<void>;
+  /** The proxy as Toxiproxy holds it now: a fault is read back before its clock starts. */
+  inspect(name: string): Promise<ProxyState>;
   stop(): Promise<void>;
+}
+
+export interface ProxyState {
+  name: string;
+  listen: string;
+  enabled: boolean;
+  toxics: { name: string; type: string; stream: string; attributes: Record<string, number> }[];
 }
 
 /** The binary, built on first use; throws with the fix when it cannot be had. */
@@ -67,7 +76,7 @@ export async function startToxiproxy(binary: string, onSpawn: (pid: number) => v
     await new Promise((r) => setTimeout(r, 100));
   }
 
-  const call = async (method: string, path: string, body?: unknown): Promise<void> => {
+  const call = async (method: string, path: string, body?: unknown): Promise<string> => {
     const res = await fetch(`${api}${path}`, {
       method,
       headers: body === undefined ? {} : { 'content-type': 'application/json' },
@@ -76,15 +85,17 @@ export async function startToxiproxy(binary: string, onSpawn: (pid: number) => v
     });
     const text = await res.text();
     if (!res.ok) throw new Error(`Toxiproxy ${method} ${path}: ${res.status} ${text}`);
+    return text;
   };
 
   return {
     pid: child.pid!,
     api,
-    create: (spec) => call('POST', '/proxies', { ...spec, enabled: true }),
-    setEnabled: (name, enabled) => call('POST', `/proxies/${name}`, { enabled }),
-    addToxic: (proxy, t) => call('POST', `/proxies/${proxy}/toxics`, { name: t.name, type: t.type, stream: t.stream ?? 'downstream', toxicity: 1, attributes: t.attributes }),
-    removeToxic: (proxy, toxic) => call('DELETE', `/proxies/${proxy}/toxics/${toxic}`),
+    create: async (spec) => void (await call('POST', '/proxies', { ...spec, enabled: true })),
+    setEnabled: async (name, enabled) => void (await call('POST', `/proxies/${name}`, { enabled })),
+    addToxic: async (proxy, t) => void (await call('POST', `/proxies/${proxy}/toxics`, { name: t.name, type: t.type, stream: t.stream ?? 'downstream', toxicity: 1, attributes: t.attributes })),
+    removeToxic: async (proxy, toxic) => void (await call('DELETE', `/proxies/${proxy}/toxics/${toxic}`)),
+    inspect: async (name) => JSON.parse(await call('GET', `/proxies/${name}`)) as ProxyState,
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');

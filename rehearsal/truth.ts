@@ -45,7 +45,17 @@ export interface RouteFigures {
   /** Seconds from the part's return to the last failure in the window (negative: all before it). */
   lastFailureAfterBackS: number | null;
   needsPart: boolean;
+  /**
+   * Of the failures, requests that were in flight when a replica (a gateway, a stream node) was
+   * killed, and failed within KILLED_IN_FLIGHT_MS of it: the killed process had them, and nginx
+   * retries no request that may have been half done (a POST) elsewhere. They needed that replica.
+   */
+  killedInFlight: number;
 }
+
+/** A failure this soon after a replica's kill, of a request sent before it, was the killed replica's. */
+const KILLED_IN_FLIGHT_MS = 5_000;
+const REPLICA_PARTS: readonly Part[] = ['gateway-replica', 'stream-replica'];
 
 export interface NotificationFigures {
   changes: number;
@@ -379,7 +389,7 @@ export async function checkTruth(topo: Topology, cfg: RehearsalConfig, load: Loa
     const routes = perWindow[wi]!.routes;
     let r = routes.get(rec.route);
     if (!r) {
-      r = { requests: 0, fivexx: 0, fivexxSeconds: 0, noAnswer: 0, failures: new Map(), slowestMs: 0, lastFailureAfterBackS: null, needsPart: routeNeeds(rec.route, cfg.workers).includes(w.part) };
+      r = { requests: 0, fivexx: 0, fivexxSeconds: 0, noAnswer: 0, failures: new Map(), slowestMs: 0, lastFailureAfterBackS: null, needsPart: routeNeeds(rec.route, cfg.workers).includes(w.part), killedInFlight: 0 };
       routes.set(rec.route, r);
     }
     r.requests++;
@@ -390,6 +400,7 @@ export async function checkTruth(topo: Topology, cfg: RehearsalConfig, load: Loa
     else r.fivexx++;
     const label = rec.status === 0 ? `no answer (${rec.error ?? '?'})` : String(rec.status);
     r.failures.set(label, (r.failures.get(label) ?? 0) + 1);
+    if (REPLICA_PARTS.includes(w.part) && w.downAt !== null && rec.sentAt < w.downAt && rec.doneAt >= w.downAt && rec.doneAt - w.downAt <= KILLED_IN_FLIGHT_MS) r.killedInFlight++;
     if (w.backAt !== null) {
       const after = (rec.doneAt - w.backAt) / 1000;
       r.lastFailureAfterBackS = r.lastFailureAfterBackS === null ? after : Math.max(r.lastFailureAfterBackS, after);

@@ -19,7 +19,7 @@ function credits(over: Partial<CreditFigures> = {}): CreditFigures {
 }
 
 function route(over: Partial<RouteFigures> = {}): RouteFigures {
-  return { requests: 50, fivexx: 0, fivexxSeconds: 0, noAnswer: 0, failures: new Map(), slowestMs: 120, lastFailureAfterBackS: null, needsPart: false, ...over };
+  return { requests: 50, fivexx: 0, fivexxSeconds: 0, noAnswer: 0, failures: new Map(), slowestMs: 120, lastFailureAfterBackS: null, needsPart: false, killedInFlight: 0, ...over };
 }
 
 function window(name: string, at: number, over: Partial<Window> = {}): Window {
@@ -127,6 +127,11 @@ describe('the rehearsal verdict', () => {
       'No 5xx from a route that does not need the failed part',
     ],
     [
+      "a 5xx beside the requests the killed replica had",
+      () => failing(withWindow(1, (p) => ({ ...p, routes: new Map([['POST /events/scrape', route({ fivexx: 2, killedInFlight: 1 })]]) }))),
+      'No 5xx from a route that does not need the failed part',
+    ],
+    [
       'a route that needs the part failing 20 s after its return',
       () => failing(withWindow(1, (p) => ({ ...p, routes: new Map([['GET /events/ping', route({ needsPart: true, fivexx: 3, lastFailureAfterBackS: 20 })]]) }))),
       'Routes that need the part back within 15 s of it',
@@ -159,6 +164,11 @@ describe('the rehearsal verdict', () => {
     const failed = run();
     expect(failed).toHaveLength(1);
     expect(failed[0]).toContain(check);
+  });
+
+  it("excuses a request the killed replica had when it died, and only that one", () => {
+    const run = withWindow(1, (p) => ({ ...p, routes: new Map([['POST /events/scrape', route({ fivexx: 1, killedInFlight: 1 })]]) }));
+    expect(failing(run)).toEqual([]);
   });
 
   it('a run that counted nothing fails, though nothing was missed', () => {
