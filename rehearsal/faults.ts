@@ -7,11 +7,12 @@ import pg from 'pg';
 import type { Lifecycle } from '../bench/monitors/lifecycle.ts';
 import { sleep } from '../bench/monitors/support.ts';
 import type { FaultName, RehearsalConfig } from './config.ts';
+import type { Answer } from '../test/support/webhook-receiver.ts';
 import type { Load } from './load.ts';
 import { TemporalProductionServer, viaPort, type NodeProcess, type Topology } from './topology.ts';
 
 /** What a fault takes away; a route needs some of these (truth.ts ROUTE_NEEDS). */
-export type Part = 'gateway-replica' | 'stream-replica' | 'scrape-worker' | 'scrape-worker-replica' | 'deliver-worker' | 'nginx' | 'postgres' | 'temporal' | 'none';
+export type Part = 'gateway-replica' | 'stream-replica' | 'scrape-worker' | 'scrape-worker-replica' | 'deliver-worker' | 'webhook-receiver' | 'platform' | 'nginx' | 'postgres' | 'temporal' | 'none';
 
 export interface Window {
   name: string;
@@ -49,6 +50,10 @@ interface FaultDef {
 }
 
 const PG_LATENCY_MS = 300;
+/** A slow receiver's answer: well inside the sender's 10 s time-out (a later one is a failed attempt, retried). */
+const RECEIVER_SLOW_MS = 4_000;
+/** A slow platform's answer: twice the rehearsal's poll interval. */
+const PLATFORM_SLOW_MS = 4_000;
 
 export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, progress: (m: string) => void): Record<FaultName, FaultDef> {
   const cut = cfg.cutWorker === 'scrape' ? topo.scrapeWorker : topo.deliverWorker;
@@ -69,6 +74,31 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
         ? `${others} polled every target again ${s(w.takeoverAt - w.downAt!)} after ${n.name} went down, with it still down`
         : `${others} had NOT polled every target within ${s(TAKEOVER_WAIT_MS)} of ${n.name} going down`,
     );
+  };
+
+  /** Every receiver answering so for the cut's length (in this process: set is applied), then as usual. */
+  const receiversAnswer = async (w: Window, answer: Answer) => {
+    const receivers = load.receivers();
+    for (const r of receivers) r.fallback = answer;
+    w.notes.push(`${receivers.length} receivers answering ${answer === 'hang' ? 'nothing' : `${answer.status}${answer.delayMs ? ` after ${s(answer.delayMs)}` : ''}`}`);
+    w.downAt = Date.now();
+    await sleep(cfg.cutMs);
+    for (const r of receivers) r.fallback = { status: 204 };
+    w.backAt = Date.now();
+    return null;
+  };
+
+  /** The simulator answering `targets` so for the cut's length, then as usual; read back from its store first. */
+  const platformBehaves = async (w: Window, targets: Load['targets'], fields: Parameters<Load['setBehaviour']>[1] & object) => {
+    load.setBehaviour(targets, fields);
+    const off = targets.filter((t) => topo.sim.store.get('pf_03', t.key)?.behaviour !== fields.behaviour);
+    if (off.length) throw new Error(`${off.length} targets read back without behaviour ${fields.behaviour}`);
+    w.notes.push(`${targets.length} of ${load.targets.length} targets read back as ${fields.behaviour}`);
+    w.downAt = Date.now();
+    await sleep(cfg.cutMs);
+    load.setBehaviour(targets, null);
+    w.backAt = Date.now();
+    return null;
   };
 
   /** SIGKILL, then the supervisor's restart at once (compose: restart unless-stopped). */
@@ -287,6 +317,70 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
         }
         return null;
       },
+    },
+    'deliver-worker-cut-pg': {
+      title: `the ${topo.deliverWorker.name} cut off from PostgreSQL for ${s(cfg.cutMs)} (its proxy disabled)`,
+      part: 'deliver-worker',
+      run: async (w) => {
+        await cutProxies(w, [topo.proxies.get(topo.deliverWorker.name)!.pg.name]);
+        return null;
+      },
+    },
+    'deliver-worker-cut-temporal': {
+      title: `the ${topo.deliverWorker.name} cut off from Temporal for ${s(cfg.cutMs)} (its proxy disabled)`,
+      part: 'deliver-worker',
+      run: async (w) => {
+        await cutProxies(w, [topo.proxies.get(topo.deliverWorker.name)!.temporal!.name]);
+        return null;
+      },
+    },
+    'stream-cut-pg': {
+      title: `${topo.streams[0]!.name} cut off from PostgreSQL for ${s(cfg.cutMs)} (its proxy disabled); its clients stay or move to the other node`,
+      part: 'stream-replica',
+      run: async (w) => {
+        await cutProxies(w, [topo.proxies.get(topo.streams[0]!.name)!.pg.name]);
+        return null;
+      },
+    },
+    'webhook-receiver-down': {
+      title: `every webhook receiver down for ${s(cfg.cutMs)} (connections refused), then up on the same port`,
+      part: 'webhook-receiver',
+      run: async (w) => {
+        const receivers = load.receivers();
+        for (const r of receivers) await r.down();
+        for (const r of receivers) if (await connects(new URL(r.url).host)) throw new Error(`the receiver at ${r.url} is down but accepted a connection`);
+        w.notes.push(`${receivers.length} receivers down: a new connection to each refused`);
+        w.downAt = Date.now();
+        await sleep(cfg.cutMs);
+        for (const r of receivers) await r.up();
+        w.backAt = Date.now();
+        return null;
+      },
+    },
+    'webhook-receiver-slow': {
+      title: `every webhook receiver answering ${s(RECEIVER_SLOW_MS)} late for ${s(cfg.cutMs)} (inside the sender's 10 s time-out)`,
+      part: 'webhook-receiver',
+      run: (w) => receiversAnswer(w, { status: 204, delayMs: RECEIVER_SLOW_MS }),
+    },
+    'webhook-receiver-500': {
+      title: `every webhook receiver answering 500 for ${s(cfg.cutMs)}: each delivery is retried on its schedule, and arrives once`,
+      part: 'webhook-receiver',
+      run: (w) => receiversAnswer(w, { status: 500 }),
+    },
+    'platform-slow': {
+      title: `pf_03 answering every watched event ${s(PLATFORM_SLOW_MS)} late for ${s(cfg.cutMs)}`,
+      part: 'platform',
+      run: (w) => platformBehaves(w, load.targets, { behaviour: 'slow', delay_ms: PLATFORM_SLOW_MS }),
+    },
+    'platform-refusing': {
+      title: `pf_03 refusing every watched event (429, Retry-After 5 s) for ${s(cfg.cutMs)}`,
+      part: 'platform',
+      run: (w) => platformBehaves(w, load.targets, { behaviour: 'blocked', blocked_status: 429, retry_after_s: 5 }),
+    },
+    'platform-half': {
+      title: `pf_03 answering half the watched events with a page whose offers never load (a partial page) for ${s(cfg.cutMs)}: no false alert`,
+      part: 'platform',
+      run: (w) => platformBehaves(w, load.targets.filter((_, i) => i % 2 === 0), { behaviour: 'malformed' }),
     },
     ...temporalServiceKills(topo, s),
     'temporal-cut-pg': {

@@ -13,7 +13,7 @@ import { changeKey } from '../bench/monitors/stream-clients.ts';
 import { inParallel, sleep } from '../bench/monitors/support.ts';
 import { NotificationStream, type Disconnect } from '../clients/typescript/src/index.ts';
 import { createAccount, createKey } from '../src/accounts/operations.ts';
-import { simEventInputSchema } from '../src/simulator/state.ts';
+import { simEventInputSchema, type SimEventInput } from '../src/simulator/state.ts';
 import { startReceiver, type Receiver } from '../test/support/webhook-receiver.ts';
 import type { RehearsalConfig } from './config.ts';
 import type { Topology } from './topology.ts';
@@ -81,8 +81,8 @@ export interface Change {
   stock: number;
   /** Date.now() right before the simulator applied it. */
   putAt: number;
-  /** Requests the target had served before it (the simulator's count). */
-  hitsBefore: number;
+  /** Whole pages the target had served before it (the simulator's `reads`): a later one saw it. */
+  readsBefore: number;
 }
 
 /** One account's stream, the TypeScript client through nginx; what it delivered, when. */
@@ -152,6 +152,8 @@ export class Load {
   readonly items = new Map<number, Item>();
   readonly accounts: Account[] = [];
   readonly targets: Target[] = [];
+  /** A platform fault's behaviour per target key, kept through every inventory change. */
+  private readonly behaviours = new Map<string, Partial<SimEventInput>>();
   /** POST /watchlist whose answer never came: an item may exist that the load has no id for. */
   lostCreates = 0;
   startedAt = 0;
@@ -266,9 +268,29 @@ export class Load {
     this.progress(`  ${this.items.size} standing items created, every one with its baseline ${((Date.now() - started) / 1000).toFixed(1)} s later`);
   }
 
-  /** Sets a target's inventory on the simulator; returns the requests it had served before. */
+  /**
+   * Sets a target's inventory on the simulator, with the behaviour a platform fault gave it;
+   * returns the whole pages it had served before.
+   */
   private put(t: Target): number {
-    return this.topo.sim.store.put('pf_03', t.key, simEventInputSchema.parse({ region: SHAPE.region, sections: t.sections })).hits;
+    return this.topo.sim.store.put('pf_03', t.key, simEventInputSchema.parse({ region: SHAPE.region, sections: t.sections, ...this.behaviours.get(t.key) })).reads;
+  }
+
+  /** Every webhook receiver of the run (one per webhook account). */
+  receivers(): Receiver[] {
+    return this.accounts.flatMap((a) => (a.webhook ? [a.webhook.receiver] : []));
+  }
+
+  /**
+   * How the platform answers for these targets from now on (a platform fault: slow, refusing,
+   * malformed pages), or as usual again with null; their inventory stays as it is.
+   */
+  setBehaviour(targets: Target[], fields: Partial<Pick<SimEventInput, 'behaviour' | 'delay_ms' | 'blocked_status' | 'retry_after_s'>> | null): void {
+    for (const t of targets) {
+      if (fields) this.behaviours.set(t.key, fields);
+      else this.behaviours.delete(t.key);
+      this.put(t);
+    }
   }
 
   private async createItem(account: Account, t: Target, standing: boolean): Promise<number | null> {
@@ -350,9 +372,9 @@ export class Load {
     const section = standard[t.changes % standard.length]!;
     section.stock++;
     t.changes++;
-    const change: Change = { target: t.index, section: section.name, stock: section.stock, putAt: Date.now(), hitsBefore: NaN };
+    const change: Change = { target: t.index, section: section.name, stock: section.stock, putAt: Date.now(), readsBefore: NaN };
     this.changes.push(change);
-    change.hitsBefore = this.put(t);
+    change.readsBefore = this.put(t);
   }
 
   /** Creates on one turn, edits on the next, deletes the oldest churned item past its life on the third. */

@@ -556,7 +556,14 @@ export async function startTopology(cfg: RehearsalConfig, life: Lifecycle, progr
     ...platformUrls,
   };
   // The secrets' side (x-service-env), local billing: the run has no Stripe.
-  const service: NodeJS.ProcessEnv = { WEBHOOK_SECRET_KEY: webhookKey, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', BILLING_PROVIDER: 'local' };
+  const service: NodeJS.ProcessEnv = {
+    WEBHOOK_SECRET_KEY: webhookKey,
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+    BILLING_PROVIDER: 'local',
+    // Production's schedule waits 5 s, 30 s, 2 min, 10 min...: a delivery that failed all through a
+    // 30 s receiver fault would arrive after the run. The same rule, on a shorter scale.
+    WEBHOOK_RETRY_SCHEDULE_MS: '2000,5000,10000,20000,30000,60000',
+  };
 
   const proxies = new Map<string, ProxyPorts>();
   const proxied = async (name: string, databaseUrl: string, withTemporal: boolean) => {

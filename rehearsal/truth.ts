@@ -239,6 +239,9 @@ export async function checkTruth(topo: Topology, cfg: RehearsalConfig, load: Loa
     const ids = new Map<string, number>();
     for (const r of a.webhook?.receiver.received ?? []) {
       if (!r.verified[0]) unverifiedWebhooks++;
+      // Only what the receiver took counts as arrived: a request it answered 500 (the
+      // webhook-receiver-500 fault) is retried, with the same webhook-id, as it must be.
+      if (typeof r.answered !== 'number' || r.answered < 200 || r.answered > 299) continue;
       const id = String(r.headers['webhook-id'] ?? '');
       ids.set(id, (ids.get(id) ?? 0) + 1);
       const body = JSON.parse(r.body) as { type: string; data: { item_id: number; section?: string | null; after?: { stock?: number } } };
@@ -264,8 +267,9 @@ export async function checkTruth(topo: Topology, cfg: RehearsalConfig, load: Loa
     if (prev) nextSameSection.set(prev, c);
     lastOf.set(k, c);
   }
-  const hitsNow = new Map<string, number>();
-  for (const t of load.targets) hitsNow.set(String(t.index), topo.sim.store.get('pf_03', t.key)?.hits ?? 0);
+  // Whole pages served: a refused, failed or malformed page saw nothing (the platform faults).
+  const readsNow = new Map<string, number>();
+  for (const t of load.targets) readsNow.set(String(t.index), topo.sim.store.get('pf_03', t.key)?.reads ?? 0);
   const knownKeys = new Set<string>();
 
   for (const c of load.changes) {
@@ -274,8 +278,8 @@ export async function checkTruth(topo: Topology, cfg: RehearsalConfig, load: Loa
     const w = windows[wi]!;
     f.changes++;
     const next = nextSameSection.get(c);
-    const hitsAfter = next ? next.hitsBefore : (hitsNow.get(String(c.target)) ?? 0);
-    const seen = hitsAfter > c.hitsBefore;
+    const readsAfter = next ? next.readsBefore : (readsNow.get(String(c.target)) ?? 0);
+    const seen = readsAfter > c.readsBefore;
     for (const item of itemsByTarget.get(c.target) ?? []) {
       const key = changeKey(item.id, c.section, c.stock);
       knownKeys.add(key);

@@ -43,7 +43,10 @@ export function createServe(store: SimStore, requests?: RequestLog): ServeEvent 
       ctx,
       event,
       {
-        page: (variant) => answerPage(ctx, render(event, variant)),
+        page: (variant) => {
+          if (!variant.malformed) event.reads++;
+          answerPage(ctx, render(event, variant));
+        },
         failure: (status) => answerPage(ctx, failurePage(target.type, status)),
         challenge: () => answerChallenge(ctx, target.platform, target.type),
       },

@@ -85,6 +85,11 @@ export interface SimEvent extends SimEventInput {
   key: string;
   /** Page and API requests served for this event (the control API reads it back). */
   hits: number;
+  /**
+   * Of those, the whole pages served (its inventory could be read): no failure, challenge or
+   * malformed page. What a ground truth asks when it wants to know whether a change was seen.
+   */
+  reads: number;
   updated_at: string;
 }
 
@@ -151,7 +156,7 @@ export class SimStore {
 
   put(platform: PlatformKey, key: string, input: SimEventInput): SimEvent {
     const previous = this.get(platform, key);
-    const event: SimEvent = { ...input, region: input.region.toLowerCase(), platform, key, hits: previous?.hits ?? 0, updated_at: this.now().toISOString() };
+    const event: SimEvent = { ...input, region: input.region.toLowerCase(), platform, key, hits: previous?.hits ?? 0, reads: previous?.reads ?? 0, updated_at: this.now().toISOString() };
     this.events.set(SimStore.id(platform, key), event);
     return event;
   }

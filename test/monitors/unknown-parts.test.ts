@@ -23,7 +23,7 @@ const REF = parsed.ref;
 type Arms = 'ok' | 'v1 down' | 'v2 down';
 
 function event(input: object): SimEvent {
-  return { ...simEventInputSchema.parse({ region: 'uk', ...input }), platform: 'pf_01', key: KEY, hits: 0, updated_at: '' };
+  return { ...simEventInputSchema.parse({ region: 'uk', ...input }), platform: 'pf_01', key: KEY, hits: 0, reads: 0, updated_at: '' };
 }
 
 /** What the poller would build from one poll of this inventory with these arms answering. */

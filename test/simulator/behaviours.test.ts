@@ -44,6 +44,19 @@ describe.each(Object.entries(PAGES))('%s pages', (_kind, p) => {
     expect((await get(p.platform, k)).hits).toBe(1);
   });
 
+  it('count as `reads` only the whole pages served: not a failure, a refusal or a malformed page', async () => {
+    const k = key();
+    await put(p.platform, k, { region: p.region, sections, failures: 1 });
+    expect((await fetch(p.url(k))).status).toBe(503);
+    expect((await fetch(p.url(k))).status).toBe(200);
+    await put(p.platform, k, { region: p.region, sections, behaviour: 'malformed' });
+    await (await fetch(p.url(k))).arrayBuffer();
+    await put(p.platform, k, { region: p.region, sections, behaviour: 'blocked' });
+    await (await fetch(p.url(k))).arrayBuffer();
+    const state = await get(p.platform, k);
+    expect({ hits: state.hits, reads: state.reads }).toEqual({ hits: 4, reads: 1 });
+  });
+
   it('answer 503 for the next `failures` requests, counting down, then normally', async () => {
     const k = key();
     await put(p.platform, k, { region: p.region, sections, failures: 2 });

@@ -12,6 +12,8 @@ export interface Received {
   body: string;
   /** For each secret given, whether the reference verifier accepted the request. */
   verified: boolean[];
+  /** What it was answered: a status once sent (the sender may have given up by then), 'hang', or null while pending. */
+  answered: number | 'hang' | null;
 }
 
 export type Answer = { status: number; headers?: Record<string, string>; body?: string; delayMs?: number } | 'hang';
@@ -55,12 +57,17 @@ export async function startReceiver(secrets: string[] = []): Promise<Receiver> {
           return false;
         }
       });
-      r.received.push({ at: Date.now(), headers: req.headers, body, verified });
+      const received: Received = { at: Date.now(), headers: req.headers, body, verified, answered: null };
+      r.received.push(received);
       const answer = r.script.shift() ?? r.fallback;
-      if (answer === 'hang') return;
+      if (answer === 'hang') {
+        received.answered = 'hang';
+        return;
+      }
       setTimeout(() => {
         res.writeHead(answer.status, answer.headers);
         res.end(answer.body ?? '');
+        received.answered = answer.status;
       }, answer.delayMs ?? 0);
     });
   });
