@@ -59,6 +59,7 @@ export function alertsConfig(): AlertsConfig {
 export function stackConfig(c: AlertsConfig): BenchConfig {
   return {
     platform: 'pf_03',
+    temporal: 'dev',
     items: 1,
     targets: 1,
     accounts: 1,

@@ -34,6 +34,12 @@ export interface BenchConfig {
   killAt: number;
   /** How long the worker stays dead (BENCH_KILL_DOWN_MS). */
   killDownMs: number;
+  /**
+   * BENCH_TEMPORAL: `dev` (the default: the CLI's dev server on SQLite, as `npm start` and the tests
+   * run it) or `server` (go.temporal.io/server on the bench's PostgreSQL with deploy/temporal, its
+   * services in one process, as docker-compose runs it).
+   */
+  temporal: 'dev' | 'server';
   /** The platform's SCRAPE_RPS_PER_PLATFORM for the worker (BENCH_RPS; default 2 × targets/interval). */
   rps: number;
   /** The simulator's pf_01 session lifetime, startSimulator's pf01SessionTtlMs (BENCH_SESSION_TTL_MS). */
@@ -102,6 +108,7 @@ export function benchConfig(defaults: BenchDefaults = {}): BenchConfig {
     walls: process.env.BENCH_WALLS !== 'off',
     killAt,
     killDownMs: envNumber('BENCH_KILL_DOWN_MS', 2_000),
+    temporal: temporalKind(process.env.BENCH_TEMPORAL),
     rps,
     sessionTtlMs,
     browserSessions,
@@ -153,4 +160,10 @@ export function machineLine(): string {
     .loadavg()
     .map((l) => l.toFixed(2))
     .join(' ')}`;
+}
+
+function temporalKind(raw: string | undefined): BenchConfig['temporal'] {
+  const v = (raw ?? '').trim() || 'dev';
+  if (v !== 'dev' && v !== 'server') throw new Error(`BENCH_TEMPORAL must be dev or server, got ${JSON.stringify(raw)}`);
+  return v;
 }

@@ -24,7 +24,7 @@ export const SERVICE_SOURCES: readonly Source[] = ['worker', 'chromium', 'tempor
 export const SOURCE_NAMES: Record<Source, string> = {
   worker: 'worker (child process, with its esbuild; without its Chromium)',
   chromium: "Chromium (the worker's browser processes)",
-  temporal: 'Temporal dev server',
+  temporal: 'Temporal server (the dev server, or go.temporal.io/server with BENCH_TEMPORAL=server)',
   postgres: "PostgreSQL (this run's backends + background processes)",
   simulator: 'simulator (child process; not in the targets)',
   proxies: 'loopback proxies (child process; not in the targets)',

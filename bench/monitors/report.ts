@@ -373,7 +373,8 @@ export function renderReport(r: Results): string {
       (bench.kill ? `, worker SIGKILL at ${Math.round(bench.killAt * 100)}% of the soak for ${bench.killDownMs} ms` : ''),
   );
   out.push(
-    '- parts: scratch database, fresh Temporal dev server, the worker as a child process (`temporal/worker-main.ts`), gateway and stream node in the bench process; ' +
+    `- parts: scratch database, fresh ${bench.temporal === 'server' ? "Temporal server (go.temporal.io/server, deploy/temporal, one process, its databases on the bench's PostgreSQL: BENCH_TEMPORAL=server)" : 'Temporal dev server (SQLite)'}, ` +
+      'the worker as a child process (`temporal/worker-main.ts`), gateway and stream node in the bench process; ' +
       "CPU targets count the worker + its Chromium (every browser process under it, also shown on its own) + the Temporal server's process tree + this run's PostgreSQL backends and background processes, not the simulator",
   );
   if (r.proxies) {

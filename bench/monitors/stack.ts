@@ -13,6 +13,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import proto from '@temporalio/proto';
+import pg from 'pg';
 import { Registry } from 'prom-client';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { chromiumFix, chromiumFound } from '../../src/scrapers/chromium.ts';
@@ -24,6 +25,8 @@ import { createScratchDatabase } from '../../db/scratch.ts';
 import { resolveTemporalCli } from '../../temporal/binary.ts';
 import { connectTemporal, type TemporalClient } from '../../temporal/client.ts';
 import { startDevServer } from '../../temporal/dev-server.ts';
+import { reserveTemporalPorts, TemporalCluster } from '../../temporal/production-server.ts';
+import { resolveTemporalServer } from '../../temporal/server-binary.ts';
 import { reservePort } from '../support/processes.ts';
 import type { BenchConfig } from './config.ts';
 import type { Lifecycle } from './lifecycle.ts';
@@ -114,8 +117,8 @@ export async function startStack(bench: BenchConfig, life: Lifecycle, options: S
   life.onCleanup('Temporal data directory', () => fs.rm(dataDir, { recursive: true, force: true }));
   life.started({ dir: dataDir });
   const binary = await resolveTemporalCli({ onProgress: (m) => progress(`  temporal: ${m}`) });
-  const server = await startDevServer({ binary, dataDir, port: 0, uiPort: 0, namespace: NAMESPACE, log });
-  life.onCleanup('Temporal dev server', () => server.stop());
+  const server = bench.temporal === 'server' ? await startProductionTemporal(scratch.url, binary, dataDir, life) : await startDevServer({ binary, dataDir, port: 0, uiPort: 0, namespace: NAMESPACE, log });
+  life.onCleanup(`Temporal ${bench.temporal === 'server' ? 'server' : 'dev server'}`, () => server.stop());
   if (server.pid) life.started({ process: { pid: server.pid, match: dataDir } });
   const temporal = await connectTemporal({ address: server.address, namespace: NAMESPACE });
   life.onCleanup('Temporal client', () => temporal.close());
@@ -219,4 +222,47 @@ export async function startStack(bench: BenchConfig, life: Lifecycle, options: S
     logCounts: counts,
     monitorBacklog,
   };
+}
+
+/**
+ * BENCH_TEMPORAL=server: go.temporal.io/server with deploy/temporal, its services in one process
+ * as docker-compose runs them, on two databases beside the bench's scratch database (on the same
+ * server, so PostgreSQL's CPU counts Temporal's persistence too). Its log goes to the data dir.
+ */
+async function startProductionTemporal(scratchUrl: string, cli: string | null, dataDir: string, life: Lifecycle): Promise<{ address: string; pid: number | undefined; stop(): Promise<void> }> {
+  if (!cli) throw new Error('BENCH_TEMPORAL=server needs the Temporal CLI for its namespace (npm run temporal:install)');
+  const binaries = await resolveTemporalServer({ onProgress: (m) => progress(`  temporal: ${m}`) });
+  if (!binaries) throw new Error('no Temporal server binary and no Go to build it (npm run temporal:install)');
+  const url = new URL(scratchUrl);
+  const base = url.pathname.slice(1);
+  const names = { database: `${base}_temporal`, visibilityDatabase: `${base}_temporal_visibility` };
+  const admin = new pg.Client({ connectionString: scratchUrl });
+  await admin.connect();
+  try {
+    for (const name of Object.values(names)) await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const drop = async () => {
+    const c = new pg.Client({ connectionString: scratchUrl });
+    await c.connect();
+    try {
+      for (const name of Object.values(names)) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    } finally {
+      await c.end();
+    }
+  };
+  life.onCleanup("Temporal's databases", drop);
+  const cluster = new TemporalCluster({
+    binaries,
+    cli,
+    db: { host: url.hostname, port: Number(url.port || 5432), user: decodeURIComponent(url.username), password: decodeURIComponent(url.password), ...names },
+    ports: await reserveTemporalPorts(),
+    layout: 'one-process',
+    namespace: NAMESPACE,
+    logFile: path.join(dataDir, 'temporal-server.log'),
+  });
+  const ms = await cluster.start();
+  progress(`  Temporal server (go.temporal.io/server, one process, on PostgreSQL) ready in ${ms} ms at ${cluster.address}`);
+  return { address: cluster.address, pid: cluster.pid('all') ?? undefined, stop: () => cluster.stop() };
 }
