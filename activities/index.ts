@@ -163,6 +163,7 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
     retireAfterMs: config.MONITOR_RETIRE_AFTER_MS,
     incidentRule: incidentRuleOf(config),
     order: config.MONITOR_POLL_ORDER,
+    takeoverGuard: config.MONITOR_TAKEOVER_GUARD,
   });
   // Every configured proxy: what callers are told of a failed scrape never names one.
   const proxies = Object.values(config.SCRAPE_PROXY_URLS).flat();

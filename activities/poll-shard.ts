@@ -117,6 +117,8 @@ export interface PollShardOptions {
   order?: PollOrder;
   /** Where each check's time goes (src/monitors/check-log.ts); default: one for the process's shard runs. */
   checks?: CheckLog;
+  /** MONITOR_TAKEOVER_GUARD (default on): one poller per shard around a takeover. */
+  takeoverGuard?: boolean;
 }
 
 /** Polls of one shard in flight at once (the HTTP fetcher bounds the process as a whole). */
@@ -129,6 +131,10 @@ const FULL_RELOAD_MS = 30_000;
 const MIN_RELOAD_GAP_MS = 250;
 /** The longest the loop sleeps, so heartbeats and the run's end are never late. */
 const MAX_SLEEP_MS = 1_000;
+/** A retry polls once the shard's targets have gone unchecked this many intervals (the previous attempt stopped). */
+const QUIET_INTERVALS = 1.5;
+/** ...or once it has waited this long: a previous attempt that will not stop does not keep the shard unowned. */
+const QUIET_WAIT_MS = 15_000;
 /**
  * A poll is launched once the pacer's next slot is at most this far off (it then waits out the
  * rest), and the target is chosen then: slots are not handed out ahead to whichever was due first.
@@ -232,9 +238,26 @@ class ShardLoop {
     let emptySince: number | null = null;
     let idle = false;
     let lastBeat = 0;
+    const guard = this.opts.takeoverGuard !== false;
+    const leaseMs = (guard ? this.ctx.info.heartbeatTimeoutMs : undefined) ?? Infinity;
+    let lastTurn = Date.now();
     try {
+      // A retry takes the shard from an attempt that may still be polling (its worker cut off from
+      // Temporal, which timed it out meanwhile): it waits until that one has stopped.
+      if (guard && this.ctx.info.attempt > 1) await this.waitForQuietShard();
       for (let first = true; !this.stopSignal.aborted; first = false) {
         const now = Date.now();
+        // The loop turns at least once a second (MAX_SLEEP_MS) but for a reload. A turn later than
+        // the heartbeat timeout means this process stood still that long (SIGSTOP, a paused VM, a
+        // stalled host) or waited that long on the database, and called no heartbeat meanwhile:
+        // Temporal has likely given the shard to another attempt, which polls it now. So this one
+        // asks the platform nothing more: the run ends as if its time were up (the server refuses
+        // its completion if the attempt did time out; if not, the next run goes on at once).
+        if (now - lastTurn >= leaseMs) {
+          this.log.warn({ stoodStillMs: now - lastTurn, heartbeatTimeoutMs: leaseMs }, 'the shard poll stood still past its heartbeat timeout: it stops without polling (another attempt has the shard)');
+          break;
+        }
+        lastTurn = now;
         if ((this.reloadWanted && now - this.lastReload >= MIN_RELOAD_GAP_MS) || now - this.lastReload >= FULL_RELOAD_MS) {
           await this.reload(first ? carried : null);
         }
@@ -269,6 +292,33 @@ class ShardLoop {
     this.summary.blocked = this.schedule.blockedCount(Date.now());
     this.summary.endedAt = new Date().toISOString();
     return { idle, due: this.schedule.dueTimes(), summary: this.summary };
+  }
+
+  /**
+   * Until no target of the shard has been checked for QUIET_INTERVALS intervals (the previous
+   * attempt's polls, which the check log writes within a second), at most QUIET_WAIT_MS,
+   * heartbeating meanwhile. A previous attempt on a dead or frozen worker checks nothing, and the
+   * wait ends at once; one still polling (cut off from Temporal) stops when its next heartbeat
+   * is refused, and its targets were polled all along meanwhile.
+   */
+  private async waitForQuietShard(): Promise<void> {
+    const deadline = Date.now() + QUIET_WAIT_MS;
+    const { db } = this.opts;
+    for (;;) {
+      const row = (await db('monitor_target_checks as c')
+        .join('monitor_members as m', 'm.target', 'c.target')
+        .where({ 'm.platform': this.input.platform, 'm.shard': this.input.shard })
+        .first(db.raw('(extract(epoch FROM now() - max(c.checked_at)) * 1000)::float8 AS quiet_ms'))) as { quiet_ms: number | null } | undefined;
+      const quietMs = row?.quiet_ms ?? Infinity;
+      if (quietMs >= QUIET_INTERVALS * this.opts.intervalMs) return;
+      if (Date.now() >= deadline) {
+        this.log.warn({ quietMs: Math.round(quietMs), waitedMs: QUIET_WAIT_MS }, 'the previous attempt of the shard poll still checks targets: taking the shard over anyway');
+        return;
+      }
+      this.ctx.heartbeat(this.ctx.info.heartbeatDetails);
+      await delay(Math.min(this.opts.intervalMs, 1_000), undefined, { signal: this.stopSignal }).catch(() => {});
+      if (this.stopSignal.aborted) return;
+    }
   }
 
   /**

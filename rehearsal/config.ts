@@ -85,6 +85,12 @@ export interface RehearsalConfig {
   temporal: 'server' | 'dev';
   /** REHEARSAL_TEMPORAL_LAYOUT: the server's services `per-service` (a process each, killed in turn) or in `one-process` (as compose). */
   temporalLayout: 'per-service' | 'one-process';
+  /**
+   * REHEARSAL_BREAK: a deliberately broken build, to show the verdict failing: `takeover-guard`
+   * runs the workers with MONITOR_TAKEOVER_GUARD=false (two pollers of a shard around a takeover:
+   * the double-poll check must fail). Unset: nothing broken.
+   */
+  breakWith: 'takeover-guard' | null;
   /** REHEARSAL_CUT_WORKER: which worker the cut-off and SIGSTOP faults take (`scrape` or `deliver`). */
   cutWorker: 'scrape' | 'deliver';
   /** The run must finish within this (30 minutes: 28 faults); the report says whether it did. */
@@ -147,6 +153,7 @@ export function rehearsalConfig(): RehearsalConfig {
     cutWorker: oneOf('REHEARSAL_CUT_WORKER', ['scrape', 'deliver'] as const, 'scrape'),
     temporal,
     temporalLayout,
+    breakWith: process.env.REHEARSAL_BREAK ? oneOf('REHEARSAL_BREAK', ['takeover-guard'] as const, 'takeover-guard') : null,
     budgetMs: 30 * 60_000,
   };
 }

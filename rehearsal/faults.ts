@@ -215,8 +215,11 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
         const client = new pg.Client({ connectionString: topo.pg.adminUrl, application_name: 'rehearsal-terminate' });
         await client.connect();
         try {
+          // The backends are listed first, materialized: in one WHERE, the terminate could be
+          // evaluated before the test that spares this connection.
           const { rows } = await client.query<{ pid: number }>(
-            `SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid() AND pg_terminate_backend(pid)`,
+            `WITH others AS MATERIALIZED (SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid())
+             SELECT pid FROM others WHERE pg_terminate_backend(pid)`,
             [topo.pg.database],
           );
           // Applied only if there was something to drop, and it is gone.

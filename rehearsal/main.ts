@@ -66,6 +66,7 @@ function describe(topo: Topology): string[] {
     `PostgreSQL: ${topo.pg.embedded ? 'an embedded cluster of the run (restartable), roles ticket_market_app (owner) and ticket_market_scraper (the scrape worker, db/scraper-grants.ts)' : "a scratch database on DATABASE_URL's server, one role for every process"}; Temporal: ${topo.temporal.description}, ${topo.temporal.address}`,
     `Toxiproxy ${TOXIPROXY.version}: ${[...topo.proxies.values()].reduce((n, p) => n + 1 + (p.temporal ? 1 : 0), 0) + (topo.temporal instanceof TemporalProductionServer ? 1 : 0)} proxies, one per (process, upstream)`,
     'Billing: the local provider (docker-compose bills through Stripe; the run has no Stripe). The simulator and the webhook receivers run in the rehearsal process.',
+    ...(cfg.breakWith ? [`**A deliberately broken build** (REHEARSAL_BREAK=${cfg.breakWith}): the workers run with MONITOR_TAKEOVER_GUARD=false; the verdict must fail`] : []),
   ];
 }
 

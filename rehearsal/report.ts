@@ -143,6 +143,7 @@ export function renderReport(ctx: ReportContext, perWindow: WindowFigures[], tot
     for (const e of n.examples) out.push(`  - ${e}`);
     const cr = pw.credits;
     out.push(`- Credits: ${cr.paidRequests} paid requests, ${cr.expectedCredits} billable credits seen, ${cr.chargedCredits} charged: ${credits(cr)}`);
+    for (const e of cr.mismatchExamples ?? []) out.push(`  - ${e}`);
     if (pw.streamDisconnects) out.push(`- Stream: ${pw.streamDisconnects} disconnects${pw.streamRefusals.size ? `, upgrades refused: ${[...pw.streamRefusals].map(([st, k]) => `${k}× ${st}`).join(', ')}` : ''}`);
     if (pw.doublePollExamples.length) out.push(`- Double polls: ${pw.doublePolls}, e.g. ${pw.doublePollExamples.join('; ')}`);
     const routes = [...pw.routes.entries()].sort(([a], [b]) => a.localeCompare(b));

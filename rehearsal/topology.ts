@@ -553,6 +553,8 @@ export async function startTopology(cfg: RehearsalConfig, life: Lifecycle, progr
     MONITOR_INTERVAL_MS: String(cfg.intervalMs),
     // Two polls a second per target's interval, twice over: the budget never decides the pace here.
     SCRAPE_RPS_PER_PLATFORM: `pf_03=${Math.max(20, Math.ceil((4 * cfg.targets * 1000) / cfg.intervalMs))}`,
+    // The deliberately broken build (REHEARSAL_BREAK), whose run must fail its verdict.
+    ...(cfg.breakWith === 'takeover-guard' ? { MONITOR_TAKEOVER_GUARD: 'false' } : {}),
     ...platformUrls,
   };
   // The secrets' side (x-service-env), local billing: the run has no Stripe.

@@ -89,6 +89,8 @@ export interface CreditFigures {
   /** Billable answers seen but not charged (under-billing), in credits and requests. */
   billableNotCharged: number;
   billableNotChargedRequests: number;
+  /** The first few of those, and of any other credit mismatch: route, status, request id, ledger state. */
+  mismatchExamples?: string[];
   /** Charged for an answer the client saw as 5xx. */
   chargedFor5xx: number;
   /** Charged for a request whose answer never reached the client. */
@@ -369,9 +371,18 @@ export async function checkTruth(topo: Topology, cfg: RehearsalConfig, load: Loa
       if (row?.state !== 'charged') {
         cf.billableNotCharged += rec.credits;
         cf.billableNotChargedRequests++;
-      } else if (Number(row.credits) !== rec.credits) cf.wrongAmountRequests++;
-    } else if (rec.status >= 500 && row?.state === 'charged') cf.chargedFor5xx += row.credits;
-    else if (row?.state === 'charged') cf.chargedForRefusal += row.credits;
+        note(cf, `not charged: ${rec.route} answered ${rec.status}, request ${rec.requestId ?? '(no id)'}, ledger ${row ? `${row.state} ${row.credits}` : 'no row'}`);
+      } else if (Number(row.credits) !== rec.credits) {
+        cf.wrongAmountRequests++;
+        note(cf, `charged ${row.credits} for ${rec.credits}: ${rec.route} answered ${rec.status}, request ${rec.requestId}`);
+      }
+    } else if (rec.status >= 500 && row?.state === 'charged') {
+      cf.chargedFor5xx += row.credits;
+      note(cf, `charged for ${rec.status}: ${rec.route}, request ${rec.requestId}`);
+    } else if (row?.state === 'charged') {
+      cf.chargedForRefusal += row.credits;
+      note(cf, `charged for a refusal ${rec.status}: ${rec.route}, request ${rec.requestId}`);
+    }
   }
   // A row counts in its request's window (when the client saw an answer), else in its own.
   const sentAt = new Map(load.requests.filter((x) => x.requestId).map((x) => [x.requestId!, x.sentAt]));
@@ -496,3 +507,8 @@ export async function checkTruth(topo: Topology, cfg: RehearsalConfig, load: Loa
 
 /** The paid routes' names, for the report's legend. */
 export const PAID_ROUTE_NAMES = [...PAID_ROUTES.map((r) => r.route), SCRAPE_ROUTE];
+
+function note(cf: CreditFigures, example: string): void {
+  cf.mismatchExamples ??= [];
+  if (cf.mismatchExamples.length < EXAMPLES) cf.mismatchExamples.push(example);
+}

@@ -259,6 +259,13 @@ const schema = z.object({
    */
   MONITOR_POLL_ORDER: z.enum(POLL_ORDERS).default('fair'),
   /**
+   * One poller per shard around a takeover (activities/poll-shard.ts): a loop that stood still past
+   * its heartbeat timeout asks nothing more, and a retry waits for the previous attempt's checks to
+   * stop. `false` exists for the rehearsal's deliberately broken run (docs/operations.md), which
+   * must show its double-poll check failing; never in production.
+   */
+  MONITOR_TAKEOVER_GUARD: flag('true'),
+  /**
    * Requests the shard pollers of one worker have open at once, all platforms together. Past it a
    * poll waits in arrival order, so keep it above what the budgets need (each platform's rate ×
    * its answer time); each shard also runs at most 64 polls at once.
