@@ -2,9 +2,9 @@
 // the fault's start to the next fault's start: the part goes down (downAt), comes back (backAt),
 // the API is waited for (the recovery wait: GET /usage through nginx answers again), then the
 // load runs on for the settle time so late effects land in the window that caused them.
-import net from 'node:net';
 import pg from 'pg';
 import type { Lifecycle } from '../bench/monitors/lifecycle.ts';
+import { acceptsConnections } from '../src/runtime/ports.ts';
 import { sleep } from '../bench/monitors/support.ts';
 import type { FaultName, RehearsalConfig } from './config.ts';
 import type { Answer } from '../test/support/webhook-receiver.ts';
@@ -521,20 +521,8 @@ export function fmtElapsed(ms: number): string {
 
 /** Whether a TCP connection to host:port is accepted (a cut proxy refuses it). */
 function connects(address: string): Promise<boolean> {
-  const [host, port] = address.split(':');
-  return new Promise((resolve) => {
-    const socket = net.connect({ host, port: Number(port) });
-    socket.setTimeout(2_000);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-    socket.once('timeout', () => {
-      socket.destroy();
-      resolve(false);
-    });
-  });
+  const at = address.lastIndexOf(':');
+  return acceptsConnections(Number(address.slice(at + 1)), address.slice(0, at));
 }
 
 /** Milliseconds of a `SELECT 1` through `url`, on a connection opened before the clock starts. */

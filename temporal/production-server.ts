@@ -6,11 +6,10 @@
 // (the rehearsal). Every port is reserved on the loopback; nothing listens elsewhere.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { reservePort } from '../src/runtime/ports.ts';
+import { acceptsConnections, reservePort } from '../src/runtime/ports.ts';
 import { isRunning } from './processes.ts';
 import type { TemporalServerBinaries } from './server-binary.ts';
 
@@ -61,12 +60,7 @@ export async function reserveTemporalPorts(): Promise<TemporalPorts> {
 /** The variables production.yaml reads, for a server on the loopback. */
 export function serverEnvironment(db: TemporalDatabase, ports: TemporalPorts, extra: { metricsAddress?: string } = {}): Record<string, string> {
   const env: Record<string, string> = {
-    TEMPORAL_DB_HOST: db.host,
-    TEMPORAL_DB_PORT: String(db.port),
-    TEMPORAL_DB_USER: db.user,
-    TEMPORAL_DB_PASSWORD: db.password,
-    TEMPORAL_DB_NAME: db.database,
-    TEMPORAL_VISIBILITY_DB_NAME: db.visibilityDatabase,
+    ...dbEnv(db),
     TEMPORAL_BIND_ON_IP: LOOPBACK,
     TEMPORAL_BROADCAST_ADDRESS: LOOPBACK,
     TEMPORAL_FRONTEND_HTTP_PORT: String(ports.frontendHttp),
@@ -98,6 +92,7 @@ export async function createTemporalNamespace(cli: string, address: string, name
   return runScript('create-namespace.sh', { TEMPORAL_CLI: cli, TEMPORAL_ADDRESS: address, TEMPORAL_NAMESPACE: namespace });
 }
 
+/** Where the database is, as production.yaml and setup-schema.sh both read it. */
 function dbEnv(db: TemporalDatabase): Record<string, string> {
   return {
     TEMPORAL_DB_HOST: db.host,
@@ -231,28 +226,12 @@ export class TemporalCluster {
       for (;;) {
         const dead = names.find((n) => !this.pid(n));
         if (dead) throw new Error(`the Temporal ${dead} process exited as it started: ${tail(this.opts.logFile)}`);
-        if (await canConnect(port)) break;
+        if (await acceptsConnections(port, LOOPBACK, 1_000)) break;
         if (Date.now() > deadline) throw new Error(`the Temporal server's port ${port} is not listening after ${timeoutMs / 1000} s: ${tail(this.opts.logFile)}`);
         await new Promise((r) => setTimeout(r, 100));
       }
     }
   }
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect({ host: LOOPBACK, port });
-    socket.setTimeout(1_000);
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-    socket.once('timeout', () => {
-      socket.destroy();
-      resolve(false);
-    });
-  });
 }
 
 /** The last lines the server wrote, for a failure message. */

@@ -109,6 +109,26 @@ function readQuietly(file: string): string {
   }
 }
 
+/**
+ * Whether something accepts a TCP connection at host:port now (a server up, a proxy not cut): the
+ * counterpart of canBind. A connection neither accepted nor refused within `timeoutMs` is false.
+ */
+export function acceptsConnections(port: number, host = '127.0.0.1', timeoutMs = 2_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host, port });
+    socket.setTimeout(timeoutMs);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
+
 /** Binds the port on every address and lets it go: true when nothing listens on it now. */
 export function canBind(port: number, host = '0.0.0.0'): Promise<boolean> {
   return new Promise((resolve) => {
