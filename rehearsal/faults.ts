@@ -2,6 +2,7 @@
 // the fault's start to the next fault's start: the part goes down (downAt), comes back (backAt),
 // the API is waited for (the recovery wait: GET /usage through nginx answers again), then the
 // load runs on for the settle time so late effects land in the window that caused them.
+import { Client, Connection } from '@temporalio/client';
 import pg from 'pg';
 import type { Lifecycle } from '../bench/monitors/lifecycle.ts';
 import { acceptsConnections } from '../src/runtime/ports.ts';
@@ -57,6 +58,18 @@ const PLATFORM_SLOW_MS = 4_000;
 
 export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, progress: (m: string) => void): Record<FaultName, FaultDef> {
   const cut = cfg.cutWorker === 'scrape' ? topo.scrapeWorker : topo.deliverWorker;
+  /**
+   * The scrape-side fault's worker, chosen as it starts: of several scrape workers, the one whose
+   * loss takes the most shard loops away (a worker just restarted may run none, and its loss
+   * would show no takeover at all). Its choice goes into the window's notes.
+   */
+  const scrapeTarget = async (w: Window, fallback: NodeProcess): Promise<NodeProcess> => {
+    if (topo.pollers.length < 2) return fallback;
+    const loops = await shardLoopsByPid(topo.temporal.address);
+    const busiest = [...topo.pollers].sort((a, b) => (loops.get(b.pid ?? -1) ?? 0) - (loops.get(a.pid ?? -1) ?? 0))[0]!;
+    w.notes.push(`shard loops running now: ${topo.pollers.map((p) => `${p.name} ${loops.get(p.pid ?? -1) ?? 0}`).join(', ')}; the fault takes ${busiest.name}`);
+    return busiest;
+  };
   const cutPart: Part = cfg.cutWorker === 'scrape' ? 'scrape-worker' : 'deliver-worker';
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
@@ -159,10 +172,10 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
     'stream-kill': { title: 'SIGKILL of a stream node, then its restart', part: 'stream-replica', run: killAndRestart(topo.streams[0]!) },
     'scrape-worker-kill': takeover
       ? {
-          title: `SIGKILL of ${topo.scrapeWorker.name}, down until the other scrape workers poll every target (at most ${s(TAKEOVER_WAIT_MS)}), then its restart`,
+          title: `SIGKILL of the scrape worker running the most shard loops, down until the other scrape workers poll every target (at most ${s(TAKEOVER_WAIT_MS)}), then its restart`,
           part: 'scrape-worker-replica',
           run: async (w) => {
-            const n = topo.scrapeWorker;
+            const n = await scrapeTarget(w, topo.scrapeWorker);
             w.downAt = Date.now();
             await n.kill();
             await awaitTakeover(w, n);
@@ -178,20 +191,21 @@ export function faultDefs(topo: Topology, cfg: RehearsalConfig, load: Load, prog
     'worker-sigstop': {
       title:
         takeover && cfg.cutWorker === 'scrape'
-          ? `SIGSTOP of ${cut.name} for at least ${s(cfg.stopMs)} and until the other scrape workers poll every target, then SIGCONT`
+          ? `SIGSTOP of the scrape worker running the most shard loops for at least ${s(cfg.stopMs)} and until the other scrape workers poll every target, then SIGCONT`
           : `SIGSTOP of the ${cut.name} for ${s(cfg.stopMs)} (past the shard pollers' 15 s heartbeat timeout), then SIGCONT`,
       part: takeover && cfg.cutWorker === 'scrape' ? 'scrape-worker-replica' : cfg.workers === 'split' ? cutPart : 'none',
       run: async (w) => {
+        const stop = cfg.cutWorker === 'scrape' ? await scrapeTarget(w, cut) : cut;
         w.downAt = Date.now();
-        cut.signal('SIGSTOP');
+        stop.signal('SIGSTOP');
         // Applied only if the kernel says so: every process of its group stopped.
-        const stopped = await cut.waitForState('T', 2_000);
-        if (!stopped.ok) throw new Error(`SIGSTOP sent to ${cut.name} but not applied: ${stopped.detail}`);
-        w.notes.push(`${cut.name} stopped: ${stopped.detail} (read from /proc)`);
-        if (takeover && cfg.cutWorker === 'scrape') await awaitTakeover(w, cut);
+        const stopped = await stop.waitForState('T', 2_000);
+        if (!stopped.ok) throw new Error(`SIGSTOP sent to ${stop.name} but not applied: ${stopped.detail}`);
+        w.notes.push(`${stop.name} stopped: ${stopped.detail} (read from /proc)`);
+        if (takeover && cfg.cutWorker === 'scrape') await awaitTakeover(w, stop);
         const left = w.downAt + cfg.stopMs - Date.now();
         if (left > 0) await sleep(left);
-        cut.signal('SIGCONT');
+        stop.signal('SIGCONT');
         w.backAt = Date.now();
         return null;
       },
@@ -536,4 +550,30 @@ async function timedQuery(url: string): Promise<number> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * How many shard loops (pending pollShard activities of running shard pollers) each worker
+ * process runs now, by pid: the SDK's worker identity is `pid@host`. Empty when Temporal cannot
+ * say (the fault then takes the first scrape worker).
+ */
+async function shardLoopsByPid(address: string): Promise<Map<number, number>> {
+  const counts = new Map<number, number>();
+  const connection = await Connection.connect({ address, connectTimeout: 5_000 }).catch(() => null);
+  if (!connection) return counts;
+  try {
+    const client = new Client({ connection, namespace: 'default' });
+    for await (const wf of client.workflow.list({ query: `WorkflowType = 'shardPoller' AND ExecutionStatus = 'Running'` })) {
+      const d = await client.workflow.getHandle(wf.workflowId).describe();
+      for (const a of d.raw.pendingActivities ?? []) {
+        const pid = Number(String(a.lastWorkerIdentity ?? '').split('@')[0]);
+        if (Number.isInteger(pid) && pid > 0) counts.set(pid, (counts.get(pid) ?? 0) + 1);
+      }
+    }
+  } catch {
+    // Temporal could not list them: no preference.
+  } finally {
+    await connection.close();
+  }
+  return counts;
 }

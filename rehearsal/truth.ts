@@ -29,7 +29,9 @@ const EXAMPLES = 4;
 /** What each route needs to answer: any other part's failure must cost it nothing. */
 export function routeNeeds(route: string, workers: RehearsalConfig['workers']): Part[] {
   const base: Part[] = ['nginx', 'postgres'];
-  if (route.startsWith('GET /events/ping') || route.startsWith(SCRAPE_ROUTE)) return [...base, 'temporal', ...(workers === 'split' ? (['scrape-worker'] as Part[]) : [])];
+  // A scrape reads the platform (pf_03, the faulted one), ping only asks for a worker.
+  if (route.startsWith(SCRAPE_ROUTE)) return [...base, 'temporal', 'platform', ...(workers === 'split' ? (['scrape-worker'] as Part[]) : [])];
+  if (route.startsWith('GET /events/ping')) return [...base, 'temporal', ...(workers === 'split' ? (['scrape-worker'] as Part[]) : [])];
   return base;
 }
 
