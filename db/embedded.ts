@@ -110,7 +110,11 @@ async function connectionStrings(dataDir: string, port: number): Promise<Pick<Em
   return { connectionString: `postgres://${APP_ROLE}:${password}@127.0.0.1:${port}/${DATABASE}`, superuserConnectionString };
 }
 
-/** Whether something accepts TCP connections on 127.0.0.1:port (a running server, here or in tests and benches). */
+/**
+ * Whether something accepts TCP connections on 127.0.0.1:port (a running server, here or in tests
+ * and benches). Not src/runtime/ports.ts's acceptsConnections: this file and its imports run from
+ * a copy of db/ alone (test/db/embedded.test.ts's private checkout), where src/ is not.
+ */
 export function canConnect(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port });
