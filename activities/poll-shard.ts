@@ -583,6 +583,9 @@ class ShardLoop {
       const blocked = err instanceof ScrapeFailure && err.kind === 'blocked';
       let blockedUntil: number | null = null;
       let chargedToTarget = false;
+      let platformWide = false;
+      /** The platform answered about the event (a page it could not read, not found): not a strain on it. */
+      let answeredFailure = false;
       if (err instanceof ScrapeFailure && err.exitAtFault) {
         const verdict = pool.refused(exit, session ?? null, t.key, { retryAfterMs: err.retryAfterMs, message: err.message }, 'poll', now);
         // The exit took the blame: when another is healthy the target goes out through it now.
@@ -594,21 +597,25 @@ class ShardLoop {
         }
         // Charged to the target (its own back-off), or every exit cools down (it waits for the first back).
         blockedUntil = verdict.targetUntil ?? pool.nextHealthyAt(now);
-        if (verdict.targetUntil !== null) chargedToTarget = true;
+        platformWide = verdict.platformWide;
+        if (verdict.targetUntil !== null && !platformWide) chargedToTarget = true;
       } else if (err instanceof ScrapeFailure && !err.retryable && err.kind !== 'blocked' && err.kind !== 'browser_missing') {
         // The platform answered about the event itself (not found, a page we could not read).
         pool.answered(exit, t.key, now);
+        answeredFailure = true;
       } else if (blocked) {
         // A block we inferred ourselves (no browser session could be made): its own wait.
         blockedUntil = now + (err.retryAfterMs ?? this.opts.intervalMs * 2 ** Math.min(4, t.failures + 1));
       }
       this.checks.checked(t.key, now, false);
-      this.schedule.failed(t, now, blockedUntil);
+      this.schedule.failed(t, now, blockedUntil, answeredFailure ? 'answered' : 'transient');
       outcome = blocked ? 'blocked' : 'failed';
       const reason = err instanceof Error ? err.message : String(err);
       const message = chargedToTarget
         ? `${reason}; charged to this event, not to the address (other events pass through it): it backs off until ${new Date(t.dueAt).toISOString()}`
-        : reason;
+        : platformWide
+          ? `${reason}; the platform refuses every event for now: it is asked once until ${new Date(blockedUntil!).toISOString()} whether that is over, and every event is polled again at its first answer`
+          : reason;
       const failure = err instanceof ScrapeFailure ? err.kind : 'internal';
       this.log.warn({ target: t.key, kind: failure, failures: t.failures, retry_at: new Date(t.dueAt).toISOString(), err: message }, 'poll failed');
       const { platform: p, shard } = this.input;

@@ -14,7 +14,6 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 // Not `pg`: the functions below name their Postgres handle so.
-import pgDriver from 'pg';
 import type { Lifecycle } from '../bench/monitors/lifecycle.ts';
 import { isChromium, processTable, treePids } from '../bench/monitors/proc.ts';
 import { sleep } from '../bench/monitors/support.ts';
@@ -30,6 +29,7 @@ import { startSimulator, type Simulator } from '../src/simulator/server.ts';
 import { newWebhookKey } from '../src/webhooks/secret-box.ts';
 import { resolveTemporalCli } from '../temporal/binary.ts';
 import { startDevServer, type DevServer } from '../temporal/dev-server.ts';
+import { createTemporalDatabases } from '../temporal/databases.ts';
 import { isRunning, processState } from '../temporal/processes.ts';
 import { reserveTemporalPorts, TemporalCluster } from '../temporal/production-server.ts';
 import { resolveTemporalServer, TEMPORAL_SERVER_VERSION } from '../temporal/server-binary.ts';
@@ -256,17 +256,7 @@ async function startPostgres(root: string, progress: (m: string) => void, life: 
     const database = new URL(scratch.url).pathname.slice(1);
     life.started({ db: { base: process.env.DATABASE_URL, name: database } });
     // Temporal's two databases beside it, owned by the same role (a shared server gets no new role).
-    const temporalDbs = [`${database}_temporal`, `${database}_temporal_visibility`] as const;
-    const admin = new pgDriver.Client({ connectionString: process.env.DATABASE_URL });
-    await admin.connect();
-    try {
-      for (const name of temporalDbs) {
-        await admin.query(`CREATE DATABASE ${name}`);
-        life.started({ db: { base: process.env.DATABASE_URL, name } });
-      }
-    } finally {
-      await admin.end();
-    }
+    const temporalDbs = await createTemporalDatabases(process.env.DATABASE_URL, database, (name) => life.started({ db: { base: process.env.DATABASE_URL!, name } }));
     const owner = new URL(scratch.url);
     return {
       port: Number(new URL(scratch.url).port || 5432),
@@ -276,19 +266,13 @@ async function startPostgres(root: string, progress: (m: string) => void, life: 
       scraperUrl: scratch.url,
       adminUrl: scratch.url,
       embedded: false,
-      temporal: { user: decodeURIComponent(owner.username), password: decodeURIComponent(owner.password), database: temporalDbs[0], visibilityDatabase: temporalDbs[1] },
+      temporal: { user: decodeURIComponent(owner.username), password: decodeURIComponent(owner.password), ...temporalDbs.names },
       restartSkipReason: "DATABASE_URL is set: the machine's PostgreSQL serves others too and is not the rehearsal's to restart",
       restart: async () => {
         throw new Error('not restartable');
       },
       close: async () => {
-        const c = new pgDriver.Client({ connectionString: process.env.DATABASE_URL });
-        await c.connect();
-        try {
-          for (const name of temporalDbs) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-        } finally {
-          await c.end();
-        }
+        await temporalDbs.drop();
         await scratch.drop();
       },
     };

@@ -13,7 +13,6 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import proto from '@temporalio/proto';
-import pg from 'pg';
 import { Registry } from 'prom-client';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { chromiumFix, chromiumFound } from '../../src/scrapers/chromium.ts';
@@ -24,6 +23,7 @@ import { createPool, type Pool } from '../../db/pool.ts';
 import { createScratchDatabase } from '../../db/scratch.ts';
 import { resolveTemporalCli } from '../../temporal/binary.ts';
 import { connectTemporal, type TemporalClient } from '../../temporal/client.ts';
+import { createTemporalDatabases } from '../../temporal/databases.ts';
 import { startDevServer } from '../../temporal/dev-server.ts';
 import { reserveTemporalPorts, TemporalCluster } from '../../temporal/production-server.ts';
 import { resolveTemporalServer } from '../../temporal/server-binary.ts';
@@ -235,23 +235,7 @@ async function startProductionTemporal(scratchUrl: string, cli: string | null, d
   if (!binaries) throw new Error('no Temporal server binary and no Go to build it (npm run temporal:install)');
   const url = new URL(scratchUrl);
   const base = url.pathname.slice(1);
-  const names = { database: `${base}_temporal`, visibilityDatabase: `${base}_temporal_visibility` };
-  const admin = new pg.Client({ connectionString: scratchUrl });
-  await admin.connect();
-  try {
-    for (const name of Object.values(names)) await admin.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await admin.end();
-  }
-  const drop = async () => {
-    const c = new pg.Client({ connectionString: scratchUrl });
-    await c.connect();
-    try {
-      for (const name of Object.values(names)) await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    } finally {
-      await c.end();
-    }
-  };
+  const { names, drop } = await createTemporalDatabases(scratchUrl, base);
   life.onCleanup("Temporal's databases", drop);
   const cluster = new TemporalCluster({
     binaries,

@@ -7,11 +7,20 @@
 //   so the rhythm holds however long the scrape took; a poll that ran late, so that the next
 //   would go out less than an interval (less its jitter) after it, is rescheduled from now:
 //   no target is asked twice in an interval, and a backlog does not bunch.
-// - A failure waits interval × 2^failures (at most 16×) from now; a platform that refused
+// - A failure that may strain the platform (a time-out, a 5xx, a refusal) waits
+//   interval × 2^failures (at most 16×) from now; one it answered about the event (a page we could
+//   not read, not found) waits 2 intervals at most: that request costs the platform what a poll
+//   does, and a longer wait only delayed the recovery (pages whose offers never loaded for 30 s
+//   were polled again 38 s after they loaded, in the rehearsal of issue 39). A platform that refused
 //   (429/403, `blocked`) is not asked again before its Retry-After.
 import type { EventRef } from '../platform/event-ref.ts';
 
 export const MAX_BACKOFF_FACTOR = 16;
+/** The longest back-off, in intervals, after failures the platform answered (ScheduleFailure 'answered'). */
+export const ANSWERED_BACKOFF_FACTOR = 2;
+
+/** What failed: the platform answered about the event (`answered`), or may be strained (`transient`). */
+export type ScheduleFailure = 'answered' | 'transient';
 
 export interface ScheduledTarget {
   key: string;
@@ -98,9 +107,10 @@ export class ShardSchedule {
   }
 
   /** A failed poll; `blockedUntil` when the platform asked us to back off until then. */
-  failed(t: ScheduledTarget, now: number, blockedUntil: number | null): void {
+  failed(t: ScheduledTarget, now: number, blockedUntil: number | null, kind: ScheduleFailure = 'transient'): void {
     t.failures++;
-    const backoff = now + Math.min(MAX_BACKOFF_FACTOR, 2 ** t.failures) * this.jittered();
+    const cap = kind === 'answered' ? ANSWERED_BACKOFF_FACTOR : MAX_BACKOFF_FACTOR;
+    const backoff = now + Math.min(cap, 2 ** t.failures) * this.jittered();
     t.blockedUntil = blockedUntil;
     t.dueAt = Math.max(backoff, blockedUntil ?? 0);
   }

@@ -2,7 +2,7 @@
 // slow scrapes, no bunching after a stall, back-off on failure and Retry-After honoured.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_BACKOFF_FACTOR, ShardSchedule } from '../../src/monitors/poll-schedule.ts';
+import { ANSWERED_BACKOFF_FACTOR, MAX_BACKOFF_FACTOR, ShardSchedule } from '../../src/monitors/poll-schedule.ts';
 import type { EventRef } from '../../src/platform/event-ref.ts';
 
 const ref = (key: string): EventRef => ({ platform: 'pf_03', eventId: key, key, region: 'fr', host: null });
@@ -72,6 +72,20 @@ describe('ShardSchedule', () => {
     s.succeeded(t, 3_700_000);
     expect(t.failures).toBe(0);
     expect(s.blockedCount(3_700_000)).toBe(0);
+  });
+
+  it('a failure the platform answered (a page we could not read) waits 2 intervals at most, however many come in a row', () => {
+    const s = new ShardSchedule({ intervalMs: I, jitterRatio: 0, random: () => 0.5 });
+    s.sync(refs('a', 'b'), 0, { a: 0, b: 0 });
+    const [a, b] = [s.targets.get('a')!, s.targets.get('b')!];
+    for (let i = 1; i <= 8; i++) {
+      s.failed(a, i * 100_000, null, 'answered');
+      s.failed(b, i * 100_000, null, 'transient');
+      expect(a.dueAt).toBe(i * 100_000 + Math.min(ANSWERED_BACKOFF_FACTOR, 2 ** i) * I);
+      expect(b.dueAt).toBe(i * 100_000 + Math.min(MAX_BACKOFF_FACTOR, 2 ** i) * I);
+    }
+    // The check can fail: a time-out's back-off went on doubling past it.
+    expect(b.dueAt - 800_000).toBeGreaterThan(ANSWERED_BACKOFF_FACTOR * I);
   });
 
   it('property: every target is due again within its bound after any outcome, and due() is ordered', () => {

@@ -8,10 +8,10 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.ts';
 import { resolveTemporalCli } from '../../temporal/binary.ts';
+import { createTemporalDatabases, type TemporalDatabases } from '../../temporal/databases.ts';
 import { isRunning } from '../../temporal/processes.ts';
 import { reserveTemporalPorts, setUpTemporalSchema, TemporalCluster, TEMPORAL_SERVICES } from '../../temporal/production-server.ts';
 import { ensureSearchAttributes, monitorSearchAttributes } from '../../temporal/search-attributes.ts';
@@ -19,34 +19,24 @@ import { resolveTemporalServer } from '../../temporal/server-binary.ts';
 import { databaseUrl, eventually } from '../support/harness.ts';
 
 const tag = randomBytes(4).toString('hex');
-const names = { database: `tm_temporal_${tag}`, visibilityDatabase: `tm_temporal_${tag}_visibility` };
+let databases: TemporalDatabases;
 let cluster: TemporalCluster;
 let connection: Connection;
 let client: Client;
 let dir: string;
-
-async function admin(sql: string): Promise<void> {
-  const c = new pg.Client({ connectionString: databaseUrl() });
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
 
 beforeAll(async () => {
   const binaries = await resolveTemporalServer();
   if (!binaries) throw new Error('no Temporal server binary on this machine: run `npm run temporal:install`');
   const cli = await resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH || undefined });
   if (!cli) throw new Error('no Temporal CLI binary on this machine: run `npm run temporal:install`');
-  for (const d of Object.values(names)) await admin(`CREATE DATABASE ${d}`);
+  databases = await createTemporalDatabases(databaseUrl(), `tm_${tag}`);
   const url = new URL(databaseUrl());
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-temporal-server-'));
   cluster = new TemporalCluster({
     binaries,
     cli,
-    db: { host: url.hostname, port: Number(url.port || 5432), user: decodeURIComponent(url.username), password: decodeURIComponent(url.password), ...names },
+    db: { host: url.hostname, port: Number(url.port || 5432), user: decodeURIComponent(url.username), password: decodeURIComponent(url.password), ...databases.names },
     ports: await reserveTemporalPorts(),
     layout: 'per-service',
     namespace: 'default',
@@ -60,7 +50,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await connection?.close();
   await cluster?.stop();
-  for (const d of Object.values(names)) await admin(`DROP DATABASE IF EXISTS ${d} WITH (FORCE)`);
+  await databases?.drop();
   if (dir) await fs.rm(dir, { recursive: true, force: true });
 });
 
@@ -70,7 +60,7 @@ describe('go.temporal.io/server on PostgreSQL, one process per service', () => {
     expect(pids.every((p) => p !== null && isRunning(p))).toBe(true);
     expect(new Set(pids).size).toBe(4);
     const again = await setUpTemporalSchema((await resolveTemporalServer())!, {
-      ...names,
+      ...databases.names,
       host: new URL(databaseUrl()).hostname,
       port: Number(new URL(databaseUrl()).port || 5432),
       user: decodeURIComponent(new URL(databaseUrl()).username),

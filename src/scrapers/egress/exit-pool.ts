@@ -8,7 +8,9 @@
 //     when); then the exit cools down for the platform's Retry-After, else for
 //     SCRAPE_PROXY_COOLDOWN_MS, doubling while the blocks go on up to COOLDOWN_MAX_MS; a cooling
 //     exit gets no request of that platform, so its targets move to the healthy ones at once, and
-//     the targets its refusals had charged are cleared to go with them;
+//     the targets its refusals had charged are cleared to go with them; a platform that refuses
+//     every target through every exit is in a blackout (blackout.ts): one probe per step, and
+//     every target due again at its first answer;
 //   - its current session (scrape-session.ts), replaced when it is blocked or ages out; the
 //     session's HTTP client (its connections through the exit's proxy: an HTTP(S) proxy gets
 //     absolute-URI requests for http:// targets and CONNECT tunnels for https:// ones, a SOCKS
@@ -17,7 +19,8 @@
 // keeps the others off that address too, and a target one refused is not asked by the others
 // before its back-off ends.
 import type { ProxiedSite, ProxyEndpoint } from './proxy-urls.ts';
-import { DEFAULT_TARGET_BACKOFF_MS, Refusals, type Asking, type RefusalSource } from './refusals.ts';
+import { Blackout } from './blackout.ts';
+import { DEFAULT_TARGET_BACKOFF_MS, PROBE_MAX_MS, Refusals, type Asking, type RefusalSource } from './refusals.ts';
 import { browserHeaderSet, ScrapeSession } from './scrape-session.ts';
 
 /** The longest an exit cools down for without a Retry-After, however long its blocks go on. */
@@ -50,6 +53,8 @@ export interface ExitStats {
   blocks: number;
   /** Refusals through it charged to their targets, not to it. */
   target_refusals: number;
+  /** Refusals through it during a blackout of the platform (blackout.ts), charged to neither. */
+  platform_refusals: number;
   /** Time spent cooling down so far (ms), the current cool-down up to now included. */
   cooling_ms: number;
   sessions: number;
@@ -63,6 +68,8 @@ export interface ExitPoolStats {
   healthy: number;
   /** Targets backing off after a refusal charged to them (refusals.ts). */
   targets_backing_off: number;
+  /** The platform refusing every target (blackout.ts): since when (ISO; null when not), and how often so far. */
+  blackout: { since: string | null; count: number };
   /** Requests per second the healthy exits may send: the platform's budget now. */
   budget_rps: number;
   rps_per_exit: number;
@@ -72,6 +79,7 @@ export class Exit {
   requests = 0;
   blocks = 0;
   targetRefusals = 0;
+  platformRefusals = 0;
   sessions = 0;
   coolingUntil = 0;
   /** Blocks in a row without a success between them. */
@@ -102,11 +110,14 @@ export interface RefusalVerdict {
   exitCooledUntil: number | null;
   /** The target backs off until then. Null when the exit took the blame. */
   targetUntil: number | null;
+  /** The platform refuses every target (a blackout): `targetUntil` is its next probe, charged to no one. */
+  platformWide: boolean;
 }
 
 export class ExitPool {
   readonly exits: readonly Exit[];
   readonly refusals: Refusals;
+  readonly blackout: Blackout;
   private readonly clearedListeners = new Set<(targets: readonly string[]) => void>();
   private readonly now: () => number;
   private readonly headerSet: () => Record<string, string>;
@@ -121,7 +132,9 @@ export class ExitPool {
     this.exits = endpoints.map((p, i) => new Exit(i, p));
     this.now = settings.now ?? Date.now;
     this.headerSet = settings.headerSet ?? browserHeaderSet;
-    this.refusals = new Refusals({ targetBackoffMs: settings.targetBackoffMs ?? DEFAULT_TARGET_BACKOFF_MS });
+    const targetBackoffMs = settings.targetBackoffMs ?? DEFAULT_TARGET_BACKOFF_MS;
+    this.refusals = new Refusals({ targetBackoffMs });
+    this.blackout = new Blackout({ stepMs: targetBackoffMs, probeMaxMs: PROBE_MAX_MS });
   }
 
   get rpsPerExit(): number {
@@ -172,25 +185,35 @@ export class ExitPool {
    * exit (refusals.ts), to the exit, which cools down; the targets its refusals had charged are
    * then cleared (onCleared). A refusal through an exit that cools down already was at the exit's
    * door: it lengthens nothing but a later Retry-After, or nothing at all for an on-demand scrape.
+   * During a blackout (or the refusal that shows one) it is the platform's, charged to neither.
    */
   refused(exit: Exit, session: ScrapeSession | null, target: string, failure: { retryAfterMs: number | null; message: string }, source: RefusalSource, now = this.now()): RefusalVerdict {
+    const blackouts = this.blackout.count;
+    const platformUntil = this.blackout.refusal(target, failure.retryAfterMs, source, now);
+    if (platformUntil !== null) {
+      exit.platformRefusals++;
+      if (this.blackout.count > blackouts) this.pardonExits(this.blackout.silentSince, now);
+      return { exitCooledUntil: null, targetUntil: platformUntil, platformWide: true };
+    }
     if (!exit.healthy(now)) {
-      return { exitCooledUntil: source === 'on-demand' ? exit.coolingUntil : this.cool(exit, session, failure.retryAfterMs, failure.message, now), targetUntil: null };
+      return { exitCooledUntil: source === 'on-demand' ? exit.coolingUntil : this.cool(exit, session, failure.retryAfterMs, failure.message, now), targetUntil: null, platformWide: false };
     }
     // Found at fault before and not answered since its cool-down ended: still at fault (its
     // cool-down doubles), without the evidence being gathered again at targets' expense; unless
     // the target is one refused before, which says nothing of the exit.
     if (source === 'poll' && exit.streak > 0 && !this.refusals.refusedBefore(target)) {
-      return { exitCooledUntil: this.cool(exit, session, failure.retryAfterMs, failure.message, now), targetUntil: null };
+      if (this.lastHealthy(exit, now)) return this.platformRefused(exit, target, failure.retryAfterMs, now);
+      return { exitCooledUntil: this.cool(exit, session, failure.retryAfterMs, failure.message, now), targetUntil: null, platformWide: false };
     }
     const charge = this.refusals.charge({ exit: exit.index, target, retryAfterMs: failure.retryAfterMs, source, now });
     if (!charge.exitAtFault) {
       exit.targetRefusals++;
-      return { exitCooledUntil: null, targetUntil: charge.targetUntil };
+      return { exitCooledUntil: null, targetUntil: charge.targetUntil, platformWide: false };
     }
+    if (this.lastHealthy(exit, now)) return this.platformRefused(exit, target, failure.retryAfterMs, now);
     const until = this.cool(exit, session, failure.retryAfterMs, failure.message, now);
-    for (const listener of this.clearedListeners) listener(charge.cleared);
-    return { exitCooledUntil: until, targetUntil: null };
+    this.clear(charge.cleared);
+    return { exitCooledUntil: until, targetUntil: null, platformWide: false };
   }
 
   /**
@@ -206,13 +229,52 @@ export class ExitPool {
     const cleared = this.refusals.passedElsewhere(refusedOn.index, target, now);
     if (cleared.length === 0) return;
     this.cool(refusedOn, session, failure.retryAfterMs, failure.message, now);
-    for (const listener of this.clearedListeners) listener(cleared);
+    this.clear(cleared);
   }
 
-  /** The platform answered `target` through `exit` with anything but a refusal (a page, a 404). */
+  /**
+   * The platform answered `target` through `exit` with anything but a refusal (a page, a 404).
+   * When that ends a blackout, every target it held or refused is due again (onCleared).
+   */
   answered(exit: Exit, target: string, now = this.now()): void {
     exit.streak = 0;
     this.refusals.answered(exit.index, target, now);
+    const released = this.blackout.answered(now);
+    if (released.length === 0) return;
+    this.refusals.lift(released);
+    this.clear(released);
+  }
+
+  /** Whether `exit` is the only healthy exit left. */
+  private lastHealthy(exit: Exit, now: number): boolean {
+    return exit.healthy(now) && this.exits.every((e) => e === exit || !e.healthy(now));
+  }
+
+  /** The refusal would cool the last healthy exit: a blackout begins instead (blackout.ts). */
+  private platformRefused(exit: Exit, target: string, retryAfterMs: number | null, now: number): RefusalVerdict {
+    this.blackout.begin(now);
+    this.pardonExits(this.blackout.silentSince, now);
+    const until = this.blackout.refusal(target, retryAfterMs, 'poll', now)!;
+    exit.platformRefusals++;
+    return { exitCooledUntil: null, targetUntil: until, platformWide: true };
+  }
+
+  /**
+   * A blackout began: exits found at fault since the silence began (`since`) were refused as every
+   * exit was, so their cool-downs end and their streaks are forgotten; else the probe would wait
+   * for a cool-down that doubled on the platform's account.
+   */
+  private pardonExits(since: number, now: number): void {
+    for (const exit of this.exits) {
+      if (exit.lastBlock === null || exit.lastBlock.at < since) continue;
+      // Its cool-down's time so far stays in its total (coolingMs).
+      if (!exit.healthy(now)) exit.coolingUntil = now;
+      exit.streak = 0;
+    }
+  }
+
+  private clear(targets: readonly string[]): void {
+    for (const listener of this.clearedListeners) listener(targets);
   }
 
   /** When `target` may be asked again after a refusal charged to it; 0 when it may be now. */
@@ -220,17 +282,26 @@ export class ExitPool {
     return this.refusals.blockedUntil(target, now);
   }
 
-  /** About to ask for `target`: see Refusals.ask (a target backing off is asked once per step). */
+  /**
+   * About to ask for `target`: see Refusals.ask (a target backing off is asked once per step), and
+   * during a blackout Blackout.ask (one probe of the platform per step), a target's own back-off first.
+   */
   ask(target: string, now = this.now()): Asking {
+    if (this.blackout.active()) {
+      const own = this.refusals.blockedUntil(target, now);
+      if (own > 0) return { waitUntil: own, probe: false };
+      return this.blackout.ask(target, now)!;
+    }
     return this.refusals.ask(target, now);
   }
 
   /** The ask of `target` ended without a verdict (a time-out, a 5xx). */
   released(target: string): void {
     this.refusals.released(target);
+    this.blackout.released(target);
   }
 
-  /** Calls `listener` with the targets whose back-off an exit's fault lifted; returns the unsubscribe. */
+  /** Calls `listener` with the targets due again at once: an exit's fault or a blackout's end lifted their back-off; returns the unsubscribe. */
   onCleared(listener: (targets: readonly string[]) => void): () => void {
     this.clearedListeners.add(listener);
     return () => this.clearedListeners.delete(listener);
@@ -290,13 +361,16 @@ export class ExitPool {
         requests: e.requests,
         blocks: e.blocks,
         target_refusals: e.targetRefusals,
+        platform_refusals: e.platformRefusals,
         cooling_ms: this.coolingMs(e, now),
         sessions: e.sessions,
         last_block: e.lastBlock && { at: new Date(e.lastBlock.at).toISOString(), reason: e.lastBlock.reason },
       };
     });
     const healthy = exits.filter((e) => e.healthy).length;
-    return { platform: this.platform, exits, healthy, targets_backing_off: this.refusals.backingOff(now), budget_rps: healthy * this.settings.rpsPerExit, rps_per_exit: this.settings.rpsPerExit };
+    return { platform: this.platform, exits, healthy, targets_backing_off: this.refusals.backingOff(now),
+      blackout: { since: this.blackout.active() ? new Date(this.blackout.startedAt).toISOString() : null, count: this.blackout.count },
+      budget_rps: healthy * this.settings.rpsPerExit, rps_per_exit: this.settings.rpsPerExit };
   }
 
   private coolingMs(e: Exit, now: number): number {

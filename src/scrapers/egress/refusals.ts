@@ -121,6 +121,19 @@ export class Refusals {
     if (b) b.probeUntil = 0;
   }
 
+  /**
+   * A blackout of the platform ended (blackout.ts): the back-offs of `targets` end now. Their
+   * streaks stay, so an event refused for its own reason goes on doubling at its next refusal.
+   */
+  lift(targets: readonly string[]): void {
+    for (const key of targets) {
+      const b = this.backoffs.get(key);
+      if (!b) continue;
+      b.until = 0;
+      b.probeUntil = 0;
+    }
+  }
+
   /** Whether `target` was refused and has not been answered since. */
   refusedBefore(target: string): boolean {
     return this.backoffs.has(target);
