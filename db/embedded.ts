@@ -22,6 +22,8 @@ import { setUpRoles } from './roles.ts';
  * all of those hooks are removed; our own synchronous 'exit' hook below is the safety net that
  * signals a server still running when the process exits.
  */
+/** As docker-compose's PostgreSQL (`-c max_connections`): every pool of the topology fits under it. */
+export const MAX_CONNECTIONS = 300;
 const HOOKED_EVENTS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message', 'exit'] as const;
 
 /**
@@ -150,7 +152,11 @@ export async function startEmbeddedPostgres(
     persistent: true,
     // Postgres refuses to run as root: the package runs it as the `postgres` user instead.
     createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1'],
+    // PostgreSQL's default of 100 connections is less than docker-compose's topology can open
+    // at once (Temporal's four services alone pool up to 30 each): at that limit the rehearsal's
+    // Temporal restart refused new connections to the gateways and the delivery worker
+    // (docs/operations.md, "Connections"). As docker-compose's PostgreSQL.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `max_connections=${MAX_CONNECTIONS}`],
     onLog: () => {},
     onError: (e) => onProgress(`embedded postgres: ${String(e)}`),
   });

@@ -153,30 +153,61 @@ export function createDeliveryAttempts(deps: DeliveryAttemptDeps): DeliveryAttem
       const state = verdict === 'delivered' ? 'delivered' : verdict === 'permanent' || delayMs === null ? 'failed' : 'pending';
       const reason =
         verdict === 'permanent' ? `the endpoint answered ${outcome.status} (not retried)` : state === 'failed' ? `no success after ${attempts} attempts` : null;
-      await db.transaction(async (trx) => {
-        await trx('webhook_attempts').insert({
-          delivery_id: deliveryId,
-          attempted_at: now,
-          status_code: outcome.status,
-          error: outcome.error,
-          latency_ms: outcome.latencyMs,
-        });
-        await trx('webhook_deliveries')
-          .where({ id: deliveryId })
-          .update({
-            state,
-            attempt_count: attempts,
-            failure_reason: reason,
-            next_attempt_at: state === 'pending' ? new Date(Date.now() + delayMs!) : null,
-            updated_at: trx.raw('statement_timestamp()'),
+      // The message went out: only its record is left, and that is retried, not the send. A
+      // record that failed once (the database refusing new connections for a moment) made the
+      // dispatcher claim the delivery again and send it a second time under the same webhook-id
+      // (9 such repeats in the rehearsal's Temporal outage, PostgreSQL at max_connections).
+      await recordOutcome(log, deliveryId, () =>
+        db.transaction(async (trx) => {
+          // Only over the count this attempt read: a retried record whose first COMMIT did land
+          // (its answer lost) finds it moved on, and writes nothing twice.
+          const updated = await trx('webhook_deliveries')
+            .where({ id: deliveryId, attempt_count: attempts - 1 })
+            .update({
+              state,
+              attempt_count: attempts,
+              failure_reason: reason,
+              next_attempt_at: state === 'pending' ? new Date(Date.now() + delayMs!) : null,
+              updated_at: trx.raw('statement_timestamp()'),
+            });
+          if (updated === 0) return;
+          await trx('webhook_attempts').insert({
+            delivery_id: deliveryId,
+            attempted_at: now,
+            status_code: outcome.status,
+            error: outcome.error,
+            latency_ms: outcome.latencyMs,
           });
-        await trackHealth(trx, webhookId, verdict === 'delivered', now, outcome.status, outcome.error);
-      });
+          await trackHealth(trx, webhookId, verdict === 'delivered', now, outcome.status, outcome.error);
+        }),
+      );
       // The webhook's id only: its URL may carry a token and never reaches the log.
       log.debug({ delivery_id: deliveryId, webhook_id: webhookId, status: outcome.status, error: outcome.error, state }, 'webhook attempt');
       return state === 'pending' ? { done: false, delayMs: delayMs! } : { done: true };
     },
   };
+}
+
+/**
+ * How long an attempt's outcome is retried after its send: under the dispatcher's claim (15 s),
+ * so no other attempt of the delivery can start meanwhile. Past it the failure is thrown, and the
+ * delivery is sent again later under the same webhook-id (at least once).
+ */
+export const RECORD_RETRY_MS = 10_000;
+
+/** Runs `record` until it succeeds, retrying for RECORD_RETRY_MS (250 ms doubling to 2 s between tries). */
+export async function recordOutcome(log: Logger, deliveryId: number, record: () => Promise<unknown>, retryMs = RECORD_RETRY_MS): Promise<void> {
+  const started = Date.now();
+  for (let wait = 250; ; wait = Math.min(2_000, wait * 2)) {
+    try {
+      await record();
+      return;
+    } catch (err) {
+      if (Date.now() + wait - started > retryMs) throw err;
+      log.warn({ err, delivery_id: deliveryId, retry_in_ms: wait }, 'webhook attempt sent but not recorded; recording it again (the message is not sent again)');
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
 }
 
 /**

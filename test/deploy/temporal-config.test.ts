@@ -12,6 +12,7 @@ import { parse } from 'yaml';
 import { SERVICE_DYNAMIC_CONFIG, devServerArgs } from '../../temporal/dev-server.ts';
 import { serverArgs, serverEnvironment, TEMPORAL_CONFIG_ENV, TEMPORAL_DEPLOY_DIR, type TemporalPorts } from '../../temporal/production-server.ts';
 import { resolveTemporalServer, TEMPORAL_SERVER_VERSION, type TemporalServerBinaries } from '../../temporal/server-binary.ts';
+import { MAX_CONNECTIONS } from '../../db/embedded.ts';
 import { PROJECT_ROOT } from '../support/harness.ts';
 
 interface Service {
@@ -108,6 +109,18 @@ describe("Temporal's configuration: docker-compose and the rehearsal", () => {
       expect((b as { dynamicConfigClient: { filepath: string } }).dynamicConfigClient.filepath).toBe(`${TEMPORAL_DEPLOY_DIR}dynamic-config.yaml`);
       expect(normalise(b)).toEqual(normalise(a));
     });
+  });
+});
+
+describe("PostgreSQL's connection limit", () => {
+  it("is the same in docker-compose and in the embedded cluster the rehearsal runs, and holds Temporal's pools, one process per service, with room for ours", () => {
+    expect(services.postgres!.command).toEqual(['postgres', '-c', `max_connections=${MAX_CONNECTIONS}`]);
+    const yaml = readFileSync(`${TEMPORAL_DEPLOY_DIR}production.yaml`, 'utf8');
+    const pools = [...yaml.matchAll(/maxConns: (?:\{\{ env "TEMPORAL_DB_MAX_CONNS" \| default "(\d+)" \}\}|(\d+))/g)].map((m) => Number(m[1] ?? m[2]));
+    expect(pools).toHaveLength(2);
+    const temporal = 4 * pools.reduce((a, b) => a + b, 0);
+    // Ours: 7 processes in the rehearsal (2 gateways, 2 stream nodes, 2 scrape workers, 1 delivery worker).
+    expect(MAX_CONNECTIONS - temporal).toBeGreaterThanOrEqual(150);
   });
 });
 
