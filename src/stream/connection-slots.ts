@@ -14,6 +14,13 @@
 // connection it holds (`onFenced`; clients resume on another node from last_id), 8 s before the
 // others can stop counting them. When a touch succeeds again the fence lifts, and the node first
 // writes back the slots of every connection it still holds that the others swept meanwhile.
+//
+// Slots are taken in batches (issue 40): the upgrades that arrive while a batch is in flight form
+// the next, and a batch is one transaction that locks every account in it (in one order, so two
+// nodes' batches cannot deadlock), counts their open slots once the locks are held, and decides
+// in arrival order against running counts. One transaction per upgrade (five round trips and a
+// commit, on the node's few pool clients) made a reconnect storm of 12,000 clients take 12.8 s
+// against 2.4 s for `ws` without caps; a lone upgrade still goes at once, as a batch of one.
 import { randomUUID } from 'node:crypto';
 import type { QueryConfig } from 'pg';
 import type { Pool } from '../../db/pool.ts';
@@ -51,6 +58,34 @@ export interface SlotCaps {
 
 export type SlotRefusal = { scope: 'key' | 'account'; limit: number; open: number };
 
+/** Batches in flight at once per node: lanes partition the accounts, so one node's batches never wait on each other. */
+const LANES = 2;
+/** Upgrades decided in one transaction at most. */
+const MAX_BATCH = 256;
+const DEADLOCK = '40P01';
+
+interface PendingTake {
+  id: string;
+  keyId: string;
+  accountId: number;
+  caps: SlotCaps;
+  resolve(refusal: SlotRefusal | null): void;
+  reject(err: unknown): void;
+}
+
+interface Lane {
+  queue: PendingTake[];
+  inFlight: boolean;
+}
+
+/** Whether `key` may open one more slot given the counts so far; the refusal otherwise (the key's cap first). */
+export function decideSlot(open: { key: number; account: number }, caps: SlotCaps): SlotRefusal | null {
+  const keyLimit = caps.keyLimit ?? caps.perKey;
+  if (open.key >= keyLimit) return { scope: 'key', limit: keyLimit, open: open.key };
+  if (open.account >= caps.perAccount) return { scope: 'account', limit: caps.perAccount, open: open.account };
+  return null;
+}
+
 function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
@@ -72,6 +107,11 @@ export class ConnectionSlots {
   private reconcileDue = false;
   /** The slots this node holds, as written: what it writes back after an outage. */
   private readonly held = new Map<string, { keyId: string; accountId: number }>();
+  /** Slots of batches in flight: perhaps committed already, so reconcile() must not delete them. */
+  private readonly taking = new Set<string>();
+  private readonly lanes: Lane[] = Array.from({ length: LANES }, () => ({ queue: [], inFlight: false }));
+  /** Releases waiting for the next flush (one DELETE for all of them). */
+  private releasing: string[] = [];
   fenced = false;
 
   constructor(
@@ -156,36 +196,113 @@ export class ConnectionSlots {
        ON CONFLICT (id) DO NOTHING`,
       [this.nodeId, rows.map(([id]) => id), rows.map(([, h]) => h.keyId), rows.map(([, h]) => h.accountId)],
     );
-    await this.renewalQuery('DELETE FROM stream_connections WHERE node_id = $1 AND NOT (id = ANY($2::uuid[]))', [this.nodeId, rows.map(([id]) => id)]);
+    await this.renewalQuery('DELETE FROM stream_connections WHERE node_id = $1 AND NOT (id = ANY($2::uuid[]))', [this.nodeId, [...rows.map(([id]) => id), ...this.taking]]);
   }
 
   /**
    * Takes a slot for connection `id` of this key and account, or says which cap is full. Throws
    * when the database cannot answer (the upgrade is refused as the service being unavailable).
    */
-  async take(id: string, keyId: string, accountId: number, caps: SlotCaps): Promise<SlotRefusal | null> {
-    if (this.fenced) throw new NodeFenced();
+  take(id: string, keyId: string, accountId: number, caps: SlotCaps): Promise<SlotRefusal | null> {
+    if (this.fenced) return Promise.reject(new NodeFenced());
+    const lane = this.lanes[accountId % LANES]!;
+    return new Promise((resolve, reject) => {
+      lane.queue.push({ id, keyId, accountId, caps, resolve, reject });
+      if (!lane.inFlight) void this.drain(lane);
+    });
+  }
+
+  private async drain(lane: Lane): Promise<void> {
+    lane.inFlight = true;
+    try {
+      while (lane.queue.length > 0) {
+        const batch = lane.queue.splice(0, MAX_BATCH);
+        // Fenced while these waited: the node admits nobody (its connections are being closed).
+        if (this.fenced) {
+          for (const t of batch) t.reject(new NodeFenced());
+          continue;
+        }
+        for (const t of batch) this.taking.add(t.id);
+        try {
+          const refusals = await this.takeBatch(batch);
+          batch.forEach((t, i) => {
+            if (refusals[i] === null) this.held.set(t.id, { keyId: t.keyId, accountId: t.accountId });
+            t.resolve(refusals[i]!);
+          });
+        } catch (err) {
+          // A COMMIT whose answer was lost may have written the rows: the next renewal puts them right.
+          this.reconcileDue = true;
+          for (const t of batch) t.reject(err);
+        } finally {
+          for (const t of batch) this.taking.delete(t.id);
+        }
+      }
+    } finally {
+      lane.inFlight = false;
+    }
+  }
+
+  /** One transaction deciding `batch` in arrival order; a refusal (or null: admitted) per upgrade. */
+  private async takeBatch(batch: readonly PendingTake[]): Promise<(SlotRefusal | null)[]> {
+    const accounts = [...new Set(batch.map((t) => t.accountId))].sort((a, b) => a - b);
     const client = await this.pool.connect();
     let failure: Error | undefined;
     try {
-      await client.query('BEGIN');
-      await client.query("SELECT pg_advisory_xact_lock(hashtext('stream-connections'), hashtext($1))", [String(accountId)]);
-      const { rows } = await client.query<{ key: string; account: string }>(
-        `SELECT count(*) FILTER (WHERE c.key_id = $2) AS key, count(*) AS account
-           FROM stream_connections c JOIN stream_nodes n ON n.node_id = c.node_id
-          WHERE c.account_id = $1 AND n.seen_at > now() - make_interval(secs => $3)`,
-        [accountId, keyId, this.timings.staleMs / 1000],
-      );
-      const open = { key: Number(rows[0]!.key), account: Number(rows[0]!.account) };
-      const keyLimit = caps.keyLimit ?? caps.perKey;
-      const refusal: SlotRefusal | null =
-        open.key >= keyLimit ? { scope: 'key', limit: keyLimit, open: open.key } : open.account >= caps.perAccount ? { scope: 'account', limit: caps.perAccount, open: open.account } : null;
-      if (!refusal) {
-        await client.query('INSERT INTO stream_connections (id, node_id, key_id, account_id) VALUES ($1, $2, $3, $4)', [id, this.nodeId, keyId, accountId]);
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await client.query('BEGIN');
+          // Every node locks its accounts in the same order (the ORDER BY keeps the subquery
+          // from being flattened, so the locks are taken in it): batches cannot deadlock.
+          await client.query(
+            `SELECT pg_advisory_xact_lock(hashtext('stream-connections'), hashtext(a::text))
+               FROM (SELECT a FROM unnest($1::bigint[]) AS a ORDER BY a) s`,
+            [accounts],
+          );
+          // Its own statement: READ COMMITTED takes its snapshot after the locks were granted.
+          const { rows } = await client.query<{ account_id: string; key_id: string; n: number }>(
+            `SELECT c.account_id, c.key_id, count(*)::int AS n
+               FROM stream_connections c JOIN stream_nodes n ON n.node_id = c.node_id
+              WHERE c.account_id = ANY($1::bigint[]) AND n.seen_at > now() - make_interval(secs => $2)
+              GROUP BY 1, 2`,
+            [accounts, this.timings.staleMs / 1000],
+          );
+          const perKey = new Map<string, number>();
+          const perAccount = new Map<number, number>();
+          for (const r of rows) {
+            const account = Number(r.account_id);
+            perKey.set(`${account}|${r.key_id}`, r.n);
+            perAccount.set(account, (perAccount.get(account) ?? 0) + r.n);
+          }
+          const admitted: PendingTake[] = [];
+          const refusals = batch.map((t) => {
+            const k = `${t.accountId}|${t.keyId}`;
+            const refusal = decideSlot({ key: perKey.get(k) ?? 0, account: perAccount.get(t.accountId) ?? 0 }, t.caps);
+            if (refusal === null) {
+              perKey.set(k, (perKey.get(k) ?? 0) + 1);
+              perAccount.set(t.accountId, (perAccount.get(t.accountId) ?? 0) + 1);
+              admitted.push(t);
+            }
+            return refusal;
+          });
+          if (admitted.length > 0) {
+            await client.query(
+              `INSERT INTO stream_connections (id, node_id, key_id, account_id)
+               SELECT id, $1, key_id, account_id FROM unnest($2::uuid[], $3::text[], $4::bigint[]) AS t(id, key_id, account_id)`,
+              [this.nodeId, admitted.map((t) => t.id), admitted.map((t) => t.keyId), admitted.map((t) => t.accountId)],
+            );
+          }
+          await client.query('COMMIT');
+          return refusals;
+        } catch (err) {
+          // Another node's batch of an old release (one lock per transaction) cannot deadlock with
+          // this one; two batches of this release lock in one order. Retried all the same.
+          if ((err as { code?: string }).code === DEADLOCK && attempt < 3) {
+            await client.query('ROLLBACK');
+            continue;
+          }
+          throw err;
+        }
       }
-      await client.query('COMMIT');
-      if (!refusal) this.held.set(id, { keyId, accountId });
-      return refusal;
     } catch (err) {
       failure = err instanceof Error ? err : new Error(String(err));
       throw err;
@@ -201,10 +318,19 @@ export class ConnectionSlots {
     this.held.delete(id);
     // Cut off: the row is removed when the database answers again (reconcile).
     if (this.failing || this.fenced) return;
-    this.pool.query('DELETE FROM stream_connections WHERE id = $1', [id]).catch((err: unknown) => {
-      // The row stays until the next renewal puts this node's rows right (reconcile).
+    // A storm of closes is one DELETE per turn of the event loop, not one per connection.
+    this.releasing.push(id);
+    if (this.releasing.length === 1) setImmediate(() => this.flushReleases());
+  }
+
+  private flushReleases(): void {
+    const ids = this.releasing;
+    this.releasing = [];
+    if (ids.length === 0) return;
+    this.pool.query('DELETE FROM stream_connections WHERE id = ANY($1::uuid[])', [ids]).catch((err: unknown) => {
+      // The rows stay until the next renewal puts this node's rows right (reconcile).
       this.reconcileDue = true;
-      this.log.warn({ err, connection_id: id }, 'stream: could not give a connection slot back; it goes at the next renewal');
+      this.log.warn({ err, connections: ids.length }, 'stream: could not give connection slots back; they go at the next renewal');
     });
   }
 

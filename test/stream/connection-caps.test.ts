@@ -5,6 +5,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../src/accounts/operations.ts';
+import { decideSlot } from '../../src/stream/connection-slots.ts';
 import { eventually, newAccount, type TestAccount } from '../support/harness.ts';
 import { Client, connect, refusal, startNode, type TestNode } from './helpers.ts';
 
@@ -105,6 +106,35 @@ describe('open stream connections', () => {
     expect(answers.filter((x) => x === 'refused with 429')).toHaveLength(16 - PER_KEY);
   });
 
+  it('a storm of upgrades of many accounts at once on both nodes (batches locking several accounts each): every cap holds exactly, and no batch deadlocks', async () => {
+    const accounts = await Promise.all(Array.from({ length: 6 }, () => newAccount(a.db)));
+    const seconds = await Promise.all(accounts.map((acct) => secondKey(acct)));
+    // Per account: 6 upgrades on each of its two keys, over both nodes, all in flight together.
+    const attempts = accounts.flatMap((acct, n) =>
+      Array.from({ length: 12 }, (_, i) => {
+        const key = i % 2 ? acct.key : seconds[n]!.key;
+        const c = new Client((i + n) % 2 ? a.url : b.url, { key });
+        open.push(c);
+        return c.opened.then(
+          () => ({ account: acct.accountId, key, admitted: true }),
+          (err: Error) => {
+            expect(err.message).toBe('refused with 429');
+            return { account: acct.accountId, key, admitted: false };
+          },
+        );
+      }),
+    );
+    const answers = await Promise.all(attempts);
+    for (const acct of accounts) {
+      const mine = answers.filter((x) => x.admitted && x.account === acct.accountId);
+      // The account's cap binds before either key's: exactly PER_ACCOUNT, at most PER_KEY per key.
+      expect(mine).toHaveLength(PER_ACCOUNT);
+      for (const key of new Set(mine.map((x) => x.key))) expect(mine.filter((x) => x.key === key).length).toBeLessThanOrEqual(PER_KEY);
+      const rows = Number((await a.db('stream_connections').where({ account_id: acct.accountId }).count('* as n'))[0]!.n);
+      expect(rows).toBe(PER_ACCOUNT);
+    }
+  });
+
   it("a node that went silent (died) stops counting: its connections' slots are free again", async () => {
     const acct = await newAccount(a.db);
     const c = await startNode({ env, db: a.db });
@@ -151,6 +181,20 @@ describe('open stream connections', () => {
         }
       }),
       { numRuns: 12 },
+    );
+  });
+});
+
+describe("a batch's decision for one upgrade (decideSlot)", () => {
+  it('property: admitted exactly when both caps have room; a full key is named before a full account', () => {
+    fc.assert(
+      fc.property(fc.nat(20), fc.nat(20), fc.option(fc.integer({ min: 1, max: 20 }), { nil: null }), fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 20 }), (key, account, keyLimit, perKey, perAccount) => {
+        const limit = keyLimit ?? perKey;
+        const refusal = decideSlot({ key, account }, { keyLimit, perKey, perAccount });
+        if (key < limit && account < perAccount) expect(refusal).toBeNull();
+        else if (key >= limit) expect(refusal).toEqual({ scope: 'key', limit, open: key });
+        else expect(refusal).toEqual({ scope: 'account', limit: perAccount, open: account });
+      }),
     );
   });
 });
