@@ -14,24 +14,13 @@ import { devServerFiles, startDevServer, type DevServer } from '../../temporal/d
 import { isRunning } from '../../temporal/processes.ts';
 import { PROJECT_ROOT } from '../support/harness.ts';
 import { uniqueTaskQueue } from '../support/temporal.ts';
-import { reservePort } from '../../src/runtime/ports.ts';
+import { acceptsConnections, reservePort } from '../../src/runtime/ports.ts';
 
 const log = createLogger('silent');
 let binary: string;
 let dataDir: string;
 const started: DevServer[] = [];
 
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const sock = net.connect({ host: '127.0.0.1', port });
-    sock.once('connect', () => {
-      sock.destroy();
-      resolve(true);
-    });
-    sock.once('error', () => resolve(false));
-  });
-}
 
 async function waitUntil(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
@@ -85,8 +74,8 @@ describe('startDevServer', () => {
 
     await first.stop();
     expect(isRunning(first.pid!)).toBe(false);
-    expect(await canConnect(ports.port)).toBe(false);
-    expect(await canConnect(ports.uiPort)).toBe(false);
+    expect(await acceptsConnections(ports.port)).toBe(false);
+    expect(await acceptsConnections(ports.uiPort)).toBe(false);
     await expect(fs.stat(files.pidFile)).rejects.toThrow();
     await first.stop(); // idempotent
 
@@ -162,7 +151,7 @@ exec '${binary}' "$@"
       await c.connection.close();
       expect(lines.filter((l) => l.includes('was taken before the Temporal server could bind it; starting it again'))).toHaveLength(2);
       await server.stop();
-      expect(await canConnect(Number(server.address.split(':')[1]))).toBe(false);
+      expect(await acceptsConnections(Number(server.address.split(':')[1]))).toBe(false);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }
@@ -231,7 +220,7 @@ describe('the dev server and the process that started it', () => {
       const ports = { port: await reservePort(), uiPort: await reservePort() };
       const { pid } = launch(dir, ports, 'exit');
       const serverPid = await pid;
-      expect(await waitUntil(async () => !isRunning(serverPid) && !(await canConnect(ports.port)), 30_000)).toBe(true);
+      expect(await waitUntil(async () => !isRunning(serverPid) && !(await acceptsConnections(ports.port)), 30_000)).toBe(true);
     } finally {
       await fs.rm(dir, { recursive: true, force: true });
     }

@@ -78,11 +78,17 @@ export interface Asking {
   probe: boolean;
 }
 
-/** `map` with `key` set to `value` as its newest entry, the oldest dropped past REMEMBERED_TARGETS. */
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  map.delete(key);
-  map.set(key, value);
-  if (map.size > REMEMBERED_TARGETS) map.delete(map.keys().next().value!);
+/**
+ * Makes `key` the newest entry of `memory` (set to `value` in a map), the oldest dropped past
+ * REMEMBERED_TARGETS: every per-target memory of the egress is bounded the same way.
+ */
+export function remember(memory: Set<string>, key: string): void;
+export function remember<V>(memory: Map<string, V>, key: string, value: V): void;
+export function remember<V>(memory: Map<string, V> | Set<string>, key: string, value?: V): void {
+  memory.delete(key);
+  if (memory instanceof Map) memory.set(key, value as V);
+  else memory.add(key);
+  if (memory.size > REMEMBERED_TARGETS) memory.delete(memory.keys().next().value!);
 }
 
 export class Refusals {
