@@ -37,6 +37,7 @@ import * as m033 from './033_target_checks.ts';
 import * as m034 from './034_bounded_growth.ts';
 import * as m035 from './035_cooldown_held_from.ts';
 import * as m036 from './036_confined_notifications.ts';
+import * as m037 from './037_stream_admit.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -81,6 +82,7 @@ const migrations: Record<string, Migration> = {
   '034_bounded_growth': m034,
   '035_cooldown_held_from': m035,
   '036_confined_notifications': m036,
+  '037_stream_admit': m037,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,15 +1,17 @@
 // Decides an upgrade request before the WebSocket exists, in the gateway's order (spec 5.6):
 // authentication (401 / 502), access to the `stream` API (403), the key's per-minute rate limit
 // (429; an upgrade counts as one request), the resume position (400 when malformed), then a slot among the
-// key's and the account's open connections (429 too_many_connections, connection-slots.ts: the
-// last check, so a refused upgrade holds no slot). Rejected keys are
+// key's and the account's open connections (429 too_many_connections: the last check, so a
+// refused upgrade holds no slot). The count and the slot are one call (connection-slots.ts,
+// batched with the other upgrades in flight): the slot is asked for only when the resume
+// position is well formed, and taken only within the rate limit. Rejected keys are
 // limited per client address, like HTTP callers; an upgrade that sends no key guesses nothing,
 // is not counted and is always 401 unauthenticated (spec 5.2). The stream costs no credits, so
 // nothing is metered.
 import type { Pool } from '../../db/pool.ts';
 import type { Config } from '../config.ts';
 import type { Principal } from '../gateway/key-verifier.ts';
-import { rateLimitHeaders, type RateDecision, type RateLimiter } from '../gateway/rate-limit.ts';
+import { rateDecision, rateLimitHeaders, rateWindow, type RateDecision, type RateLimiter } from '../gateway/rate-limit.ts';
 import type { Logger } from '../logger.ts';
 import { NodeFenced, type ConnectionSlots } from './connection-slots.ts';
 import { StreamRefusal } from './reasons.ts';
@@ -20,11 +22,12 @@ export interface AdmissionDeps {
     'RATE_LIMIT_PER_MINUTE' | 'UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE' | 'TRUST_PROXY' | 'STREAM_MAX_CONNECTIONS_PER_KEY' | 'STREAM_MAX_CONNECTIONS_PER_ACCOUNT'
   >;
   keys: { verify(key: string, beforeLookup?: () => Promise<void>): Promise<Principal | null> };
-  limiter: Pick<RateLimiter, 'hit' | 'peek' | 'hitAddress' | 'addressSpent'>;
+  /** Address limits and the window of a refused key; an upgrade's own request is counted by `slots`. */
+  limiter: Pick<RateLimiter, 'peek' | 'hitAddress' | 'addressSpent' | 'now'>;
   pool: Pool;
   log: Logger;
   /** The open-connection count shared by every node. */
-  slots: Pick<ConnectionSlots, 'take' | 'fenced'>;
+  slots: Pick<ConnectionSlots, 'admit' | 'release' | 'fenced'>;
 }
 
 /** What the upgrade handler read from the request (uWS request objects die at the first await). */
@@ -81,29 +84,10 @@ export class UpgradeAdmission {
   async admit(req: UpgradeRequest, id: string): Promise<Admitted | StreamRefusal> {
     // Fenced (connection-slots.ts): the database is out of reach, and every check below would hang on it.
     if (this.deps.slots.fenced) return StreamRefusal.of('service_unavailable', 'this node cannot reach the connection count; connect to another node');
-    const decided = await this.decide(req);
-    if (decided instanceof StreamRefusal) return decided;
-    const { principal, headers } = decided;
-    let full;
-    try {
-      full = await this.deps.slots.take(id, principal.keyId, principal.accountId, {
-        keyLimit: principal.streamConnectionLimit,
-        perKey: this.deps.config.STREAM_MAX_CONNECTIONS_PER_KEY,
-        perAccount: this.deps.config.STREAM_MAX_CONNECTIONS_PER_ACCOUNT,
-      });
-    } catch (err) {
-      // Fenced: said once when it began (connection-slots.ts), not at every refused upgrade.
-      if (!(err instanceof NodeFenced)) this.deps.log.error({ err }, 'stream: the open-connection count is unreachable');
-      return StreamRefusal.of('service_unavailable', 'connection count unavailable', headers);
-    }
-    if (full) {
-      const holder = full.scope === 'key' ? 'this key' : 'this account (all its keys together)';
-      return StreamRefusal.of('too_many_connections', `${holder} already holds ${full.open} open stream connections, its limit of ${full.limit}; close one before opening another`, headers);
-    }
-    return decided;
+    return this.decide(req, id);
   }
 
-  private async decide(req: UpgradeRequest): Promise<Admitted | StreamRefusal> {
+  private async decide(req: UpgradeRequest, id: string): Promise<Admitted | StreamRefusal> {
     const { config, keys, log } = this.deps;
     const params = new URLSearchParams(req.query);
     const address = clientAddress(req.remoteAddress, req.forwardedFor, config.TRUST_PROXY);
@@ -134,27 +118,45 @@ export class UpgradeAdmission {
     }
     // An account that is not served holds no connection (the stream is included with a plan, not free).
     if (!principal.served) return StreamRefusal.of(principal.hasBillingAccount ? 'no_subscription' : 'no_billing_account');
-    let decision: RateDecision;
+    const raw = single(params, 'last_id') ?? (req.lastEventIdHeader || null);
+    const wellFormed = raw === null || (raw !== 'repeated' && LAST_ID.test(raw) && Number.isSafeInteger(Number(raw)));
+    const w = rateWindow(this.deps.limiter.now());
+    let count;
     try {
-      decision = await this.deps.limiter.hit(subject, limit, principal.accountId);
+      count = await this.deps.slots.admit({
+        id,
+        keyId: principal.keyId,
+        accountId: principal.accountId,
+        subject,
+        windowStart: w.start,
+        rateLimit: limit,
+        caps: wellFormed
+          ? { keyLimit: principal.streamConnectionLimit, perKey: config.STREAM_MAX_CONNECTIONS_PER_KEY, perAccount: config.STREAM_MAX_CONNECTIONS_PER_ACCOUNT }
+          : null,
+      });
     } catch (err) {
-      log.error({ err }, 'stream: rate limiter unavailable');
-      return StreamRefusal.of('service_unavailable');
+      // Fenced: said once when it began (connection-slots.ts), not at every refused upgrade.
+      if (!(err instanceof NodeFenced)) log.error({ err }, 'stream: the rate limit and connection count are unreachable');
+      return StreamRefusal.of('service_unavailable', 'connection count unavailable');
     }
+    const decision: RateDecision = rateDecision(count.hits, limit, w.resetSeconds);
     const headers = rateLimitHeaders('default', decision);
     if (!decision.allowed) return StreamRefusal.of('rate_limited', `more than ${decision.limit} requests in the current minute`, headers);
-
-    const raw = single(params, 'last_id') ?? (req.lastEventIdHeader || null);
-    if (raw === null) return { principal, key, clientAddress: address, lastId: null, resumeGap: false, mustReach: 0, headers };
-    if (raw === 'repeated' || !LAST_ID.test(raw) || !Number.isSafeInteger(Number(raw))) {
-      return StreamRefusal.of('invalid_parameter', 'last_id must be a non-negative integer: the id of the last message received', headers);
+    if (!wellFormed) return StreamRefusal.of('invalid_parameter', 'last_id must be a non-negative integer: the id of the last message received', headers);
+    if (count.refusal) {
+      const full = count.refusal;
+      const holder = full.scope === 'key' ? 'this key' : 'this account (all its keys together)';
+      return StreamRefusal.of('too_many_connections', `${holder} already holds ${full.open} open stream connections, its limit of ${full.limit}; close one before opening another`, headers);
     }
+    // From here the upgrade holds a slot.
+    if (raw === null) return { principal, key, clientAddress: address, lastId: null, resumeGap: false, mustReach: 0, headers };
     const lastId = Number(raw);
     let bounds;
     try {
       bounds = await this.bounds();
     } catch (err) {
       log.error({ err }, 'stream: notifications log unreachable');
+      this.deps.slots.release(id);
       return StreamRefusal.of('service_unavailable', 'notifications log unavailable', headers);
     }
     // Ids a client has seen are committed, so they are at most the committed head (or, once

@@ -16,11 +16,13 @@
 // writes back the slots of every connection it still holds that the others swept meanwhile.
 //
 // Slots are taken in batches (issue 40): the upgrades that arrive while a batch is in flight form
-// the next, and a batch is one transaction that locks every account in it (in one order, so two
-// nodes' batches cannot deadlock), counts their open slots once the locks are held, and decides
-// in arrival order against running counts. One transaction per upgrade (five round trips and a
-// commit, on the node's few pool clients) made a reconnect storm of 12,000 clients take 12.8 s
-// against 2.4 s for `ws` without caps; a lone upgrade still goes at once, as a batch of one.
+// the next, and a batch is one call of stream_take_slots (db/migrations/037), one round trip and
+// one transaction that locks every account in it (in one order, so two nodes' batches cannot
+// deadlock), counts their open slots once the locks are held, and decides in arrival order
+// against running counts. One transaction per upgrade (five round trips and a commit, on the
+// node's few pool clients) made a reconnect storm of 12,000 clients take 12.8 s against 2.4 s
+// for `ws` without caps; five round trips per batch, 5.8 s (each waited about a turn of the busy
+// event loop). A lone upgrade still goes at once, as a batch of one.
 import { randomUUID } from 'node:crypto';
 import type { QueryConfig } from 'pg';
 import type { Pool } from '../../db/pool.ts';
@@ -64,26 +66,38 @@ const LANES = 2;
 const MAX_BATCH = 256;
 const DEADLOCK = '40P01';
 
-interface PendingTake {
+/** One upgrade to count and, perhaps, admit. */
+export interface StreamUpgrade {
+  /** The connection's id: its slot's row. */
   id: string;
   keyId: string;
   accountId: number;
-  caps: SlotCaps;
-  resolve(refusal: SlotRefusal | null): void;
+  /** The key's rate-limit subject, window and limit: an upgrade is counted as one request. */
+  subject: string;
+  windowStart: Date;
+  rateLimit: number;
+  /** The caps to take a slot under; null to count the request only (it is refused for another reason). */
+  caps: SlotCaps | null;
+}
+
+/** What stream_admit said of one upgrade. */
+export interface UpgradeCount {
+  /** The request's number in its rate-limit window: within the limit when at most `rateLimit`. */
+  hits: number;
+  /** A slot was taken: the connection's close (or an upgrade that never completes) must give it back. */
+  taken: boolean;
+  /** The full cap, when a slot was asked for within the rate limit and refused. */
+  refusal: SlotRefusal | null;
+}
+
+interface PendingUpgrade extends StreamUpgrade {
+  resolve(count: UpgradeCount): void;
   reject(err: unknown): void;
 }
 
 interface Lane {
-  queue: PendingTake[];
+  queue: PendingUpgrade[];
   inFlight: boolean;
-}
-
-/** Whether `key` may open one more slot given the counts so far; the refusal otherwise (the key's cap first). */
-export function decideSlot(open: { key: number; account: number }, caps: SlotCaps): SlotRefusal | null {
-  const keyLimit = caps.keyLimit ?? caps.perKey;
-  if (open.key >= keyLimit) return { scope: 'key', limit: keyLimit, open: open.key };
-  if (open.account >= caps.perAccount) return { scope: 'account', limit: caps.perAccount, open: open.account };
-  return null;
 }
 
 function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
@@ -200,14 +214,15 @@ export class ConnectionSlots {
   }
 
   /**
-   * Takes a slot for connection `id` of this key and account, or says which cap is full. Throws
-   * when the database cannot answer (the upgrade is refused as the service being unavailable).
+   * Counts upgrade `u` in its key's rate-limit window and, when it is within the limit and asks
+   * for a slot (`caps`), takes one or says which cap is full. Throws when the database cannot
+   * answer (the upgrade is refused as the service being unavailable).
    */
-  take(id: string, keyId: string, accountId: number, caps: SlotCaps): Promise<SlotRefusal | null> {
+  admit(u: StreamUpgrade): Promise<UpgradeCount> {
     if (this.fenced) return Promise.reject(new NodeFenced());
-    const lane = this.lanes[accountId % LANES]!;
+    const lane = this.lanes[u.accountId % LANES]!;
     return new Promise((resolve, reject) => {
-      lane.queue.push({ id, keyId, accountId, caps, resolve, reject });
+      lane.queue.push({ ...u, resolve, reject });
       if (!lane.inFlight) void this.drain(lane);
     });
   }
@@ -224,11 +239,14 @@ export class ConnectionSlots {
         }
         for (const t of batch) this.taking.add(t.id);
         try {
-          const refusals = await this.takeBatch(batch);
+          const counts = await this.admitBatch(batch);
           batch.forEach((t, i) => {
-            if (refusals[i] === null) this.held.set(t.id, { keyId: t.keyId, accountId: t.accountId });
-            t.resolve(refusals[i]!);
+            if (counts[i]!.taken) this.held.set(t.id, { keyId: t.keyId, accountId: t.accountId });
           });
+          // The upgrades go on at the next check phase: the next batch is sent first (its client
+          // is handed out on a later tick than these promises' continuations would run), so the
+          // database works on it while this node writes the 101s, rather than after.
+          setImmediate(() => batch.forEach((t, i) => t.resolve(counts[i]!)));
         } catch (err) {
           // A COMMIT whose answer was lost may have written the rows: the next renewal puts them right.
           this.reconcileDue = true;
@@ -242,74 +260,39 @@ export class ConnectionSlots {
     }
   }
 
-  /** One transaction deciding `batch` in arrival order; a refusal (or null: admitted) per upgrade. */
-  private async takeBatch(batch: readonly PendingTake[]): Promise<(SlotRefusal | null)[]> {
-    const accounts = [...new Set(batch.map((t) => t.accountId))].sort((a, b) => a - b);
-    const client = await this.pool.connect();
-    let failure: Error | undefined;
-    try {
-      for (let attempt = 1; ; attempt++) {
-        try {
-          await client.query('BEGIN');
-          // Every node locks its accounts in the same order (the ORDER BY keeps the subquery
-          // from being flattened, so the locks are taken in it): batches cannot deadlock.
-          await client.query(
-            `SELECT pg_advisory_xact_lock(hashtext('stream-connections'), hashtext(a::text))
-               FROM (SELECT a FROM unnest($1::bigint[]) AS a ORDER BY a) s`,
-            [accounts],
-          );
-          // Its own statement: READ COMMITTED takes its snapshot after the locks were granted.
-          const { rows } = await client.query<{ account_id: string; key_id: string; n: number }>(
-            `SELECT c.account_id, c.key_id, count(*)::int AS n
-               FROM stream_connections c JOIN stream_nodes n ON n.node_id = c.node_id
-              WHERE c.account_id = ANY($1::bigint[]) AND n.seen_at > now() - make_interval(secs => $2)
-              GROUP BY 1, 2`,
-            [accounts, this.timings.staleMs / 1000],
-          );
-          const perKey = new Map<string, number>();
-          const perAccount = new Map<number, number>();
-          for (const r of rows) {
-            const account = Number(r.account_id);
-            perKey.set(`${account}|${r.key_id}`, r.n);
-            perAccount.set(account, (perAccount.get(account) ?? 0) + r.n);
-          }
-          const admitted: PendingTake[] = [];
-          const refusals = batch.map((t) => {
-            const k = `${t.accountId}|${t.keyId}`;
-            const refusal = decideSlot({ key: perKey.get(k) ?? 0, account: perAccount.get(t.accountId) ?? 0 }, t.caps);
-            if (refusal === null) {
-              perKey.set(k, (perKey.get(k) ?? 0) + 1);
-              perAccount.set(t.accountId, (perAccount.get(t.accountId) ?? 0) + 1);
-              admitted.push(t);
-            }
-            return refusal;
-          });
-          if (admitted.length > 0) {
-            await client.query(
-              `INSERT INTO stream_connections (id, node_id, key_id, account_id)
-               SELECT id, $1, key_id, account_id FROM unnest($2::uuid[], $3::text[], $4::bigint[]) AS t(id, key_id, account_id)`,
-              [this.nodeId, admitted.map((t) => t.id), admitted.map((t) => t.keyId), admitted.map((t) => t.accountId)],
-            );
-          }
-          await client.query('COMMIT');
-          return refusals;
-        } catch (err) {
-          // Another node's batch of an old release (one lock per transaction) cannot deadlock with
-          // this one; two batches of this release lock in one order. Retried all the same.
-          if ((err as { code?: string }).code === DEADLOCK && attempt < 3) {
-            await client.query('ROLLBACK');
-            continue;
-          }
-          throw err;
-        }
+  /** One call of stream_admit (db/migrations/037) for `batch`, in arrival order: one round trip, one transaction. */
+  private async admitBatch(batch: readonly PendingUpgrade[]): Promise<UpgradeCount[]> {
+    const params = [
+      this.nodeId,
+      batch.map((t) => t.id),
+      batch.map((t) => t.subject),
+      batch.map((t) => t.windowStart),
+      batch.map((t) => t.rateLimit),
+      batch.map((t) => t.caps !== null),
+      batch.map((t) => t.keyId),
+      batch.map((t) => t.accountId),
+      batch.map((t) => (t.caps ? (t.caps.keyLimit ?? t.caps.perKey) : 0)),
+      batch.map((t) => t.caps?.perAccount ?? 0),
+      this.timings.staleMs / 1000,
+    ];
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { rows } = await this.pool.query<{ ord: number; hits: number; scope: 'key' | 'account' | null; cap: number | null; open: number | null }>(
+          `SELECT ord, hits, scope, cap, open
+             FROM stream_admit($1, $2::uuid[], $3::text[], $4::timestamptz[], $5::int[], $6::boolean[], $7::text[], $8::bigint[], $9::int[], $10::int[], $11)
+            ORDER BY ord`,
+          params,
+        );
+        return rows.map((r, i) => {
+          const asked = batch[i]!.caps !== null && r.hits <= batch[i]!.rateLimit;
+          const refusal: SlotRefusal | null = r.scope === null ? null : { scope: r.scope, limit: r.cap!, open: r.open! };
+          return { hits: r.hits, taken: asked && refusal === null, refusal };
+        });
+      } catch (err) {
+        // Two batches lock in one order (stream_admit's header); a gateway's admission group
+        // takes rate windows in arrival order and can deadlock with one: sent again.
+        if ((err as { code?: string }).code !== DEADLOCK || attempt >= 3) throw err;
       }
-    } catch (err) {
-      failure = err instanceof Error ? err : new Error(String(err));
-      throw err;
-    } finally {
-      // A client whose statement failed (one unanswered, say) is discarded, not handed out
-      // again; ending its session rolls the transaction back.
-      client.release(failure);
     }
   }
 

@@ -5,7 +5,7 @@
 import type { SlotTimings } from './connection-slots.ts';
 import type { Registry } from 'prom-client';
 import type { Db } from '../../db/connection.ts';
-import { createPool } from '../../db/pool.ts';
+import { createPool, type Pool } from '../../db/pool.ts';
 import type { Config } from '../config.ts';
 import { AdmissionGroups } from '../gateway/admissions.ts';
 import { KeyVerifier } from '../gateway/key-verifier.ts';
@@ -17,6 +17,17 @@ import { startStreamServer, type StreamServer } from './server.ts';
 
 /** Connections of the node's own pool: replays, log reads, and its rate limiter when standalone. */
 const STREAM_POOL_MAX = 8;
+/**
+ * Connections opened before the node listens: a node that starts (or restarts) meets its clients
+ * all at once, and the first batches of upgrades would otherwise wait for connections to be made
+ * (the two admission lanes, the rate limiter's reads and a replay).
+ */
+const WARM_CONNECTIONS = 4;
+
+async function warm(pool: Pool, n: number): Promise<void> {
+  const clients = await Promise.all(Array.from({ length: n }, () => pool.connect()));
+  for (const c of clients) c.release();
+}
 
 export interface StreamNode {
   server: StreamServer;
@@ -43,6 +54,7 @@ export async function startStreamNode(opts: {
     applicationName: 'stream',
   });
   try {
+    await warm(pool, WARM_CONNECTIONS);
     const server = await startStreamServer({
       config,
       connectionString: opts.connectionString,

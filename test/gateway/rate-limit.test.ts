@@ -2,12 +2,14 @@
 // default with a per-key override, IETF draft RateLimit-Policy / RateLimit headers, Retry-After
 // in whole seconds not before the window ends, one atomic statement so concurrent requests
 // cannot slip past, and per-address limiting of rejected keys (never of requests sending none).
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createKey, revokeKey, setUsage } from '../../src/accounts/operations.ts';
 import { generateApiKey } from '../../src/gateway/keys.ts';
 import { AdmissionGroups } from '../../src/gateway/admissions.ts';
 import { RateLimiter } from '../../src/gateway/rate-limit.ts';
-import { newAccount, startTestGateway, testConfig, type TestGateway } from '../support/harness.ts';
+import { createPool } from '../../db/pool.ts';
+import { databaseUrl, newAccount, startTestGateway, testConfig, type TestGateway } from '../support/harness.ts';
 import {
   awayFromMinuteEdge,
   clientFor,
@@ -323,5 +325,43 @@ describe('rejected keys are limited per client address; requests without a key a
     // Every request comes from 127.0.0.1, whose window other gateways of the run may share: at
     // the latest the 6th is refused.
     expect(statuses.at(-1)).toBe(429);
+  });
+});
+
+describe('peeks (the address check before a key lookup, the window of a refusal)', () => {
+  // The real RateLimiter on the real database: windows written by the test (its ground truth),
+  // then peeked at all at once, as a restarted stream node's storm of unknown keys does.
+  it('property: concurrent peeks each read their own subject and window, in one or two reads rather than one each', async () => {
+    const minute = Math.floor(Date.now() / 60_000) * 60_000 + 20_000;
+    // A pool of its own, so the reads counted are this limiter's only.
+    const pool = createPool({ connectionString: databaseUrl(), max: 4 });
+    const limiter = new RateLimiter(new AdmissionGroups(pool), pool, () => minute);
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.array(fc.record({ hits: fc.nat(40), earlier: fc.boolean() }), { minLength: 1, maxLength: 12 }), fc.array(fc.nat(), { minLength: 1, maxLength: 60 }), async (windows, picks) => {
+          const run = randomAddress();
+          // A subject per window; `earlier`: its row is for the previous minute, so this one has no hits yet.
+          const subjects = windows.map((_, i) => `peek-test:${run}:${i}`);
+          const start = Math.floor(minute / 60_000) * 60_000;
+          await gw.db('rate_limit_windows').insert(
+            windows.map((w, i) => ({ subject: subjects[i]!, window_start: new Date(w.earlier ? start - 60_000 : start), hits: w.hits })),
+          );
+          const query = vi.spyOn(pool, 'query');
+          try {
+            const asked = picks.map((p) => p % windows.length);
+            const got = await Promise.all(asked.map((i) => limiter.peek(subjects[i]!, 30)));
+            expect(got.map((d) => d.remaining)).toEqual(asked.map((i) => Math.max(0, 30 - (windows[i]!.earlier ? 0 : windows[i]!.hits))));
+            expect(got.every((d) => d.allowed)).toBe(true);
+            expect(query.mock.calls.length).toBeLessThanOrEqual(2);
+          } finally {
+            query.mockRestore();
+            await gw.db('rate_limit_windows').whereIn('subject', subjects).delete();
+          }
+        }),
+        { numRuns: 25 },
+      );
+    } finally {
+      await pool.end();
+    }
   });
 });

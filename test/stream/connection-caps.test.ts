@@ -5,7 +5,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../src/accounts/operations.ts';
-import { decideSlot } from '../../src/stream/connection-slots.ts';
+import { randomUUID } from 'node:crypto';
 import { eventually, newAccount, type TestAccount } from '../support/harness.ts';
 import { Client, connect, refusal, startNode, type TestNode } from './helpers.ts';
 
@@ -185,16 +185,87 @@ describe('open stream connections', () => {
   });
 });
 
-describe("a batch's decision for one upgrade (decideSlot)", () => {
-  it('property: admitted exactly when both caps have room; a full key is named before a full account', () => {
-    fc.assert(
-      fc.property(fc.nat(20), fc.nat(20), fc.option(fc.integer({ min: 1, max: 20 }), { nil: null }), fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 20 }), (key, account, keyLimit, perKey, perAccount) => {
-        const limit = keyLimit ?? perKey;
-        const refusal = decideSlot({ key, account }, { keyLimit, perKey, perAccount });
-        if (key < limit && account < perAccount) expect(refusal).toBeNull();
-        else if (key >= limit) expect(refusal).toEqual({ scope: 'key', limit, open: key });
-        else expect(refusal).toEqual({ scope: 'account', limit: perAccount, open: account });
-      }),
-    );
+describe("a batch's decisions (stream_admit, db/migrations/037)", () => {
+  // The function is called directly with made-up batches over rows the test wrote itself: the
+  // expected answer of each upgrade is computed here, in order, from what the test put in the
+  // tables (its ground truth), never read back from the function's own view.
+  it('property: each upgrade, in order, gets the next hit of its window; within its limit and asking, it is admitted exactly when its key and its account have room (a full key named first); admitted rows are written, no others', async () => {
+    const live = `test-live-${randomUUID()}`;
+    const dead = `test-dead-${randomUUID()}`;
+    await a.db('stream_nodes').insert([{ node_id: live }, { node_id: dead, seen_at: a.db.raw("now() - interval '1 hour'") }]);
+    const window = new Date(Math.floor(Date.now() / 60_000) * 60_000);
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          // Per key: slots open before (on a live node, and on a dead one, which must not count) and hits already in the window.
+          fc.array(fc.record({ live: fc.nat(4), dead: fc.nat(3), hits: fc.nat(6) }), { minLength: 4, maxLength: 4 }),
+          fc.array(
+            fc.record({ key: fc.nat(3), rateLimit: fc.integer({ min: 1, max: 12 }), want: fc.boolean(), keyCap: fc.integer({ min: 0, max: 6 }), accountCap: fc.integer({ min: 0, max: 9 }) }),
+            { minLength: 1, maxLength: 30 },
+          ),
+          async (before, batch) => {
+            // Two accounts of two keys each: keys 0 and 1 are the first account's, 2 and 3 the second's.
+            const accounts = [Number(1e12) + Math.floor(Math.random() * 1e9), Number(2e12) + Math.floor(Math.random() * 1e9)];
+            const keyIds = [0, 1, 2, 3].map((k) => `key-${k}-${randomUUID()}`);
+            const subjects = keyIds.map((k) => `key:${k}`);
+            const accountOf = (k: number) => accounts[k >> 1]!;
+            const rows = before.flatMap((b, k) => [
+              ...Array.from({ length: b.live }, () => ({ id: randomUUID(), node_id: live, key_id: keyIds[k]!, account_id: accountOf(k) })),
+              ...Array.from({ length: b.dead }, () => ({ id: randomUUID(), node_id: dead, key_id: keyIds[k]!, account_id: accountOf(k) })),
+            ]);
+            if (rows.length) await a.db('stream_connections').insert(rows);
+            const windows = before.flatMap((b, k) => (b.hits ? [{ subject: subjects[k]!, window_start: window, hits: b.hits }] : []));
+            if (windows.length) await a.db('rate_limit_windows').insert(windows);
+            // The model: hits and running counts from what was inserted (slots on the live node only).
+            const hits = before.map((b) => b.hits);
+            const keyOpen = before.map((b) => b.live);
+            const accountOpen = [keyOpen[0]! + keyOpen[1]!, keyOpen[2]! + keyOpen[3]!];
+            const ids = batch.map(() => randomUUID());
+            const expected = batch.map((u) => {
+              const hit = ++hits[u.key]!;
+              const acc = u.key >> 1;
+              if (hit > u.rateLimit || !u.want) return { hits: hit, scope: null, cap: null, open: null, taken: false };
+              if (keyOpen[u.key]! >= u.keyCap) return { hits: hit, scope: 'key', cap: u.keyCap, open: keyOpen[u.key]!, taken: false };
+              if (accountOpen[acc]! >= u.accountCap) return { hits: hit, scope: 'account', cap: u.accountCap, open: accountOpen[acc]!, taken: false };
+              keyOpen[u.key]!++;
+              accountOpen[acc]!++;
+              return { hits: hit, scope: null, cap: null, open: null, taken: true };
+            });
+            try {
+              const { rows: got } = await a.db.raw(
+                'SELECT ord, hits, scope, cap, open FROM stream_admit(?, ?::uuid[], ?::text[], ?::timestamptz[], ?::int[], ?::boolean[], ?::text[], ?::bigint[], ?::int[], ?::int[], ?) ORDER BY ord',
+                [
+                  live,
+                  ids,
+                  batch.map((u) => subjects[u.key]!),
+                  batch.map(() => window),
+                  batch.map((u) => u.rateLimit),
+                  batch.map((u) => u.want),
+                  batch.map((u) => keyIds[u.key]!),
+                  batch.map((u) => accountOf(u.key)),
+                  batch.map((u) => u.keyCap),
+                  batch.map((u) => u.accountCap),
+                  20,
+                ],
+              );
+              expect(got.map((r: { ord: number }) => r.ord)).toEqual(batch.map((_, i) => i + 1));
+              expect(got.map(({ hits, scope, cap, open }: Record<string, unknown>) => ({ hits, scope, cap, open }))).toEqual(expected.map(({ taken: _, ...e }) => e));
+              const written = new Set((await a.db('stream_connections').whereIn('id', ids).select('id', 'node_id')).map((r: { id: string; node_id: string }) => `${r.id}|${r.node_id}`));
+              expect(written).toEqual(new Set(ids.filter((_, i) => expected[i]!.taken).map((id) => `${id}|${live}`)));
+              const stored = await a.db('rate_limit_windows').whereIn('subject', subjects).andWhere('window_start', window).select('subject', 'hits');
+              expect(Object.fromEntries(stored.map((r: { subject: string; hits: number }) => [r.subject, Number(r.hits)]))).toEqual(
+                Object.fromEntries(subjects.flatMap((sub, k) => (hits[k]! > 0 ? [[sub, hits[k]!]] : []))),
+              );
+            } finally {
+              await a.db('stream_connections').whereIn('account_id', accounts).delete();
+              await a.db('rate_limit_windows').whereIn('subject', subjects).delete();
+            }
+          },
+        ),
+        { numRuns: 60 },
+      );
+    } finally {
+      await a.db('stream_nodes').whereIn('node_id', [live, dead]).delete();
+    }
   });
 });

@@ -235,3 +235,35 @@ describe('stream resume after pruning', () => {
     }
   });
 });
+
+describe('resuming from an id this node has not read yet', () => {
+  // A client resumes on this node from an id it saw on a faster one: committed, but this node's
+  // follower has not read it (here: written without the NOTIFY that wakes it, and a poll far
+  // away). The hello must not announce a head behind the position the connection resumes from.
+  let n: TestNode;
+  let acct: TestAccount;
+  beforeAll(async () => {
+    n = await startNode({ env: { STREAM_POLL_MS: '600000' } });
+    acct = await newAccount(n.db);
+  });
+  afterAll(async () => {
+    await n?.close();
+  });
+
+  it("the hello's head is at least the id resumed from, and nothing after it is lost", async () => {
+    const [seen] = await append(n.db, acct.accountId, 1);
+    const columns = Object.keys(await n.db('notifications').columnInfo()).filter((c) => c !== 'id' && c !== 'dedupe_key');
+    const list = columns.map((c) => `"${c}"`).join(', ');
+    // A copy of that row, committed without a NOTIFY: only a read of the table finds it.
+    const copied = await n.db.raw(`INSERT INTO notifications (${list}, dedupe_key) SELECT ${list}, dedupe_key || ':copy' FROM notifications WHERE id = ? RETURNING id`, [seen!]);
+    const unread = Number(copied.rows[0].id);
+    const c = await connect(n.url, { key: acct.key, lastId: unread });
+    const hello = c.messages.find((m) => m.type === 'hello')!;
+    expect([hello.last_id, hello.resume_gap]).toEqual([unread, false]);
+    expect(hello.head).toBeGreaterThanOrEqual(unread);
+    const later = await append(n.db, acct.accountId, 2);
+    await c.until((x) => x.ids().length === 2, 10_000, 'the rows written after the resume');
+    expect(c.ids()).toEqual(later);
+    c.close();
+  });
+});
