@@ -118,4 +118,7 @@ BEGIN
     FROM unnest(hit, out_scope, out_cap, out_open) WITH ORDINALITY AS u(h, s, c, o, i);
 END
 $fn$`);
+  // Anyone's to call unless revoked (036's rule): the service's own role owns it; the scrape
+  // worker's role has no business with the stream.
+  await knex.raw('REVOKE ALL ON FUNCTION stream_admit(text, uuid[], text[], timestamptz[], integer[], boolean[], text[], bigint[], integer[], integer[], double precision) FROM PUBLIC');
 }
