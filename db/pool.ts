@@ -27,3 +27,20 @@ export function createPool(opts: { connectionString: string; max?: number; state
   pool.on('error', () => {});
   return pool;
 }
+
+const DEADLOCK = '40P01';
+
+/**
+ * `pool.query`, sent again (up to 3 times in all) when PostgreSQL aborts it as one side of a
+ * deadlock: for single-statement transactions whose rows other writers lock in another order
+ * (grouped admissions of two processes). Anything else is thrown at once.
+ */
+export async function queryRetryingDeadlocks<R extends pg.QueryResultRow>(pool: Pool, sql: string, params: unknown[]): Promise<pg.QueryResult<R>> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await pool.query<R>(sql, params);
+    } catch (err) {
+      if ((err as { code?: string }).code !== DEADLOCK || attempt >= 3) throw err;
+    }
+  }
+}

@@ -4,7 +4,8 @@
 // the round trip and the commit are shared. Requests that arrive while a group is in flight
 // form the next group, so a lone request waits for nothing and a busy gateway amortises its
 // commits: on the 2-core machines here one admission per transaction tops out near 2,000/s.
-import type { Pool } from '../../db/pool.ts';
+import { queryRetryingDeadlocks, type Pool } from '../../db/pool.ts';
+import { GroupedCalls } from '../runtime/grouped-calls.ts';
 
 export interface AdmissionCall {
   /**
@@ -37,28 +38,8 @@ FROM unnest($1::text[], $2::timestamptz[], $3::int[], $4::bigint[], $5::int[], $
 CROSS JOIN LATERAL gateway_admit(u.subject, u.window_start, u.lim, u.account_id, u.credits, u.request_id, u.key_id, u.operation) g
 ORDER BY u.ord`;
 
-const DEADLOCK = '40P01';
-
-interface Queued {
-  call: AdmissionCall;
-  resolve(row: AdmissionRow): void;
-  reject(err: unknown): void;
-}
-
-interface Lane {
-  queue: Queued[];
-  inFlight: boolean;
-}
-
-function laneIndex(key: number | string, lanes: number): number {
-  if (typeof key === 'number') return key % lanes;
-  let h = 0;
-  for (let i = 0; i < key.length; i++) h = (h * 31 + key.charCodeAt(i)) | 0;
-  return Math.abs(h) % lanes;
-}
-
 export class AdmissionGroups {
-  private readonly lanes: Lane[];
+  private readonly groups: GroupedCalls<AdmissionCall, AdmissionRow>;
 
   /**
    * One group in flight per lane, and lanes partition the rows: two groups of one process can
@@ -68,34 +49,13 @@ export class AdmissionGroups {
   constructor(
     private readonly pool: Pool,
     lanes = 2,
-    private readonly maxGroup = 256,
+    maxGroup = 256,
   ) {
-    this.lanes = Array.from({ length: lanes }, () => ({ queue: [], inFlight: false }));
+    this.groups = new GroupedCalls({ send: (calls) => this.send(calls), maxGroup, lanes });
   }
 
   admit(call: AdmissionCall): Promise<AdmissionRow> {
-    const lane = this.lanes[laneIndex(call.lane, this.lanes.length)]!;
-    return new Promise((resolve, reject) => {
-      lane.queue.push({ call, resolve, reject });
-      if (!lane.inFlight) void this.drain(lane);
-    });
-  }
-
-  private async drain(lane: Lane): Promise<void> {
-    lane.inFlight = true;
-    try {
-      while (lane.queue.length) {
-        const group = lane.queue.splice(0, this.maxGroup);
-        try {
-          const rows = await this.send(group.map((q) => q.call));
-          group.forEach((q, i) => q.resolve(rows[i]!));
-        } catch (err) {
-          group.forEach((q) => q.reject(err));
-        }
-      }
-    } finally {
-      lane.inFlight = false;
-    }
+    return this.groups.call(call, call.lane);
   }
 
   private async send(calls: AdmissionCall[]): Promise<AdmissionRow[]> {
@@ -110,13 +70,7 @@ export class AdmissionGroups {
       column('keyId'),
       column('operation'),
     ];
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const { rows } = await this.pool.query(GROUP_SQL, params);
-        return rows as AdmissionRow[];
-      } catch (err) {
-        if ((err as { code?: string }).code !== DEADLOCK || attempt >= 3) throw err;
-      }
-    }
+    const { rows } = await queryRetryingDeadlocks<AdmissionRow>(this.pool, GROUP_SQL, params);
+    return rows;
   }
 }

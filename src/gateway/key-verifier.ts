@@ -4,6 +4,7 @@
 // Keys in use are refreshed ahead of their expiry, and lookups go to the store in batches.
 import type { Db } from '../../db/connection.ts';
 import type { ApiName } from './catalog.ts';
+import { GroupedCalls } from '../runtime/grouped-calls.ts';
 import { hashApiKey, looksLikeApiKey } from './keys.ts';
 
 export interface Principal {
@@ -32,17 +33,6 @@ interface CacheEntry {
   fetchedAt: number;
 }
 
-interface PendingLookup {
-  promise: Promise<Principal | null>;
-  resolve(p: Principal | null): void;
-  reject(err: unknown): void;
-}
-
-interface LookupQueue {
-  queue: string[];
-  draining: boolean;
-}
-
 const MAX_ENTRIES = 50_000;
 const MAX_BATCH = 500;
 const REFRESH_GATHER_MS = 50;
@@ -50,10 +40,11 @@ const REFRESH_GATHER_MS = 50;
 export class KeyVerifier {
   private readonly cache = new Map<string, CacheEntry>();
   /** Hashes queued or in flight, each with the answer its callers wait for. */
-  private readonly pending = new Map<string, PendingLookup>();
-  private readonly requests: LookupQueue = { queue: [], draining: false };
-  private readonly refreshes: LookupQueue = { queue: [], draining: false };
-  private refreshTimer: NodeJS.Timeout | null = null;
+  private readonly pending = new Map<string, Promise<Principal | null>>();
+  /** Lookups a request waits for: sent at once. */
+  private readonly requests = new GroupedCalls<string, Principal | null>({ send: (hashes) => this.fetch(hashes), maxGroup: MAX_BATCH });
+  /** Refreshes ahead of expiry: they wait a little for company, so keys due about together cost one query. */
+  private readonly refreshes = new GroupedCalls<string, Principal | null>({ send: (hashes) => this.fetch(hashes), maxGroup: MAX_BATCH, gatherMs: REFRESH_GATHER_MS });
 
   constructor(
     private readonly db: Db,
@@ -100,79 +91,36 @@ export class KeyVerifier {
     const existing = this.pending.get(hash);
     if (existing) {
       // The entry expired while its refresh was still gathering: send it with the requests.
-      const i = waited ? this.refreshes.queue.indexOf(hash) : -1;
-      if (i >= 0) {
-        this.refreshes.queue.splice(i, 1);
-        this.requests.queue.push(hash);
-        void this.drain(this.requests);
-      }
-      return existing.promise;
+      if (waited) this.refreshes.expedite(hash, this.requests);
+      return existing;
     }
-    let resolve!: PendingLookup['resolve'];
-    let reject!: PendingLookup['reject'];
-    const promise = new Promise<Principal | null>((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
-    this.pending.set(hash, { promise, resolve, reject });
-    if (waited) {
-      this.requests.queue.push(hash);
-      void this.drain(this.requests);
-    } else {
-      this.refreshes.queue.push(hash);
-      if (!this.refreshes.draining) this.refreshTimer ??= setTimeout(() => void this.drain(this.refreshes), REFRESH_GATHER_MS).unref();
-    }
+    const promise = (waited ? this.requests : this.refreshes).call(hash);
+    this.pending.set(hash, promise);
     return promise;
   }
 
-  /** One query in flight per queue; keys queued meanwhile form its next one. */
-  private async drain(q: LookupQueue): Promise<void> {
-    if (q.draining) return;
-    if (q === this.refreshes && this.refreshTimer) {
-      clearTimeout(this.refreshTimer);
-      this.refreshTimer = null;
-    }
-    q.draining = true;
+  /**
+   * One query for `hashes`: caches each answer (as of when it was sent) and ends their pending
+   * lookups before their callers hear, so a later call finds the cache, not a settled lookup.
+   */
+  private async fetch(hashes: string[]): Promise<(Principal | null)[]> {
+    const sentAt = this.now();
+    let rows;
     try {
-      while (q.queue.length) {
-        const batch = q.queue.splice(0, MAX_BATCH);
-        const sentAt = this.now();
-        let found: Map<string, Principal>;
-        try {
-          found = await this.fetch(batch);
-        } catch (err) {
-          for (const hash of batch) this.settle(hash)?.reject(err);
-          continue;
-        }
-        for (const hash of batch) {
-          const principal = found.get(hash) ?? null;
-          this.store(hash, principal, sentAt);
-          this.settle(hash)?.resolve(principal);
-        }
-      }
+      rows = await this.db('api_keys as k')
+        .join('accounts as a', 'a.id', 'k.account_id')
+        // At most one subscription per account (its unique account_id); none leaves the plan's limit null.
+        .leftJoin('subscriptions as s', 's.account_id', 'a.id')
+        .leftJoin('plans as p', 'p.id', 's.plan_id')
+        .whereIn(
+          'k.hash',
+          hashes.map((h) => Buffer.from(h, 'hex')),
+        )
+        .whereNull('k.revoked_at')
+        .select('k.hash', 'k.id', 'k.account_id', 'k.apis', 'k.rate_limit_per_minute', 'k.stream_connection_limit', 'p.scrape_requests_per_platform_per_minute', 'k.expires_at', 'a.customer_id', this.db.raw('account_served(a.id) AS served'));
     } finally {
-      q.draining = false;
+      for (const hash of hashes) this.pending.delete(hash);
     }
-  }
-
-  private settle(hash: string): PendingLookup | undefined {
-    const p = this.pending.get(hash);
-    this.pending.delete(hash);
-    return p;
-  }
-
-  private async fetch(hashes: string[]): Promise<Map<string, Principal>> {
-    const rows = await this.db('api_keys as k')
-      .join('accounts as a', 'a.id', 'k.account_id')
-      // At most one subscription per account (its unique account_id); none leaves the plan's limit null.
-      .leftJoin('subscriptions as s', 's.account_id', 'a.id')
-      .leftJoin('plans as p', 'p.id', 's.plan_id')
-      .whereIn(
-        'k.hash',
-        hashes.map((h) => Buffer.from(h, 'hex')),
-      )
-      .whereNull('k.revoked_at')
-      .select('k.hash', 'k.id', 'k.account_id', 'k.apis', 'k.rate_limit_per_minute', 'k.stream_connection_limit', 'p.scrape_requests_per_platform_per_minute', 'k.expires_at', 'a.customer_id', this.db.raw('account_served(a.id) AS served'));
     const found = new Map<string, Principal>();
     for (const row of rows) {
       found.set((row.hash as Buffer).toString('hex'), {
@@ -187,7 +135,11 @@ export class KeyVerifier {
         expiresAt: row.expires_at,
       });
     }
-    return found;
+    return hashes.map((hash) => {
+      const principal = found.get(hash) ?? null;
+      this.store(hash, principal, sentAt);
+      return principal;
+    });
   }
 
   private store(hash: string, principal: Principal | null, fetchedAt: number): void {

@@ -4,6 +4,7 @@
 import type { Context } from 'koa';
 import { z } from 'zod';
 import type { Pool } from '../../db/pool.ts';
+import { GroupedCalls } from '../runtime/grouped-calls.ts';
 import { GatewayError } from './errors.ts';
 import type { AdmissionGroups } from './admissions.ts';
 
@@ -27,7 +28,6 @@ export function rateDecision(hits: number, limit: number, resetSeconds: number):
   return { allowed: hits <= limit, limit, remaining: Math.max(0, limit - hits), resetSeconds };
 }
 
-/** Counts requests per subject in the current window, through gateway_admit's counting step. */
 /** The rate-limit subject of a client address (requests without a valid key). */
 function addressSubject(address: string): string {
   return `ip:${address}`;
@@ -36,17 +36,15 @@ function addressSubject(address: string): string {
 interface Peek {
   subject: string;
   windowStart: Date;
-  resolve(hits: number): void;
-  reject(err: unknown): void;
 }
 
 /** Peeks read in one query at most. */
 const MAX_PEEKS = 256;
 
+/** Counts requests per subject in the current window, through gateway_admit's counting step. */
 export class RateLimiter {
-  /** Peeks waiting for the next read; one read in flight at a time (see peek). */
-  private peeks: Peek[] = [];
-  private peeking = false;
+  /** One read in flight at a time; peeks that arrive meanwhile share the next (see peek). */
+  private readonly peeks = new GroupedCalls<Peek, number>({ send: (batch) => this.readPeeks(batch), maxGroup: MAX_PEEKS });
 
   constructor(
     private readonly admissions: AdmissionGroups,
@@ -80,33 +78,19 @@ export class RateLimiter {
    */
   async peek(subject: string, limit: number): Promise<RateDecision> {
     const w = rateWindow(this.now());
-    const hits = await new Promise<number>((resolve, reject) => {
-      this.peeks.push({ subject, windowStart: w.start, resolve, reject });
-      if (!this.peeking) void this.readPeeks();
-    });
+    const hits = await this.peeks.call({ subject, windowStart: w.start });
     return { ...rateDecision(hits, limit, w.resetSeconds), allowed: true };
   }
 
-  private async readPeeks(): Promise<void> {
-    this.peeking = true;
-    try {
-      while (this.peeks.length) {
-        const batch = this.peeks.splice(0, MAX_PEEKS);
-        try {
-          const { rows } = await this.pool.query<{ ord: string; hits: number | null }>(
-            `SELECT u.ord, w.hits
-               FROM unnest($1::text[], $2::timestamptz[]) WITH ORDINALITY AS u(subject, window_start, ord)
-               LEFT JOIN rate_limit_windows w ON w.subject = u.subject AND w.window_start = u.window_start`,
-            [batch.map((p) => p.subject), batch.map((p) => p.windowStart)],
-          );
-          for (const r of rows) batch[Number(r.ord) - 1]!.resolve(Number(r.hits ?? 0));
-        } catch (err) {
-          for (const p of batch) p.reject(err);
-        }
-      }
-    } finally {
-      this.peeking = false;
-    }
+  private async readPeeks(batch: Peek[]): Promise<number[]> {
+    const { rows } = await this.pool.query<{ hits: number | null }>(
+      `SELECT w.hits
+         FROM unnest($1::text[], $2::timestamptz[]) WITH ORDINALITY AS u(subject, window_start, ord)
+         LEFT JOIN rate_limit_windows w ON w.subject = u.subject AND w.window_start = u.window_start
+        ORDER BY u.ord`,
+      [batch.map((p) => p.subject), batch.map((p) => p.windowStart)],
+    );
+    return rows.map((r) => Number(r.hits ?? 0));
   }
 
   /** Counts one rejected key against the client address's per-minute budget (gateway and stream alike). */

@@ -26,7 +26,8 @@
 // event loop). A lone upgrade still goes at once, as a batch of one.
 import { randomUUID } from 'node:crypto';
 import type { QueryConfig } from 'pg';
-import type { Pool } from '../../db/pool.ts';
+import { queryRetryingDeadlocks, type Pool } from '../../db/pool.ts';
+import { GroupedCalls } from '../runtime/grouped-calls.ts';
 import type { Logger } from '../logger.ts';
 
 /** How often a node says it is alive. */
@@ -65,7 +66,6 @@ export type SlotRefusal = { scope: 'key' | 'account'; limit: number; open: numbe
 const LANES = 2;
 /** Upgrades decided in one transaction at most. */
 const MAX_BATCH = 256;
-const DEADLOCK = '40P01';
 
 /** One upgrade to count and, perhaps, admit. */
 export interface StreamUpgrade {
@@ -91,16 +91,6 @@ export interface UpgradeCount {
   refusal: SlotRefusal | null;
 }
 
-interface PendingUpgrade extends StreamUpgrade {
-  resolve(count: UpgradeCount): void;
-  reject(err: unknown): void;
-}
-
-interface Lane {
-  queue: PendingUpgrade[];
-  inFlight: boolean;
-}
-
 function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
@@ -124,7 +114,14 @@ export class ConnectionSlots {
   private readonly held = new Map<string, { keyId: string; accountId: number }>();
   /** Slots of batches in flight: perhaps committed already, so reconcile() must not delete them. */
   private readonly taking = new Set<string>();
-  private readonly lanes: Lane[] = Array.from({ length: LANES }, () => ({ queue: [], inFlight: false }));
+  private readonly batches = new GroupedCalls<StreamUpgrade, UpgradeCount>({
+    send: (batch) => this.admitBatch(batch),
+    maxGroup: MAX_BATCH,
+    lanes: LANES,
+    // The upgrades go on at the next check phase: the next batch is sent first, so the database
+    // works on it while this node writes the 101s, rather than after.
+    answerAfterNextSend: true,
+  });
   /** Releases waiting for the next flush (one DELETE for all of them). */
   private releasing: string[] = [];
   fenced = false;
@@ -221,48 +218,16 @@ export class ConnectionSlots {
    */
   admit(u: StreamUpgrade): Promise<UpgradeCount> {
     if (this.fenced) return Promise.reject(new NodeFenced());
-    const lane = this.lanes[u.accountId % LANES]!;
-    return new Promise((resolve, reject) => {
-      lane.queue.push({ ...u, resolve, reject });
-      if (!lane.inFlight) void this.drain(lane);
-    });
+    return this.batches.call(u, u.accountId);
   }
 
-  private async drain(lane: Lane): Promise<void> {
-    lane.inFlight = true;
-    try {
-      while (lane.queue.length > 0) {
-        const batch = lane.queue.splice(0, MAX_BATCH);
-        // Fenced while these waited: the node admits nobody (its connections are being closed).
-        if (this.fenced) {
-          for (const t of batch) t.reject(new NodeFenced());
-          continue;
-        }
-        for (const t of batch) this.taking.add(t.id);
-        try {
-          const counts = await this.admitBatch(batch);
-          batch.forEach((t, i) => {
-            if (counts[i]!.taken) this.held.set(t.id, { keyId: t.keyId, accountId: t.accountId });
-          });
-          // The upgrades go on at the next check phase: the next batch is sent first (its client
-          // is handed out on a later tick than these promises' continuations would run), so the
-          // database works on it while this node writes the 101s, rather than after.
-          setImmediate(() => batch.forEach((t, i) => t.resolve(counts[i]!)));
-        } catch (err) {
-          // A COMMIT whose answer was lost may have written the rows: the next renewal puts them right.
-          this.reconcileDue = true;
-          for (const t of batch) t.reject(err);
-        } finally {
-          for (const t of batch) this.taking.delete(t.id);
-        }
-      }
-    } finally {
-      lane.inFlight = false;
-    }
-  }
-
-  /** One call of stream_admit (db/migrations/037) for `batch`, in arrival order: one round trip, one transaction. */
-  private async admitBatch(batch: readonly PendingUpgrade[]): Promise<UpgradeCount[]> {
+  /**
+   * One call of stream_admit (db/migrations/037) for `batch`, in arrival order: one round trip,
+   * one transaction. Its slots are held from here on; a batch that fails may have committed.
+   */
+  private async admitBatch(batch: readonly StreamUpgrade[]): Promise<UpgradeCount[]> {
+    // Fenced while these waited: the node admits nobody (its connections are being closed).
+    if (this.fenced) throw new NodeFenced();
     const params = [
       this.nodeId,
       batch.map((t) => t.id),
@@ -276,24 +241,31 @@ export class ConnectionSlots {
       batch.map((t) => t.caps?.perAccount ?? 0),
       this.timings.staleMs / 1000,
     ];
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const { rows } = await this.pool.query<{ ord: number; hits: number; scope: 'key' | 'account' | null; cap: number | null; open: number | null }>(
-          `SELECT ord, hits, scope, cap, open
-             FROM stream_admit($1, $2::uuid[], $3::text[], $4::timestamptz[], $5::int[], $6::boolean[], $7::text[], $8::bigint[], $9::int[], $10::int[], $11)
-            ORDER BY ord`,
-          params,
-        );
-        return rows.map((r, i) => {
-          const asked = batch[i]!.caps !== null && r.hits <= batch[i]!.rateLimit;
-          const refusal: SlotRefusal | null = r.scope === null ? null : { scope: r.scope, limit: r.cap!, open: r.open! };
-          return { hits: r.hits, taken: asked && refusal === null, refusal };
-        });
-      } catch (err) {
-        // Two batches lock in one order (stream_admit's header); a gateway's admission group
-        // takes rate windows in arrival order and can deadlock with one: sent again.
-        if ((err as { code?: string }).code !== DEADLOCK || attempt >= 3) throw err;
-      }
+    for (const t of batch) this.taking.add(t.id);
+    try {
+      // Two batches lock in one order (stream_admit's header); a gateway's admission group
+      // takes rate windows in arrival order and can deadlock with one: sent again.
+      const { rows } = await queryRetryingDeadlocks<{ ord: number; hits: number; scope: 'key' | 'account' | null; cap: number | null; open: number | null }>(
+        this.pool,
+        `SELECT ord, hits, scope, cap, open
+           FROM stream_admit($1, $2::uuid[], $3::text[], $4::timestamptz[], $5::int[], $6::boolean[], $7::text[], $8::bigint[], $9::int[], $10::int[], $11)
+          ORDER BY ord`,
+        params,
+      );
+      return rows.map((r, i) => {
+        const t = batch[i]!;
+        const asked = t.caps !== null && r.hits <= t.rateLimit;
+        const refusal: SlotRefusal | null = r.scope === null ? null : { scope: r.scope, limit: r.cap!, open: r.open! };
+        const taken = asked && refusal === null;
+        if (taken) this.held.set(t.id, { keyId: t.keyId, accountId: t.accountId });
+        return { hits: r.hits, taken, refusal };
+      });
+    } catch (err) {
+      // A COMMIT whose answer was lost may have written the rows: the next renewal puts them right.
+      this.reconcileDue = true;
+      throw err;
+    } finally {
+      for (const t of batch) this.taking.delete(t.id);
     }
   }
 
