@@ -29,6 +29,7 @@ import { STREAM_PATH } from '../src/stream/protocol.ts';
 import type { ClientReport, ConnectCommand } from './stream/client.ts';
 import { Histogram, coreTimes, coreUse, cpuSeconds, nowMs, rssMiB } from './stream/measure.ts';
 import type { ServerCommand, ServerStats } from './stream/server-ipc.ts';
+import { connectVerdict, fanOutVerdict, type StreamVerdict } from './stream/verdicts.ts';
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const CONNECTIONS = env('BENCH_CONNECTIONS', 12_000);
@@ -254,7 +255,7 @@ async function main(): Promise<void> {
       });
     const perAccount = CONNECTIONS / ACCOUNTS;
 
-    const results: Record<string, { sat: Window[]; fixed?: Window; rssPerConnKiB: number; connectMs: number; connected: number }> = {};
+    const results: Record<string, { sat: Window[]; fixed?: Window; rssPerConnKiB: number; connectMs: number; connected: number; failed: number }> = {};
     let rate = env('BENCH_RATE', 0);
     for (const name of (['ws', 'ours (uWS)'] as const).filter((x) => SERVERS.includes(x === 'ws' ? 'ws' : 'uws'))) {
       log(`${name}: starting the server`);
@@ -279,7 +280,7 @@ async function main(): Promise<void> {
       log(`${name}: fixed rate ${n(rate)} rows/s (${n(Math.round(rate * perAccount))} deliveries/s), ${DURATION} s`);
       const fixed = await run(server, { cmd: 'rate', rowsPerSecond: rate }, DURATION, clients.procs);
       log(`${name}: p50 ${ms(fixed.p50)} ms, p99 ${ms(fixed.p99)} ms, server CPU ${fixed.serverCpu}%`);
-      results[name] = { sat, fixed, rssPerConnKiB, connectMs: clients.ms, connected: clients.ok };
+      results[name] = { sat, fixed, rssPerConnKiB, connectMs: clients.ms, connected: clients.ok, failed: clients.failed };
 
       let e2e: Histogram | null = null;
       if (name !== 'ws' && E2E) {
@@ -348,6 +349,7 @@ async function main(): Promise<void> {
     const ours = results['ours (uWS)'];
     const ws = results.ws;
     const lines: string[] = [];
+    const verdicts: StreamVerdict[] = [];
     lines.push(`\nbench:stream, ${new Date().toISOString().slice(0, 16)} UTC, ${os.cpus().length} cores; ${n(CONNECTIONS)} connections over ${ACCOUNTS} accounts (${perAccount} per account), ${CLIENTS} client processes${PIN ? ' on core 1, server on core 0' : ''}`);
     lines.push('\nSaturation (each row fans out to every connection of its account):\n');
     lines.push('| server | rows per loop turn | delivered messages/s | p50 / p99 ms | server process CPU | clients CPU | core 0 / core 1 busy | memory per connection | connect time |');
@@ -361,8 +363,9 @@ async function main(): Promise<void> {
       for (const [i, k] of ROWS_PER_TICK.entries()) {
         lines.push(`\nAt ${n(k)} rows per loop turn: ours / ws = ${(ours.sat[i]!.deliveredPerSec / ws.sat[i]!.deliveredPerSec).toFixed(2)}x`);
       }
-      const ratio = bestOf(ours) / bestOf(ws);
-      lines.push(`Best of each: ours / ws = ${ratio.toFixed(2)}x delivered messages/s (target: at least 5x: ${ratio >= 5 ? 'met' : 'NOT met'})`);
+      verdicts.push(fanOutVerdict(bestOf(ours), bestOf(ws)));
+      verdicts.push(connectVerdict({ ms: ours.connectMs, failed: ours.failed }, { ms: ws.connectMs, failed: ws.failed }));
+      lines.push(...verdicts.map((v) => v.line));
     }
     lines.push(`\nFixed rate, ${n(rate)} rows/s = ${n(Math.round(rate * perAccount))} deliveries/s (half the ws server's saturation):\n`);
     lines.push('| server | delivered messages/s | p50 ms | p99 ms | server CPU |');
@@ -374,6 +377,8 @@ async function main(): Promise<void> {
     if (stallRun.length) lines.push("| run | others' delivered messages/s | others' p50 / p99 ms | slow-consumer closes | server RSS every 3 s (MiB) |", '|---|---:|---:|---:|---|');
     for (const s of stallRun) lines.push(`| ${s.label} | ${n(s.w.deliveredPerSec)} | ${ms(s.w.p50)} / ${ms(s.w.p99)} | ${s.w.stats.slowCloses} | ${s.rss.join(' → ')} |`);
     console.log(lines.join('\n'));
+    // Non-zero when a verdict failed (a run with only one of the servers has none).
+    if (verdicts.some((v) => !v.pass)) process.exitCode = 1;
   } finally {
     await db.destroy();
     await scratch.drop();
