@@ -128,7 +128,7 @@ const LISTENERS_PER_POLL = 3;
 /** Members are re-read at least this often, NOTIFY or not. */
 const FULL_RELOAD_MS = 30_000;
 /** A burst of NOTIFYs (many items created at once) reloads at most this often. */
-const MIN_RELOAD_GAP_MS = 250;
+const MIN_RELOAD_GAP_MS = 1_000;
 /** The longest the loop sleeps, so heartbeats and the run's end are never late. */
 const MAX_SLEEP_MS = 1_000;
 /** A retry polls once the shard's targets have gone unchecked this many intervals (the previous attempt stopped). */

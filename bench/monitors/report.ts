@@ -256,7 +256,8 @@ const BULK_ITEMS_PER_S_TARGET = 200;
 function creationCosts(r: Results, sources: readonly Source[]): string[] {
   const n = Math.max(1, r.created);
   const windows = [r.creationWindow, r.baselineWindow];
-  const per = (seconds: number) => fmt1((1000 * seconds) / n);
+  // A counter read twice can step back by a rounding: never shown as a negative cost.
+  const per = (seconds: number) => fmt1(Math.max(0, (1000 * seconds) / n));
   const out = [
     `| process | during the creates (${r.creationWindow.seconds.toFixed(0)} s) | after, until every baseline (${r.baselineWindow.seconds.toFixed(0)} s) | together |`,
     '|---|---:|---:|---:|',

@@ -8,7 +8,8 @@
 //
 // Woken by NOTIFY on watchlist_changes (changes apply in milliseconds) and by a slow safety
 // poll. A batch that fails (Temporal or the database down) is retried every few seconds, logged
-// once when the failures start and once when they end. Any number of processes may run the same consumer: the cursor row is locked with SKIP
+// once when the failures start and once when they end. A costly consumer may yield to bulk
+// imports (yieldToImports): it then runs behind them, at a floor rate, and catches up after. Any number of processes may run the same consumer: the cursor row is locked with SKIP
 // LOCKED, so one drains at a time and the others skip.
 import type { Knex } from 'knex';
 import { listen, type Listener } from '../../db/listener.ts';
@@ -46,6 +47,14 @@ export interface ChangeFeedOptions {
    * Temporal, which must not run while the batch holds its rows' locks); it must not throw.
    */
   apply(changes: ChangeRow[], trx: Knex.Transaction): Promise<void | (() => Promise<void>)>;
+  /**
+   * For a consumer whose work per change costs far more than the write did (the monitor relay:
+   * a workflow start): while at least `backlog` changes wait for it and their number grew since
+   * its previous batch was read (writers outpace it: a bulk import), it applies at most
+   * `perSecond` changes a second, and at full speed again once the number stops growing. It
+   * runs behind the import instead of taking the machine from it. Without this, full speed.
+   */
+  yieldToImports?: { backlog: number; perSecond: number };
 }
 
 export interface ChangeFeed {
@@ -67,13 +76,27 @@ export async function inParallel<T>(items: readonly T[], limit: number, fn: (ite
 export function startChangeFeed(opts: ChangeFeedOptions): ChangeFeed {
   const { db, log } = opts;
 
-  /** One batch under the cursor's row lock; returns how many changes it read (0: nothing or locked). */
-  const drainBatch = async () => {
+  const yielding = opts.yieldToImports;
+  /** Changes not yet applied when the previous batch was read (null: none read yet), and whether an import outpaces this consumer. */
+  let aheadBefore: number | null = null;
+  let slow = false;
+
+  /** One batch under the cursor's row lock; says whether it was full (more may wait). */
+  const drainBatch = async (): Promise<boolean> => {
+    const limit = slow && yielding ? Math.max(1, Math.min(BATCH, Math.floor(yielding.perSecond))) : BATCH;
     const { n, afterCommit } = await db.transaction(async (trx) => {
       await trx('relay_cursors').insert({ name: opts.cursor, last_id: 0 }).onConflict('name').ignore();
       const cursor = await trx('relay_cursors').where({ name: opts.cursor }).forUpdate().skipLocked().first('last_id');
       if (!cursor) return { n: 0 };
-      const rows: ChangeRow[] = await trx('watchlist_changes').where('id', '>', cursor.last_id).orderBy('id').limit(BATCH).select('id', 'item_id', 'op', 'item');
+      const rows: ChangeRow[] = await trx('watchlist_changes').where('id', '>', cursor.last_id).orderBy('id').limit(limit).select('id', 'item_id', 'op', 'item');
+      if (yielding) {
+        const head = Number((await trx('watchlist_changes').max('id as m').first())?.m ?? 0);
+        // Everything not yet applied, this batch included: at full speed a batch takes all of
+        // it, so only its growth from batch to batch says that writers outpace this consumer.
+        const ahead = head - Number(cursor.last_id);
+        slow = ahead >= yielding.backlog && aheadBefore !== null && ahead > aheadBefore;
+        aheadBefore = ahead;
+      }
       if (rows.length === 0) return { n: 0 };
       const newest = new Map<number, ChangeRow>();
       for (const r of rows) newest.set(Number(r.item_id), { ...r, id: Number(r.id), item_id: Number(r.item_id) });
@@ -85,7 +108,7 @@ export function startChangeFeed(opts: ChangeFeedOptions): ChangeFeed {
       return { n: rows.length, afterCommit: after || undefined };
     });
     await afterCommit?.();
-    return n;
+    return n === limit;
   };
 
   let running: Promise<void> | null = null;
@@ -94,6 +117,20 @@ export function startChangeFeed(opts: ChangeFeedOptions): ChangeFeed {
   let failures = 0;
   const outage = new OutageLog(log, 'apply watchlist changes', { cursor: opts.cursor });
   let retryTimer: NodeJS.Timeout | null = null;
+  /** Ends a yielding wait early when the feed stops. */
+  let wakePause: (() => void) | null = null;
+  const pause = (ms: number) =>
+    ms <= 0
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, ms);
+          wakePause = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        }).finally(() => {
+          wakePause = null;
+        });
 
   const drain = (): Promise<void> => {
     if (running) {
@@ -103,7 +140,12 @@ export function startChangeFeed(opts: ChangeFeedOptions): ChangeFeed {
     running = (async () => {
       do {
         again = false;
-        while (!stopped && (await drainBatch()) === BATCH);
+        while (!stopped) {
+          const started = performance.now();
+          if (!(await drainBatch())) break;
+          // Outpaced by an import: the rest of this second is left to it.
+          if (slow) await pause(1_000 - (performance.now() - started));
+        }
       } while (again && !stopped);
     })()
       .then(
@@ -143,6 +185,7 @@ export function startChangeFeed(opts: ChangeFeedOptions): ChangeFeed {
     drain,
     stop: async () => {
       stopped = true;
+      wakePause?.();
       clearInterval(poll);
       if (retryTimer) clearTimeout(retryTimer);
       await listener.close();
