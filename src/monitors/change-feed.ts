@@ -9,8 +9,9 @@
 // Woken by NOTIFY on watchlist_changes (changes apply in milliseconds) and by a slow safety
 // poll. A batch that fails (Temporal or the database down) is retried every few seconds, logged
 // once when the failures start and once when they end. A costly consumer may yield to bulk
-// imports (yieldToImports): it then runs behind them, at a floor rate, and catches up after. Any number of processes may run the same consumer: the cursor row is locked with SKIP
-// LOCKED, so one drains at a time and the others skip.
+// imports (yieldToImports): it then runs behind them, at a floor rate, and catches up after.
+// Any number of processes may run the same consumer: the cursor row is locked with SKIP LOCKED,
+// so one drains at a time and the others skip.
 import type { Knex } from 'knex';
 import { listen, type Listener } from '../../db/listener.ts';
 import type { Db } from '../../db/connection.ts';
