@@ -1,0 +1,28 @@
+// bench:search's verdict (bench/search/verdict.ts): met only when every typical scenario's p95 is
+// under 20 ms and every worst case's under 100 ms; each bound, and a run that measured nothing,
+// fails it.
+import { describe, expect, it } from 'vitest';
+import { searchVerdict, type ScenarioFigures } from '../../bench/search/verdict.ts';
+
+const row = (name: string, kind: ScenarioFigures['kind'], p95: number, n = 100): ScenarioFigures => ({ name, kind, ours: { n, p50: p95 / 2, p95, max: p95 } });
+
+describe("bench:search's verdict", () => {
+  it('passes when both bounds hold', () => {
+    expect(searchVerdict([row('city', 'typical', 19.9), row('one letter', 'broad', 99.9)], 1_000_000).pass).toBe(true);
+  });
+
+  it('fails on one slow typical scenario, naming it', () => {
+    const v = searchVerdict([row('artist', 'typical', 3), row('filters only', 'typical', 20), row('one letter', 'broad', 50)], 1_000_000);
+    expect(v.pass).toBe(false);
+    expect(v.line).toContain('NOT met (highest filters only, 20.0 ms)');
+  });
+
+  it('fails on one slow worst case', () => {
+    expect(searchVerdict([row('city', 'typical', 5), row('common word', 'broad', 100)], 1_000_000).pass).toBe(false);
+  });
+
+  it('fails when nothing was measured', () => {
+    expect(searchVerdict([], 100_000).pass).toBe(false);
+    expect(searchVerdict([row('city', 'typical', NaN, 0)], 100_000).pass).toBe(false);
+  });
+});
