@@ -158,11 +158,28 @@ interface MemberTarget {
   needs_baseline: boolean;
   /** The accounts watching it. */
   accounts: string[];
+  /** Each member's account and priority (one per item on it, aligned). */
+  member_accounts: string[];
+  member_priorities: number[];
   /** From its status row: failures so far (null: none), and its retirement. */
   failures: number | null;
   retired_at: Date | null;
   /** An item on it was written after its retirement: it is polled again. */
   revived: boolean | null;
+}
+
+/**
+ * Per target, each watching account's priority on it (aligned with `accounts`): the highest of
+ * its items there, as an account watching one event twice means the more important of the two.
+ */
+function watcherPriorities(live: readonly MemberTarget[]): Map<string, number[]> {
+  return new Map(
+    live.map((r) => {
+      const top = new Map<string, number>();
+      r.member_accounts.forEach((id, i) => top.set(String(id), Math.max(top.get(String(id)) ?? -Infinity, r.member_priorities[i] ?? 0)));
+      return [r.target, r.accounts.map((id) => top.get(String(id)) ?? 0)];
+    }),
+  );
 }
 
 /** What the due targets left unlaunched wait for: the pacer's slot at `until`, or room in flight. */
@@ -402,6 +419,8 @@ class ShardLoop {
         db.raw('(array_agg(m.ref))[1] AS ref'),
         db.raw('bool_or(m.baseline_snapshot_id IS NULL) AS needs_baseline'),
         db.raw('array_agg(DISTINCT m.account_id) AS accounts'),
+        db.raw('array_agg(m.account_id) AS member_accounts'),
+        db.raw(`array_agg(coalesce((m.config->>'priority')::int, 0)) AS member_priorities`),
         db.raw('max(s.failures) AS failures'),
         db.raw('max(s.retired_at) AS retired_at'),
         db.raw('max(m.updated_at) > max(s.retired_at) AS revived'),
@@ -413,7 +432,7 @@ class ShardLoop {
     const refs = new Map(live.map((r) => [r.target, r.ref]));
     this.needsBaseline.clear();
     for (const r of live) if (r.needs_baseline) this.needsBaseline.add(r.target);
-    this.fair.sync(new Map(live.map((r) => [r.target, r.accounts.map(Number)])), await this.accountWeights(live));
+    this.fair.sync(new Map(live.map((r) => [r.target, r.accounts.map(Number)])), await this.accountWeights(live), watcherPriorities(live));
     const added = this.schedule.sync(refs, Date.now(), carried);
     const byTarget = new Map(live.map((r) => [r.target, r]));
     for (const key of added) {

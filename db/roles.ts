@@ -28,6 +28,9 @@ async function connectAs(superuserUrl: string, database: string): Promise<pg.Cli
   const url = new URL(superuserUrl);
   url.pathname = `/${database}`;
   const client = new pg.Client({ connectionString: url.toString(), application_name: 'db-roles' });
+  // A server shutting down between two statements (Ctrl-C reaches the embedded one too) must not
+  // crash the process with an unhandled 'error': the next statement reports it to its caller.
+  client.on('error', () => {});
   await client.connect();
   return client;
 }

@@ -38,6 +38,7 @@ import * as m034 from './034_bounded_growth.ts';
 import * as m035 from './035_cooldown_held_from.ts';
 import * as m036 from './036_confined_notifications.ts';
 import * as m037 from './037_stream_admit.ts';
+import * as m038 from './038_member_priority.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -83,6 +84,7 @@ const migrations: Record<string, Migration> = {
   '035_cooldown_held_from': m035,
   '036_confined_notifications': m036,
   '037_stream_admit': m037,
+  '038_member_priority': m038,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -54,6 +54,7 @@ export type MonitorConfig = Pick<
   | 'task_active'
   | 'muted_until'
   | 'cooldown_seconds'
+  | 'priority'
 >;
 
 export const MONITOR_CONFIG_FIELDS = [
@@ -79,6 +80,8 @@ export const MONITOR_CONFIG_FIELDS = [
   'task_active',
   'muted_until',
   'cooldown_seconds',
+  // Read by the shard's poll order (fair-share.ts), not by the diff.
+  'priority',
 ] as const satisfies readonly (keyof MonitorConfig)[];
 
 export function monitorConfig(item: MonitorConfig): MonitorConfig {

@@ -21,6 +21,14 @@
 // target falls due never waits behind another account's slow polls. The other places go by the
 // same order as the slots, so accounts with slow polls share them as their polls end.
 //
+// An account's priorities order its own targets (issue 40): the slot goes to the account chosen
+// as above, and among that account's due targets to the one it gave the highest `priority` (the
+// highest of its items on the target), the earliest due among equals. So when the budget runs
+// short, an account's high-priority targets keep their interval and its others stretch, while
+// what the account receives is unchanged: priorities never move a slot from one account to
+// another. A target shared by two accounts ranks by each one's own priority when that one's turn
+// comes. Lower-priority targets wait as long as higher ones of the same account are due.
+//
 // Pure: the poll loop (activities/poll-shard.ts) calls pick() when the pacer's next slot is due,
 // then started() and finished() around the poll. Tested in test/monitors/fair-share.test.ts
 // against a fair share the test computes itself.
@@ -55,6 +63,10 @@ export class FairShare {
   private watchers: ReadonlyMap<string, readonly number[]> = new Map();
   /** Each account's share (0..1] of its targets on the platform that are in this shard; 1 when not given. */
   private weights: ReadonlyMap<number, number> = new Map();
+  /** Per target, each watcher's priority on it (aligned with `watchers`); 0 when not given. */
+  private priorities: ReadonlyMap<string, readonly number[]> = new Map();
+  /** Accounts whose targets in the shard do not all have one priority: only theirs are ranked. */
+  private ranked: ReadonlySet<number> = new Set();
   /** The accounts each poll in flight was charged to (its watchers when it started). */
   private readonly running = new Map<string, readonly number[]>();
   /** The service level of the last choice: where an account that starts waiting begins. */
@@ -71,12 +83,30 @@ export class FairShare {
   }
 
   /**
-   * The accounts watching each target of the shard, and optionally each account's share of its
-   * platform's targets that are in this shard (both replace the previous maps).
+   * The accounts watching each target of the shard, optionally each account's share of its
+   * platform's targets that are in this shard, and each watcher's priority on each target (an
+   * array aligned with the target's watchers). Each replaces the previous map.
    */
-  sync(watchers: ReadonlyMap<string, readonly number[]>, weights: ReadonlyMap<number, number> = new Map()): void {
+  sync(
+    watchers: ReadonlyMap<string, readonly number[]>,
+    weights: ReadonlyMap<number, number> = new Map(),
+    priorities: ReadonlyMap<string, readonly number[]> = new Map(),
+  ): void {
     this.watchers = watchers;
     this.weights = weights;
+    this.priorities = priorities;
+    const first = new Map<number, number>();
+    const ranked = new Set<number>();
+    for (const [key, ids] of watchers) {
+      const ps = priorities.get(key);
+      ids.forEach((id, i) => {
+        const p = ps?.[i] ?? 0;
+        const seen = first.get(id);
+        if (seen === undefined) first.set(id, p);
+        else if (seen !== p) ranked.add(id);
+      });
+    }
+    this.ranked = ranked;
     const live = new Set<number>();
     for (const ids of watchers.values()) for (const id of ids) live.add(id);
     for (const [id, a] of this.accounts) if (!live.has(id) && a.inFlight === 0) this.accounts.delete(id);
@@ -104,20 +134,49 @@ export class FairShare {
     const unreserved = this.inFlight < this.maxInFlight - this.reserved;
     let best = -1;
     let bestServed = Infinity;
+    let chosen = -1;
     for (let i = 0; i < due.length; i++) {
       const ids = this.watchersOf(due[i]!.key);
       let served = ids.length === 0 ? this.level : Infinity;
+      let who = -1;
       for (const id of ids) {
         const a = this.accounts.get(id)!;
-        if ((unreserved || a.inFlight === 0) && a.served < served) served = a.served;
+        if ((unreserved || a.inFlight === 0) && a.served < served) {
+          served = a.served;
+          who = id;
+        }
       }
       if (served < bestServed) {
         best = i;
         bestServed = served;
+        chosen = who;
       }
     }
     if (best >= 0 && bestServed > this.level) this.level = bestServed;
+    return this.ranked.has(chosen) ? this.highestOf(chosen, due, best) : best;
+  }
+
+  /**
+   * The index of `account`'s highest-priority target in `due`, the earliest due among equals.
+   * None of its targets comes before `from`: one would have been the account's first, and chosen.
+   */
+  private highestOf(account: number, due: readonly { key: string }[], from: number): number {
+    let best = from;
+    let top = this.priorityOf(account, due[from]!.key);
+    for (let i = from + 1; i < due.length; i++) {
+      const p = this.priorityOf(account, due[i]!.key);
+      if (p > top) {
+        best = i;
+        top = p;
+      }
+    }
     return best;
+  }
+
+  /** `account`'s priority on `key`; -Infinity when it does not watch it. */
+  private priorityOf(account: number, key: string): number {
+    const i = this.watchersOf(key).indexOf(account);
+    return i < 0 ? -Infinity : (this.priorities.get(key)?.[i] ?? 0);
   }
 
   /** A poll of `key` starts: its watchers are charged 1/k each, over their weight. */

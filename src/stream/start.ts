@@ -5,7 +5,7 @@
 import type { SlotTimings } from './connection-slots.ts';
 import type { Registry } from 'prom-client';
 import type { Db } from '../../db/connection.ts';
-import { createPool, type Pool } from '../../db/pool.ts';
+import { createPool, warmPool } from '../../db/pool.ts';
 import type { Config } from '../config.ts';
 import { AdmissionGroups } from '../gateway/admissions.ts';
 import { KeyVerifier } from '../gateway/key-verifier.ts';
@@ -23,11 +23,6 @@ const STREAM_POOL_MAX = 8;
  * (the two admission lanes, the rate limiter's reads and a replay).
  */
 const WARM_CONNECTIONS = 4;
-
-async function warm(pool: Pool, n: number): Promise<void> {
-  const clients = await Promise.all(Array.from({ length: n }, () => pool.connect()));
-  for (const c of clients) c.release();
-}
 
 export interface StreamNode {
   server: StreamServer;
@@ -54,7 +49,7 @@ export async function startStreamNode(opts: {
     applicationName: 'stream',
   });
   try {
-    await warm(pool, WARM_CONNECTIONS);
+    await warmPool(pool, WARM_CONNECTIONS);
     const server = await startStreamServer({
       config,
       connectionString: opts.connectionString,

@@ -37,7 +37,8 @@ describe('monitorConfig', () => {
     expect(c.change_type).toBe('stock_increase');
     expect(c.stock_threshold_filter).toBe(1);
     expect(c).not.toHaveProperty('notes');
-    expect(c).not.toHaveProperty('priority');
+    // Read by the shard's poll order (issue 40), not by the rules.
+    expect(c.priority).toBe(0);
   });
 });
 

@@ -26,6 +26,10 @@ export interface FairnessOptions {
   /** Before the window: lets every poller start and A's backlog build up. */
   warmupMs?: number;
   windowMs?: number;
+  /** A's first this many targets are figured apart (`marked`)... */
+  markedTargets?: number;
+  /** ...and A's items on them are created with this priority (0, the default, marks nothing). */
+  markedPriority?: number;
   /** Where progress lines go (the bench prints them; the test does not). */
   progress?: (line: string) => void;
 }
@@ -46,6 +50,14 @@ export interface FairnessFigures {
     /** Distinct A targets asked for in the window. */
     targetsAsked: number;
   };
+  /** A's first `markedTargets` targets (among `big`'s), created with `markedPriority`. */
+  marked: {
+    targets: number;
+    priority: number;
+    /** The longest gap between two requests for any of them (window edges included), ms. */
+    maxGapMs: number;
+    requestsPerS: number;
+  };
 }
 
 const REGION = 'us';
@@ -64,12 +76,12 @@ async function putEvent(simUrl: string, platform: string, id: string, body: Reco
   if (res.status !== 200) throw new Error(`simulator PUT ${platform}/${id}: ${res.status} ${await res.text()}`);
 }
 
-async function watch(gatewayUrl: string, key: string, platform: string, event: string): Promise<void> {
+async function watch(gatewayUrl: string, key: string, platform: string, event: string, priority = 0): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     const res = await fetch(`${gatewayUrl}/watchlist`, {
       method: 'POST',
       headers: { apikey: key, 'content-type': 'application/json' },
-      body: JSON.stringify({ website: platform, event, region: REGION }),
+      body: JSON.stringify({ website: platform, event, region: REGION, priority }),
     }).catch((err: unknown) => (attempt < 3 ? null : Promise.reject(err)));
     if (res?.status === 201) return;
     if (res && attempt >= 3) throw new Error(`POST /watchlist ${event}: ${res.status} ${await res.text()}`);
@@ -110,7 +122,11 @@ export async function runFairness(parts: FairnessParts, opts: FairnessOptions = 
   await inParallel(smallIds, 4, (id) => putEvent(parts.simUrl, platform, id, {}));
   const [bigKey, smallKey] = [await account(parts.db, `fairness-big-${run}`), await account(parts.db, `fairness-small-${run}`)];
   say(`creating the items: account A watches ${bigIds.length}, account B ${smallIds.length}...`);
-  await inParallel(bigIds, 24, (id) => watch(parts.gatewayUrl, bigKey, platform, id));
+  const markedIds = bigIds.slice(0, opts.markedTargets ?? 0);
+  const markedPriority = opts.markedPriority ?? 0;
+  if (markedIds.length > 0 && markedPriority !== 0) say(`${markedIds.length} of A's items with priority ${markedPriority}, the rest 0`);
+  const marked = new Set(markedIds);
+  await inParallel(bigIds, 24, (id) => watch(parts.gatewayUrl, bigKey, platform, id, marked.has(id) ? markedPriority : 0));
   await Promise.all(smallIds.map((id) => watch(parts.gatewayUrl, smallKey, platform, id)));
   const warmupMs = opts.warmupMs ?? 4_000;
   say(`warm-up ${warmupMs / 1000} s, then a ${(opts.windowMs ?? 20_000) / 1000} s window read from the simulator's request log...`);
@@ -124,9 +140,16 @@ export async function runFairness(parts: FairnessParts, opts: FairnessOptions = 
   const big = keyFigures(requests, bigIds, from, to);
   const count = (m: Map<string, { requests: number }>) => [...m.values()].reduce((n, f) => n + f.requests, 0);
   const gapsMs = smallIds.map((id) => small.get(id)!.maxGapMs);
+  const markedFigures = keyFigures(requests, markedIds, from, to);
   return {
     windowS,
     small: { targets: smallIds.length, maxGapMs: Math.max(...gapsMs), gapsMs, requestsPerS: count(small) / windowS },
     big: { targets: bigIds.length, requestsPerS: count(big) / windowS, targetsAsked: [...big.values()].filter((f) => f.requests > 0).length },
+    marked: {
+      targets: markedIds.length,
+      priority: markedPriority,
+      maxGapMs: Math.max(0, ...markedIds.map((id) => markedFigures.get(id)!.maxGapMs)),
+      requestsPerS: count(markedFigures) / windowS,
+    },
   };
 }

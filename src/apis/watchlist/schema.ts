@@ -135,7 +135,15 @@ export const settableFields = {
   stock_threshold_filter: stock.nullable().meta({ description: 'Minimum available stock to notify on' }),
   stock_threshold_filter_max: stock.nullable().meta({ description: 'Maximum available stock to notify on' }),
   seat_quantity: z.number().int().min(1).max(100).meta({ description: 'Number of contiguous seats wanted (1..100)' }),
-  priority: z.number().int().min(0).max(1000).meta({ description: 'Client-defined ordering, 0..1000; higher is more important' }),
+  priority: z
+    .number()
+    .int()
+    .min(0)
+    .max(1000)
+    .meta({
+      description:
+        "0..1000, higher is more important: when a platform's request budget cannot poll every target at its interval, this account's higher-priority targets are polled first and its others wait. It never takes another account's share",
+    }),
   section: text().min(1).max(200).nullable().meta({ description: 'Restrict to this section name (exact, case-insensitive)' }),
   keywords: z
     .array(text().min(1).max(100))

@@ -957,7 +957,7 @@ export interface components {
             stock_threshold_filter_max: number | null;
             /** @description Number of contiguous seats wanted (1..100) */
             seat_quantity: number;
-            /** @description Client-defined ordering, 0..1000; higher is more important */
+            /** @description 0..1000, higher is more important: when a platform's request budget cannot poll every target at its interval, this account's higher-priority targets are polled first and its others wait. It never takes another account's share */
             priority: number;
             /** @description Restrict to this section name (exact, case-insensitive) */
             section: string | null;
@@ -1058,7 +1058,7 @@ export interface components {
              */
             seat_quantity?: number;
             /**
-             * @description Client-defined ordering, 0..1000; higher is more important
+             * @description 0..1000, higher is more important: when a platform's request budget cannot poll every target at its interval, this account's higher-priority targets are polled first and its others wait. It never takes another account's share
              * @default 0
              */
             priority?: number;
@@ -1167,7 +1167,7 @@ export interface components {
             stock_threshold_filter_max?: number | null;
             /** @description Number of contiguous seats wanted (1..100) */
             seat_quantity?: number;
-            /** @description Client-defined ordering, 0..1000; higher is more important */
+            /** @description 0..1000, higher is more important: when a platform's request budget cannot poll every target at its interval, this account's higher-priority targets are polled first and its others wait. It never takes another account's share */
             priority?: number;
             /** @description Restrict to this section name (exact, case-insensitive) */
             section?: string | null;

@@ -1,0 +1,56 @@
+// warmPool (db/pool.ts) opens a stream node's first connections before it listens. Found by CI:
+// a Ctrl-C while the node was starting stopped the embedded PostgreSQL under connections it held
+// checked out, with no 'error' listener on them, and the process crashed with exit 1.
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { warmPool } from '../../db/pool.ts';
+import { databaseUrl } from '../support/harness.ts';
+
+const admin = new pg.Pool({ connectionString: databaseUrl(), max: 1 });
+afterAll(() => admin.end());
+
+function pool(name: string, max: number): pg.Pool {
+  return new pg.Pool({ connectionString: databaseUrl(), max, application_name: name, connectionTimeoutMillis: 1_500 });
+}
+
+async function backends(name: string): Promise<number> {
+  const r = await admin.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = $1', [name]);
+  return r.rows[0]!.n;
+}
+
+describe('warmPool', () => {
+  it('leaves n connections open and idle', async () => {
+    const name = `warm_ok_${process.pid}`;
+    const p = pool(name, 3);
+    await warmPool(p, 3);
+    expect({ total: p.totalCount, idle: p.idleCount }).toEqual({ total: 3, idle: 3 });
+    expect(await backends(name)).toBe(3);
+    await p.end();
+  });
+
+  it('the server ending the connections it holds: rejects, crashes nothing, and leaves none checked out', async () => {
+    const name = `warm_killed_${process.pid}`;
+    // Two of three connect; the third waits for a slot the first two hold.
+    const p = pool(name, 2);
+    const unhandled: unknown[] = [];
+    const onUncaught = (err: unknown) => unhandled.push(err);
+    process.on('uncaughtException', onUncaught);
+    try {
+      const warming = warmPool(p, 3).then(
+        () => 'resolved',
+        (err: Error) => err.message,
+      );
+      for (let i = 0; i < 100 && (await backends(name)) < 2; i++) await new Promise((r) => setTimeout(r, 20));
+      // What a fast shutdown does to each session (57P01), to these two only.
+      const killed = await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [name]);
+      expect(killed.rowCount).toBe(2);
+      expect(await warming).toMatch(/timeout/);
+      expect(unhandled).toEqual([]);
+      // Both clients were given back (and dropped as failed): end() would wait for ever on one held.
+      expect({ total: p.totalCount, idle: p.idleCount }).toEqual({ total: 0, idle: 0 });
+      await p.end();
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+  });
+});
