@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { readJsonObject } from '../../gateway/json-body.ts';
 import type { RouteContext, RouteSpec } from '../../gateway/route.ts';
 import {
+  COUNT_CAP,
   MAX_FUZZY_WORDS,
   MAX_PAGE,
   searchEvents,
@@ -106,8 +107,15 @@ export const searchResponseSchema = z
     hits: z.array(searchHitSchema),
     page: z.int().meta({ description: 'The 1-based page answered' }),
     hitsPerPage: z.int(),
-    nbHits: z.int().meta({ description: 'All events that match, exactly' }),
-    nbPages: z.int().meta({ description: `Pages that can be requested: ceil(nbHits / hitsPerPage), at most ${MAX_PAGE}` }),
+    nbHits: z.int().meta({
+      description:
+        `The events that match: exactly when exhaustiveNbHits is true. When it is false, more than ${COUNT_CAP} match and nbHits is ${COUNT_CAP}, a lower bound ` +
+        '(counting is capped where the page is read in an index order: no query words, or a sortBy other than recommended)',
+    }),
+    nbPages: z.int().meta({
+      description: `ceil(nbHits / hitsPerPage), at most ${MAX_PAGE}: every page up to it has hits. When exhaustiveNbHits is false, later pages (up to ${MAX_PAGE}) may have hits too`,
+    }),
+    exhaustiveNbHits: z.boolean().meta({ description: `Whether nbHits is the exact number of matching events (false: more than ${COUNT_CAP})` }),
     processingTimeMS: z.int().meta({ description: 'Time spent searching, in whole milliseconds' }),
   })
   .meta({ id: 'SearchResponse' });

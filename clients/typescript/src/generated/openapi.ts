@@ -435,10 +435,12 @@ export interface components {
             /** @description The 1-based page answered */
             page: number;
             hitsPerPage: number;
-            /** @description All events that match, exactly */
+            /** @description The events that match: exactly when exhaustiveNbHits is true. When it is false, more than 1000 match and nbHits is 1000, a lower bound (counting is capped where the page is read in an index order: no query words, or a sortBy other than recommended) */
             nbHits: number;
-            /** @description Pages that can be requested: ceil(nbHits / hitsPerPage), at most 1000 */
+            /** @description ceil(nbHits / hitsPerPage), at most 1000: every page up to it has hits. When exhaustiveNbHits is false, later pages (up to 1000) may have hits too */
             nbPages: number;
+            /** @description Whether nbHits is the exact number of matching events (false: more than 1000) */
+            exhaustiveNbHits: boolean;
             /** @description Time spent searching, in whole milliseconds */
             processingTimeMS: number;
         };
