@@ -25,6 +25,12 @@ export function createPool(opts: { connectionString: string; max?: number; state
   // An idle client whose server went away emits 'error' on the pool; without a listener Node
   // would crash the process. The next query reports the failure to its caller instead.
   pool.on('error', () => {});
+  // A checked-out client has no pool listener, and a promise from pool.connect() hands it over a
+  // microtask late: a server shutting down (57P01) whose goodbye came in the same packet as the
+  // connection's ReadyForQuery reached the client before any caller could listen, and crashed the
+  // process (CI, Ctrl-C during start-up). Every client listens from its first moment; a failed one
+  // is not queryable, so its next query fails and pg-pool drops it when it is released.
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
