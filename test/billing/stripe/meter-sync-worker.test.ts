@@ -78,13 +78,18 @@ async function charged(a: Billed): Promise<number> {
   return Number(row?.n ?? 0);
 }
 
-/** Until the proxy's total for the customer equals the ledger, and every batch is sent. */
-async function caughtUp(a: Billed, timeoutMs = 60_000): Promise<number> {
+/**
+ * Until the ledger holds the `expected` credits the test's own pings charged, the proxy's total
+ * for the customer equals it, and every batch is sent. The expected total is the test's: a
+ * charge still on its way to the ledger (captures are written after the answer) must not pass
+ * for "caught up" on the older total, with no send made at all.
+ */
+async function caughtUp(a: Billed, expected: number, timeoutMs = 60_000): Promise<number> {
   return eventually(async () => {
     const want = await charged(a);
     const pending = await stack.db('meter_batches').where({ account_id: a.accountId, state: 'pending' });
     const unbatched = await stack.db('credit_ledger').where({ account_id: a.accountId, state: 'charged' }).whereNull('meter_batch');
-    return want > 0 && pending.length === 0 && unbatched.length === 0 && proxy.meterTotal(a.customerId, EVENT) === want ? want : undefined;
+    return want === expected && pending.length === 0 && unbatched.length === 0 && proxy.meterTotal(a.customerId, EVENT) === want ? want : undefined;
   }, timeoutMs, 250);
 }
 
@@ -94,7 +99,7 @@ describe('meter sync on the Schedule', { timeout: 180_000 }, () => {
   it('reports what the gateway charged', async () => {
     const a = await account();
     await pings(a, 4);
-    expect(await caughtUp(a)).toBe(4);
+    expect(await caughtUp(a, 4)).toBe(4);
   });
 
   it('a worker killed while a meter event is in flight: resent under the same identifier, counted once', async () => {
@@ -116,7 +121,7 @@ describe('meter sync on the Schedule', { timeout: 180_000 }, () => {
       },
     });
     await pings(a, 2);
-    expect(await caughtUp(a, 90_000)).toBe(7);
+    expect(await caughtUp(a, 7, 90_000)).toBe(7);
     const sends = sendsOf(a).filter((r) => r.form.identifier === batch.identifier);
     expect(sends.length).toBeGreaterThanOrEqual(2);
     expect(proxy.meterEvents.filter((e) => e.identifier === batch.identifier)).toHaveLength(1);
@@ -126,7 +131,7 @@ describe('meter sync on the Schedule', { timeout: 180_000 }, () => {
   it('Stripe down: captures accumulate and are caught up when it returns; 500 and 429 retried, nothing doubled', async () => {
     const a = await account();
     await pings(a, 1);
-    await caughtUp(a);
+    await caughtUp(a, 1);
 
     await proxy.down();
     try {
@@ -141,14 +146,16 @@ describe('meter sync on the Schedule', { timeout: 180_000 }, () => {
     } finally {
       await proxy.up();
     }
-    expect(await caughtUp(a, 90_000)).toBe(7);
+    expect(await caughtUp(a, 7, 90_000)).toBe(7);
 
+    let expected = 7;
     for (const fault of [{ status: 500, n: 2 }, { status: 429, n: 1, retryAfter: 1 }]) {
       const before = proxy.requests.length;
       // At the meter events only: the reconcile Schedule's own calls (any moment) must not take them.
       proxy.failNext(fault.n, fault.status, { retryAfter: fault.retryAfter, path: '/v1/billing/meter_events' });
       await pings(a, 3);
-      const total = await caughtUp(a, 90_000);
+      expected += 3;
+      const total = await caughtUp(a, expected, 90_000);
       const sends = proxy.requests.slice(before).filter((r) => r.path === '/v1/billing/meter_events');
       const failed = sends.filter((r) => r.injected);
       // Every request since the fault was set, to tell who took it if the meter events did not.
