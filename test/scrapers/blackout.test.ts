@@ -9,9 +9,10 @@
 // blackout, nor do on-demand scrapes.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { BLACKOUT_SILENCE_MS, BLACKOUT_TARGETS, Blackout, PROBE_WAIT_MS } from '../../src/scrapers/egress/blackout.ts';
+import { BLACKOUT_SILENCE_MS, BLACKOUT_TARGETS, Blackout } from '../../src/scrapers/egress/blackout.ts';
 import { ExitPool } from '../../src/scrapers/egress/exit-pool.ts';
 import { parseProxyUrls } from '../../src/scrapers/egress/proxy-urls.ts';
+import { PROBE_WAIT_MS } from '../../src/scrapers/egress/refusals.ts';
 
 const INTERVAL_MS = 2_000;
 const BACKOFF_MS = 10_000;

@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ExitPool } from '../../src/scrapers/egress/exit-pool.ts';
 import { parseProxyUrls } from '../../src/scrapers/egress/proxy-urls.ts';
-import { EXIT_FAULT_TARGETS, Refusals, TARGET_BACKOFF_MAX_MS, type RefusalSource } from '../../src/scrapers/egress/refusals.ts';
+import { EXIT_FAULT_TARGETS, PROBE_WAIT_MS, Refusals, TARGET_BACKOFF_MAX_MS, type RefusalSource } from '../../src/scrapers/egress/refusals.ts';
 import { MAX_EXITS_PER_SCRAPE, throughExits } from '../../src/scrapers/egress/through-exits.ts';
 import { ScrapeFailure, blockedFailure } from '../../src/scrapers/types.ts';
 
@@ -158,6 +158,76 @@ describe('the probe of an ended back-off step', () => {
     expect(rule.charge({ exit: 1, target: 'x', retryAfterMs: null, source: 'poll', now: after + 3 }).targetUntil).toBe(after + 3 + 2 * BACKOFF_MS);
     // A target never refused is asked freely, no probe.
     expect(rule.ask('y', after)).toEqual({ waitUntil: 0, probe: false });
+  });
+
+  it('while the probe is out, the others ask again within PROBE_WAIT_MS, not when it would be given up', () => {
+    const rule = new Refusals({ targetBackoffMs: BACKOFF_MS });
+    rule.charge({ exit: 0, target: 'x', retryAfterMs: null, source: 'on-demand', now: T0 });
+    const after = T0 + BACKOFF_MS;
+    expect(rule.ask('x', after)).toEqual({ waitUntil: 0, probe: true });
+    expect(rule.ask('x', after + 10)).toEqual({ waitUntil: after + 10 + PROBE_WAIT_MS, probe: false });
+    expect(rule.blockedUntil('x', after + 10)).toBe(after + 10 + PROBE_WAIT_MS);
+  });
+
+  // The poller re-asks a target when its answer says (activities/poll-shard.ts: dueAt = waitUntil),
+  // and after a refusal of its own at the back-off's end, each time up to a slot late (its pacer
+  // hands out slots, shared with other targets); on-demand scrapes ask whenever their
+  // callers send them. Whoever's the probe, the next step's probe goes out by the step's end
+  // (plus PROBE_WAIT_MS): the event is asked once per step, as issue 36 promises. Before
+  // PROBE_WAIT_MS, a poll that asked while an on-demand probe was out waited PROBE_MAX_MS (60 s).
+  it('an event refused on every ask is asked again by the end of each back-off step, however polls and on-demand scrapes interleave', () => {
+    const STEP_MS = 1_000;
+    const HORIZON_MS = 120_000;
+    fc.assert(
+      fc.property(
+        fc.array(fc.nat({ max: HORIZON_MS }), { maxLength: 60 }),
+        fc.array(fc.integer({ min: 1, max: 5_000 }), { minLength: 1, maxLength: 20 }),
+        fc.array(fc.nat({ max: 500 }), { minLength: 1, maxLength: 20 }),
+        (onDemandAt, latencies, lateness) => {
+          const rule = new Refusals({ targetBackoffMs: STEP_MS });
+          // Refused at its first ask: from then on, every ask goes through the back-off.
+          const first = rule.charge({ exit: 0, target: 'x', retryAfterMs: null, source: 'poll', now: T0 }).targetUntil!;
+          const asks = [...onDemandAt].sort((a, b) => a - b).map((t) => T0 + t);
+          let late = 0;
+          /** When the poller asks, told to wait until `at`. */
+          const pollerAt = (at: number) => at + lateness[late++ % lateness.length]!;
+          let pollAt = pollerAt(first);
+          let probe: { resolveAt: number; source: RefusalSource } | null = null;
+          const requests: number[] = [];
+          const stepEnds = [first];
+          let k = 0;
+          for (;;) {
+            const next = Math.min(pollAt, asks[0] ?? Infinity, probe?.resolveAt ?? Infinity);
+            if (next > T0 + HORIZON_MS) break;
+            if (probe && probe.resolveAt === next) {
+              const until = rule.charge({ exit: 0, target: 'x', retryAfterMs: null, source: probe.source, now: next }).targetUntil!;
+              stepEnds.push(until);
+              if (probe.source === 'poll') pollAt = pollerAt(until);
+              probe = null;
+              continue;
+            }
+            const source: RefusalSource = pollAt === next ? 'poll' : 'on-demand';
+            if (source === 'on-demand') asks.shift();
+            const asking = rule.ask('x', next);
+            if (asking.waitUntil > 0) {
+              if (source === 'poll') pollAt = pollerAt(Math.max(next + 1, asking.waitUntil));
+              continue;
+            }
+            requests.push(next);
+            probe = { resolveAt: next + latencies[k++ % latencies.length]!, source };
+            expect(asking.probe).toBe(true);
+            if (source === 'poll') pollAt = Infinity;
+          }
+          for (const end of stepEnds) {
+            if (end + PROBE_WAIT_MS > T0 + HORIZON_MS) continue;
+            const asked = requests.find((r) => r >= end);
+            expect(asked, JSON.stringify({ end: end - T0, requests: requests.map((r) => r - T0) })).toBeLessThanOrEqual(end + PROBE_WAIT_MS + 500);
+          }
+          expect(requests.length).toBeGreaterThan(0);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });
 

@@ -21,14 +21,12 @@
 //     goes on doubling).
 // Pure bookkeeping on the caller's clock; ExitPool (exit-pool.ts) holds one per platform.
 
-import { remember } from './refusals.ts';
+import { PROBE_WAIT_MS, remember } from './refusals.ts';
 
 /** Distinct targets refused to polls, with nothing answered, that show the platform refuses everyone. */
 export const BLACKOUT_TARGETS = 5;
 /** ... and for at least this long since the last answer. */
 export const BLACKOUT_SILENCE_MS = 2_000;
-/** While the probe is out, the others ask again this soon (it is answered in about a round trip). */
-export const PROBE_WAIT_MS = 1_000;
 /** How the blackout's probe stands, for whoever asks (ExitPool.ask). */
 export interface BlackoutAsking {
   /** Not before then: answered from the blackout (0 when this ask is the probe). */

@@ -61,6 +61,13 @@ export interface Charge {
 
 /** How long a probe of a target backing off may be out before another may ask (a lost answer). */
 export const PROBE_MAX_MS = 60_000;
+/**
+ * While a probe is out, the others ask again this soon: it is answered in about a round trip. Told
+ * to wait for PROBE_MAX_MS instead, a poll that asked while an on-demand scrape's probe was out
+ * slept for a minute, and the event went unasked for steps on end (a fresh-clone run of
+ * test/monitors/refused-event-direct.test.ts: asked at 0 and 1.05 s, then not for 19 s).
+ */
+export const PROBE_WAIT_MS = 1_000;
 
 interface Backoff {
   /** Refusals in a row. */
@@ -100,12 +107,12 @@ export class Refusals {
 
   constructor(private readonly settings: RefusalSettings) {}
 
-  /** When the target may be asked again (its back-off, or a probe out); 0 when it may be now. */
+  /** When the target may be asked again (its back-off, or soon after a probe out); 0 when it may be now. */
   blockedUntil(target: string, now: number): number {
     const b = this.backoffs.get(target);
     if (!b) return 0;
     if (b.until > now) return b.until;
-    return b.probeUntil > now ? b.probeUntil : 0;
+    return b.probeUntil > now ? Math.min(b.probeUntil, now + PROBE_WAIT_MS) : 0;
   }
 
   /**
