@@ -36,27 +36,15 @@ export function createPool(opts: { connectionString: string; max?: number; state
 
 /**
  * Opens `n` connections at once and puts them back idle, so the first burst of work does not
- * wait for connections to be made. While checked out a client's errors are ours to handle
- * (pg-pool removes its idle listener): a server shutting down meanwhile (a terminal's Ctrl-C
- * reaches the embedded PostgreSQL too) would otherwise crash the process with an unhandled
- * 'error'. Every client obtained is released, a failed one destroyed, before a failure is thrown:
- * one left checked out would also hold `pool.end()` for ever.
+ * wait for connections to be made. A client's errors while it is held go to the listener every
+ * client of createPool has from its 'connect' event (a server shutting down meanwhile: a
+ * terminal's Ctrl-C reaches the embedded PostgreSQL too), and pg-pool drops a client that failed
+ * when it is released. Every client obtained is released before a failure is thrown: one left
+ * checked out would hold `pool.end()` for ever.
  */
 export async function warmPool(pool: Pool, n: number): Promise<void> {
-  const held = await Promise.allSettled(
-    Array.from({ length: n }, async () => {
-      const client = await pool.connect();
-      const state: { error?: Error } = {};
-      const onError = (err: Error) => (state.error = err);
-      client.on('error', onError);
-      return { client, state, onError };
-    }),
-  );
-  for (const h of held) {
-    if (h.status !== 'fulfilled') continue;
-    h.value.client.removeListener('error', h.value.onError);
-    h.value.client.release(h.value.state.error);
-  }
+  const held = await Promise.allSettled(Array.from({ length: n }, () => pool.connect()));
+  for (const h of held) if (h.status === 'fulfilled') h.value.release();
   const failed = held.find((h) => h.status === 'rejected');
   if (failed) throw failed.reason;
 }

@@ -64,6 +64,7 @@ export function stackConfig(c: AlertsConfig): BenchConfig {
     targets: 1,
     accounts: 1,
     concurrency: 1,
+    createOrder: 'account',
     postSamples: 0,
     intervalMs: c.intervalMs,
     idleMs: 0,

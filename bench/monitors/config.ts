@@ -16,6 +16,13 @@ export interface BenchConfig {
   accounts: number;
   /** POST /watchlist requests in flight (BENCH_CONCURRENCY). */
   concurrency: number;
+  /**
+   * The order the items are created in (BENCH_CREATE_ORDER): `account` (the default), each
+   * account's items one after another, as a broker importing a list sends them (issue 40), or
+   * `interleaved`, item i by item i, the requests in flight each another account's (the order of
+   * every run before issue 40's grouped creates).
+   */
+  createOrder: 'account' | 'interleaved';
   /** POSTs, one at a time, every 200 ms, once every item exists (BENCH_POST_SAMPLES; 0: none). */
   postSamples: number;
   /** MONITOR_INTERVAL_MS of the worker (BENCH_INTERVAL_MS). */
@@ -98,6 +105,7 @@ export function benchConfig(defaults: BenchDefaults = {}): BenchConfig {
     targets,
     accounts,
     concurrency: Math.max(1, Math.round(envNumber('BENCH_CONCURRENCY', 16))),
+    createOrder: createOrderOf(process.env.BENCH_CREATE_ORDER),
     postSamples: Math.max(0, Math.round(envNumber('BENCH_POST_SAMPLES', 100))),
     intervalMs,
     idleMs: envNumber('BENCH_IDLE_MS', 15_000),
@@ -118,6 +126,12 @@ export function benchConfig(defaults: BenchDefaults = {}): BenchConfig {
     proxies,
     proxyRps,
   };
+}
+
+function createOrderOf(v: string | undefined): BenchConfig['createOrder'] {
+  if (v === undefined || v === '' || v === 'account') return 'account';
+  if (v === 'interleaved') return 'interleaved';
+  throw new Error(`BENCH_CREATE_ORDER is account or interleaved, got ${v}`);
 }
 
 /** Changes per interval: the share of the targets, at least one when the share is not zero. */

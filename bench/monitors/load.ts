@@ -80,11 +80,19 @@ export interface CreateResult {
 }
 
 export async function createItems(bench: BenchConfig, stack: Stack, targets: Target[], accounts: Account[], life: Lifecycle): Promise<CreateResult> {
-  progress(`phase 1: creating ${bench.items} watchlist items through POST /watchlist, ${bench.concurrency} concurrent...`);
+  progress(`phase 1: creating ${bench.items} watchlist items through POST /watchlist, ${bench.concurrency} concurrent, ${bench.createOrder === 'account' ? "each account's one after another" : 'interleaved across accounts'}...`);
   const latencies = new Array<number>(bench.items).fill(NaN);
   let created = 0;
   let failures = 0;
   let done = 0;
+  // Item i is target i's (round the targets) and account (i + i/T)'s, whatever the order they are
+  // created in: the order decides only which requests are in flight together.
+  const accountOf = (i: number) => accounts[(i + Math.floor(i / targets.length)) % accounts.length]!;
+  const order = Array.from({ length: bench.items }, (_, i) => i);
+  if (bench.createOrder === 'account') {
+    const rank = new Map(accounts.map((a, k) => [a, k]));
+    order.sort((x, y) => rank.get(accountOf(x))! - rank.get(accountOf(y))! || x - y);
+  }
   const started = performance.now();
   const ticker = setInterval(() => {
     const s = (performance.now() - started) / 1000;
@@ -93,13 +101,13 @@ export async function createItems(bench: BenchConfig, stack: Stack, targets: Tar
   }, PROGRESS_MS);
   try {
     await inParallel(
-      Array.from({ length: bench.items }, (_, i) => i),
+      order,
       bench.concurrency,
       async (i) => {
         life.check();
         const target = targets[i % targets.length]!;
         // A target's items belong to different accounts (item i of target t: account t + i/T).
-        const account = accounts[(i + Math.floor(i / targets.length)) % accounts.length]!;
+        const account = accountOf(i);
         const t0 = performance.now();
         let status = 0;
         let body: { id?: number } | string = '';
@@ -115,7 +123,7 @@ export async function createItems(bench: BenchConfig, stack: Stack, targets: Tar
         } catch (err) {
           body = String(err);
         }
-        latencies[i] = performance.now() - t0;
+        latencies[done] = performance.now() - t0;
         done++;
         if (status === 201 && typeof body === 'object' && body.id) {
           target.items.push({ id: Number(body.id), account: account.id });

@@ -14,6 +14,11 @@ export interface GroupedCallsOptions<I, O> {
    * disjoint lanes, so two groups of one process never wait on each other's locks.
    */
   lanes?: number;
+  /**
+   * A lane of its own for each key, made on its first call and dropped once idle, in place of
+   * `lanes`: one key's calls never wait behind another key's group (a lane per account).
+   */
+  laneEachKey?: boolean;
   /** How long a call that finds its lane idle waits for company before its group goes (0: at once). */
   gatherMs?: number;
   /**
@@ -30,6 +35,7 @@ interface Queued<I, O> {
 }
 
 interface Lane<I, O> {
+  key: number | string;
   queue: Queued<I, O>[];
   inFlight: boolean;
   timer: NodeJS.Timeout | null;
@@ -45,14 +51,28 @@ export function laneOf(key: number | string, lanes: number): number {
 
 export class GroupedCalls<I, O> {
   private readonly lanes: Lane<I, O>[];
+  /** With laneEachKey: the lanes of the keys with calls queued or in flight. */
+  private readonly keyed = new Map<number | string, Lane<I, O>>();
 
   constructor(private readonly options: GroupedCallsOptions<I, O>) {
-    this.lanes = Array.from({ length: options.lanes ?? 1 }, () => ({ queue: [], inFlight: false, timer: null }));
+    this.lanes = Array.from({ length: options.lanes ?? 1 }, (_, key) => ({ key, queue: [], inFlight: false, timer: null }));
+  }
+
+  /** Lanes with calls queued or in flight (with laneEachKey), for tests that no idle lane is kept. */
+  get keyedLanes(): number {
+    return this.keyed.size;
+  }
+
+  private laneFor(key: number | string): Lane<I, O> {
+    if (!this.options.laneEachKey) return this.lanes[laneOf(key, this.lanes.length)]!;
+    let lane = this.keyed.get(key);
+    if (!lane) this.keyed.set(key, (lane = { key, queue: [], inFlight: false, timer: null }));
+    return lane;
   }
 
   /** Queues `input` on the lane of `laneKey` and answers with its output once its group comes back. */
   call(input: I, laneKey: number | string = 0): Promise<O> {
-    const lane = this.lanes[laneOf(laneKey, this.lanes.length)]!;
+    const lane = this.laneFor(laneKey);
     return new Promise<O>((resolve, reject) => {
       lane.queue.push({ input, resolve, reject });
       this.wake(lane);
@@ -64,11 +84,11 @@ export class GroupedCalls<I, O> {
    * caller keeps waiting for the same answer. False when it is not queued here.
    */
   expedite(input: I, other: GroupedCalls<I, O>, laneKey: number | string = 0): boolean {
-    for (const lane of this.lanes) {
+    for (const lane of [...this.lanes, ...this.keyed.values()]) {
       const i = lane.queue.findIndex((q) => q.input === input);
       if (i < 0) continue;
       const [queued] = lane.queue.splice(i, 1);
-      const to = other.lanes[laneOf(laneKey, other.lanes.length)]!;
+      const to = other.laneFor(laneKey);
       to.queue.push(queued!);
       other.wake(to);
       return true;
@@ -104,6 +124,7 @@ export class GroupedCalls<I, O> {
       }
     } finally {
       lane.inFlight = false;
+      if (this.options.laneEachKey && lane.queue.length === 0 && lane.timer === null) this.keyed.delete(lane.key);
     }
   }
 }

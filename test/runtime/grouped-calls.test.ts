@@ -154,4 +154,33 @@ describe('GroupedCalls', () => {
       }),
     );
   });
+
+  it("with a lane for each key, one key's group out never holds another's, and no idle lane is kept", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 5 }), { minLength: 1, maxLength: 30 }), async (keys) => {
+        let open!: () => void;
+        const gate = new Promise<void>((r) => (open = r));
+        const sent: number[][] = [];
+        const groups = new GroupedCalls<number, number>({
+          maxGroup: 50,
+          laneEachKey: true,
+          send: async (inputs) => {
+            sent.push([...inputs]);
+            // Key 0's groups stay out until the gate opens: no other key may wait for them.
+            if (inputs[0] === 0) await gate;
+            return inputs.map((n) => n * 10);
+          },
+        });
+        const answers = keys.map((k) => groups.call(k, k));
+        const others = keys.map((k, i) => ({ k, answer: answers[i]! })).filter(({ k }) => k !== 0);
+        expect(await Promise.all(others.map((o) => o.answer))).toEqual(others.map((o) => o.k * 10));
+        // Each group holds one key's calls only.
+        for (const group of sent) expect(new Set(group).size).toBe(1);
+        open();
+        expect(await Promise.all(answers)).toEqual(keys.map((k) => k * 10));
+        await nextCheck();
+        expect(groups.keyedLanes).toBe(0);
+      }),
+    );
+  });
 });

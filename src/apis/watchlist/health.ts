@@ -204,28 +204,30 @@ export async function readHealthFacts(db: Knex, accountId: number, items: readon
 export type CompleteNewItem = <T extends WatchlistItem>(item: T) => T & ItemHealth;
 
 /**
- * The health of an item about to be created on `target`, read in the statement that takes the
- * writers' lock (`sql` and `bindings`: one row, the target's facts), so it costs the create no
- * round trip of its own and no time inside the serialised section. A new item has no member row
- * until the membership relay applies its creation, after the commit, so everything its health
- * depends on is its target's and its account's, readable before the item exists. (Read as a
- * statement of its own inside the section, issue 38's first version took 16 creates in flight
- * from 374 to 302 a second.) `finish` turns that row into the completion (asking for the
- * platform's incidents only when the target is failing).
+ * The health of the items about to be created on `targets` (one account's group of creates, in
+ * order), read in the statement that takes the writers' lock (`sql` and `bindings`: a row per
+ * target, its facts), so it costs the creates no round trip of their own and no time inside the
+ * serialised section. A new item has no member row until the membership relay applies its
+ * creation, after the commit, so everything its health depends on is its target's and its
+ * account's, readable before the item exists. (Read as a statement of its own inside the
+ * section, issue 38's first version took 16 creates in flight from 374 to 302 a second.)
+ * `finish` turns those rows into one completion per target, in order (asking for the platforms'
+ * incidents only when a target is failing).
  */
-export function newItemFacts(
+export function newItemsFacts(
   accountId: number,
-  target: Pick<WatchlistItem, 'website' | 'event' | 'region'>,
-): { sql: string; bindings: Knex.RawBinding[]; finish(db: Knex, row: Record<string, unknown>): Promise<CompleteNewItem> } {
-  // Item id 0 is never an item's (ids start at 1): it matches no member row, as the new item's id would not yet.
-  const key = { id: 0, website: target.website, target: itemTarget(target) };
+  targets: readonly Pick<WatchlistItem, 'website' | 'event' | 'region'>[],
+): { sql: string; bindings: Knex.RawBinding[]; finish(db: Knex, rows: readonly Record<string, unknown>[]): Promise<CompleteNewItem[]> } {
+  // Ids 0, -1, -2, ... are never an item's (ids start at 1): they match no member row, as the new
+  // items' ids would not yet, and keep the targets apart.
+  const keys = targets.map((target, k) => ({ id: -k, website: target.website, target: itemTarget(target) }));
   return {
     sql: FACTS,
-    bindings: factsBindings(accountId, [key]),
-    async finish(db, row) {
-      const facts = row as unknown as FactRow;
-      const incidents = await incidentsOf(db, [key], new Map([[0, facts]]));
-      return (item) => ({ ...item, ...deriveHealth(factsOf(item, facts, incidents)) });
+    bindings: factsBindings(accountId, keys),
+    async finish(db, rows) {
+      const byId = new Map((rows as unknown as FactRow[]).map((r) => [Number(r.item_id), r]));
+      const incidents = await incidentsOf(db, keys, byId);
+      return keys.map((key) => (item) => ({ ...item, ...deriveHealth(factsOf(item, byId.get(key.id)!, incidents)) }));
     },
   };
 }

@@ -40,8 +40,14 @@ function parseBody<S extends z.ZodType>(ctx: RouteContext, schema: S, fixed: rea
   });
 }
 
+/** One store per database: it groups each account's concurrent creates (store.ts). */
+const stores = new WeakMap<Db, WatchlistStore>();
+
 function store(ctx: RouteContext): WatchlistStore {
-  return new WatchlistStore(ctx.state.services.db);
+  const db = ctx.state.services.db;
+  let s = stores.get(db);
+  if (!s) stores.set(db, (s = new WatchlistStore(db)));
+  return s;
 }
 
 function itemId(ctx: RouteContext): number {

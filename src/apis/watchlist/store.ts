@@ -19,10 +19,18 @@ import type { Knex } from 'knex';
 import type { Db } from '../../../db/connection.ts';
 import { commitWithLastStatement, LAST_STATEMENT_VALUES } from '../../../db/last-statement.ts';
 import { logAppendCtes } from '../../notifications/log.ts';
-import { newItemFacts, withHealth } from './health.ts';
+import { GroupedCalls } from '../../runtime/grouped-calls.ts';
+import { newItemsFacts, withHealth } from './health.ts';
 import type { CreateItem, UpdateItem, WatchlistItem, WatchlistItemWithHealth } from './schema.ts';
 
 export const CHANGES_CHANNEL = 'watchlist_changes';
+/**
+ * The most creates of one account written by one transaction. An account's creates that arrive
+ * while its transaction is out go together in the next (a bulk import of 16 in flight: one lock,
+ * one count, one insert and one commit for ~15 items, where each used to queue for the lock with
+ * a transaction and a connection of its own).
+ */
+export const MAX_CREATE_GROUP = 50;
 /** Arbitrary constant naming the class of the accounts' watchlist writers' locks (pg_advisory_xact_lock(class, key)). */
 const ACCOUNT_WRITER_LOCK_CLASS = 7_204_311;
 
@@ -134,8 +142,31 @@ export class UnknownWebhookError extends Error {}
 type Change = { op: 'create' | 'update' | 'delete'; item: WatchlistItem };
 
 interface WriteOptions<T> {
-  withLock?: { sql: string; bindings: Knex.RawBinding[] };
-  answer(trx: Knex.Transaction, item: WatchlistItem, lockRow: Record<string, unknown>): Promise<T>;
+  answer(trx: Knex.Transaction, item: WatchlistItem): Promise<T>;
+}
+
+/** One create, queued with its account's others (WatchlistStore.create). */
+interface CreateCall {
+  accountId: number;
+  fields: CreateItem;
+  maxItems: number;
+}
+
+/**
+ * A create's outcome in its group: the item, or why it was refused, or (tried alone after its
+ * group failed on one row) its own failure; the others of the group are not refused with it.
+ */
+type CreateOutcome = { item: WatchlistItemWithHealth } | { refused: TooManyItemsError | UnknownWebhookError } | { failed: unknown };
+
+/**
+ * Whether a failed group's error is about what one of its rows holds (SQLSTATE class 22, a data
+ * exception, or 23, a constraint): the statement failed, so nothing committed, and each create
+ * is tried alone so the others are not refused for one row. Any other failure (the database
+ * away, a commit whose outcome is unknown) fails the group: trying again could write twice.
+ */
+function aboutOneRow(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
 }
 
 /**
@@ -143,10 +174,24 @@ interface WriteOptions<T> {
  * which deleting a webhook also takes, so no item can come to name a deleted one.
  */
 async function webhookRefusal(trx: Knex.Transaction, accountId: number, id: number): Promise<string | null> {
-  const hook = await trx('webhooks').where({ id: String(id), account_id: accountId, deleted: false }).first('active');
-  if (!hook) return `webhook_setting_id: no webhook with id ${id} belongs to the account (create one with POST /webhooks)`;
-  if (!hook.active) return `webhook_setting_id: webhook ${id} is not active`;
-  return null;
+  return (await webhookRefusals(trx, accountId, [id])).get(id) ?? null;
+}
+
+/** webhookRefusal for each of `ids`, in one read: the refused ones only. */
+async function webhookRefusals(trx: Knex.Transaction, accountId: number, ids: readonly number[]): Promise<Map<number, string>> {
+  const refusals = new Map<number, string>();
+  if (ids.length === 0) return refusals;
+  const hooks: { id: string; active: boolean }[] = await trx('webhooks')
+    .whereIn('id', [...new Set(ids)].map(String))
+    .where({ account_id: accountId, deleted: false })
+    .select('id', 'active');
+  const active = new Map(hooks.map((h) => [Number(h.id), h.active]));
+  for (const id of ids) {
+    const state = active.get(id);
+    if (state === undefined) refusals.set(id, `webhook_setting_id: no webhook with id ${id} belongs to the account (create one with POST /webhooks)`);
+    else if (!state) refusals.set(id, `webhook_setting_id: webhook ${id} is not active`);
+  }
+  return refusals;
 }
 
 export class WatchlistStore {
@@ -171,28 +216,79 @@ export class WatchlistStore {
    * A written item's health, read in the writing transaction: if it cannot be read (the
    * database went away), the write rolls back and the 5xx leaves nothing stored, rather than an
    * item the client was told was not created (test/faults/postgres-restart.test.ts). A create
-   * reads it in the statement that takes the writers' lock, before the lock (newItemFacts).
+   * reads it in the statement that takes the writers' lock, before the lock (newItemsFacts).
    */
   private readonly healthInWrite = (trx: Knex.Transaction, item: WatchlistItem) => this.withHealth(item, trx);
 
+  /** One transaction in flight per account; its creates that arrive meanwhile form the next group. */
+  private readonly creates = new GroupedCalls<CreateCall, CreateOutcome>({
+    send: (calls) => this.createGroup(calls),
+    maxGroup: MAX_CREATE_GROUP,
+    laneEachKey: true,
+  });
+
   async create(accountId: number, fields: CreateItem, maxItems: number): Promise<WatchlistItemWithHealth> {
-    const facts = newItemFacts(accountId, fields);
-    const created = await this.write(accountId, async (trx) => {
+    const outcome = await this.creates.call({ accountId, fields, maxItems }, accountId);
+    if ('refused' in outcome) throw outcome.refused;
+    if ('failed' in outcome) throw outcome.failed;
+    return outcome.item;
+  }
+
+  /** A group of one account's creates (its lane's), or each alone when one row failed the group. */
+  private async createGroup(calls: CreateCall[]): Promise<CreateOutcome[]> {
+    try {
+      return await this.createTogether(calls);
+    } catch (err) {
+      if (calls.length === 1 || !aboutOneRow(err)) throw err;
+      const outcomes: CreateOutcome[] = [];
+      for (const c of calls) outcomes.push(await this.createTogether([c]).then(([o]) => o!, (failed: unknown) => ({ failed })));
+      return outcomes;
+    }
+  }
+
+  /**
+   * Writes `calls` (one account's, in arrival order) in one transaction: the cap and the webhooks
+   * are checked for each in order, as if each had its own transaction one after another; the
+   * accepted ones are inserted by one statement (ids in order), and their changes recorded and
+   * committed by one more. A refused create refuses only itself.
+   */
+  private async createTogether(calls: CreateCall[]): Promise<CreateOutcome[]> {
+    const accountId = calls[0]!.accountId;
+    const facts = newItemsFacts(accountId, calls.map((c) => c.fields));
+    const outcomes: (CreateOutcome | null)[] = calls.map(() => null);
+    await this.db.transaction(async (trx) => {
+      // The read is a lateral of one row that always exists, so the lock is taken whatever the
+      // read returns; the projection takes the lock after the read's first row (again, at once,
+      // for each further row: an advisory lock its holder takes again is granted without a wait).
+      const { rows } = (await trx.raw(
+        `SELECT r.*, pg_advisory_xact_lock(?, ?) IS NULL AS locked FROM (SELECT 1) AS one LEFT JOIN LATERAL (${facts.sql}) AS r ON true`,
+        [ACCOUNT_WRITER_LOCK_CLASS, accountLockKey(accountId), ...facts.bindings] as Knex.RawBinding[],
+      )) as { rows: Record<string, unknown>[] };
       const live = await trx('watchlist_items').where({ client_id: accountId, deleted: false }).count('* as n').first();
-      if (Number(live?.n) >= maxItems) throw new TooManyItemsError(`an account may hold at most ${maxItems} watchlist items`);
-      if (fields.webhook_setting_id != null) {
-        const refusal = await webhookRefusal(trx, accountId, fields.webhook_setting_id);
-        if (refusal) throw new UnknownWebhookError(refusal);
-      }
-      const [row] = await trx('watchlist_items')
-        .insert({ ...toColumns(fields), client_id: accountId, created_at: trx.raw(WRITE_TIME), updated_at: trx.raw(WRITE_TIME) })
+      const hooks = calls.flatMap((c) => (c.fields.webhook_setting_id != null ? [c.fields.webhook_setting_id] : []));
+      const refusals = await webhookRefusals(trx, accountId, hooks);
+      let held = Number(live?.n);
+      const accepted: number[] = [];
+      calls.forEach((c, i) => {
+        const refusal = c.fields.webhook_setting_id != null ? refusals.get(c.fields.webhook_setting_id) : undefined;
+        if (held >= c.maxItems) outcomes[i] = { refused: new TooManyItemsError(`an account may hold at most ${c.maxItems} watchlist items`) };
+        else if (refusal !== undefined) outcomes[i] = { refused: new UnknownWebhookError(refusal) };
+        else {
+          accepted.push(i);
+          held++;
+        }
+      });
+      if (accepted.length === 0) return;
+      const inserted: Row[] = await trx('watchlist_items')
+        .insert(accepted.map((i) => ({ ...toColumns(calls[i]!.fields), client_id: accountId, created_at: trx.raw(WRITE_TIME), updated_at: trx.raw(WRITE_TIME) })))
         .returning('*');
-      return { op: 'create', item: renderItem(row) };
-    }, {
-      withLock: facts,
-      answer: async (trx, item, lockRow) => (await facts.finish(trx, lockRow))(item),
+      // One INSERT ... VALUES takes its ids from the sequence row by row, in the order of VALUES.
+      const items = inserted.map(renderItem).sort((a, b) => a.id - b.id);
+      const complete = await facts.finish(trx, rows);
+      accepted.forEach((i, k) => (outcomes[i] = { item: complete[i]!(items[k]!) }));
+      await this.recordAndCommit(trx, items.map((item) => ({ op: 'create', item })));
     });
-    return created!;
+    return outcomes.map((o) => o!);
   }
 
   /**
@@ -263,29 +359,18 @@ export class WatchlistStore {
 
   /**
    * Runs one write of `accountId`'s, serialised with the account's others, and records its
-   * change; `fn` returns null when nothing changed. `withLock` is a read that needs no lock,
-   * made in the statement that takes the account's lock (evaluated before the lock is granted:
-   * it adds no round trip and no time to the serialised section); its row goes to `answer`,
-   * which turns the written item into the answer, in the transaction, before the change is
-   * recorded and committed.
+   * change; `fn` returns null when nothing changed. `answer` turns the written item into the
+   * answer, in the transaction, before the change is recorded and committed.
    */
   private async write(accountId: number, fn: (trx: Knex.Transaction) => Promise<Change | null>): Promise<WatchlistItem | null>;
   private async write<T>(accountId: number, fn: (trx: Knex.Transaction) => Promise<Change | null>, opts: WriteOptions<T>): Promise<T | null>;
   private async write<T>(accountId: number, fn: (trx: Knex.Transaction) => Promise<Change | null>, opts?: WriteOptions<T>): Promise<T | WatchlistItem | null> {
-    const lock = [ACCOUNT_WRITER_LOCK_CLASS, accountLockKey(accountId)];
     return this.db.transaction(async (trx) => {
-      // The read is a lateral of one row that always exists, so the lock is taken exactly once
-      // whatever the read returns; the projection takes the lock after the read is done.
-      const { rows } = (await (opts?.withLock
-        ? trx.raw(`SELECT r.*, pg_advisory_xact_lock(?, ?) IS NULL AS locked FROM (SELECT 1) AS one LEFT JOIN LATERAL (${opts.withLock.sql}) AS r ON true`, [
-            ...lock,
-            ...opts.withLock.bindings,
-          ] as Knex.RawBinding[])
-        : trx.raw('SELECT pg_advisory_xact_lock(?, ?)', lock))) as { rows: Record<string, unknown>[] };
+      await trx.raw('SELECT pg_advisory_xact_lock(?, ?)', [ACCOUNT_WRITER_LOCK_CLASS, accountLockKey(accountId)]);
       const change = await fn(trx);
       if (!change) return null;
       // The answer is read before the change is recorded: that statement commits.
-      const answer = opts ? await opts.answer(trx, change.item, rows[0]!) : change.item;
+      const answer = opts ? await opts.answer(trx, change.item) : change.item;
       await this.recordAndCommit(trx, [change]);
       return answer;
     });

@@ -1,0 +1,153 @@
+// One account's concurrent creates written together (issue 40: src/apis/watchlist/store.ts, one
+// transaction in flight per account, the creates that arrive meanwhile forming the next). The
+// ground truth is a model written down by the test before the creates are sent: each create, in
+// the order it was made, checked against the cap and its webhook as if it had a transaction of its
+// own after the one before. Every answer, the rows stored, their ids' order and the change log
+// must be what the model says, whatever the mix of accounts, caps and webhooks.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TooManyItemsError, UnknownWebhookError, WatchlistStore } from '../../../src/apis/watchlist/store.ts';
+import { createItemSchema, type CreateItem } from '../../../src/apis/watchlist/schema.ts';
+import { newAccount, startTestGateway, type TestGateway } from '../../support/harness.ts';
+import { changesOf, pf03Event, rowCount } from './helpers.ts';
+
+let gw: TestGateway;
+
+beforeAll(async () => {
+  gw = await startTestGateway();
+});
+
+afterAll(async () => {
+  await gw?.close();
+});
+
+const RUNS = Number(process.env.GROUPED_CREATE_RUNS ?? 25);
+
+type Hook = 'active' | 'inactive' | 'missing' | 'none';
+
+async function webhookOf(accountId: number, active: boolean): Promise<number> {
+  const [row] = await gw.db('webhooks').insert({ account_id: accountId, kind: 'discord', url_sealed: 'sealed', active, created_at: new Date(), updated_at: new Date() }).returning('id');
+  return Number((row as { id: string }).id);
+}
+
+/** A create's fields as the route hands them to the store: parsed, the server's defaults filled in. */
+function fieldsOf(slug: string, webhook: number | null): CreateItem {
+  return createItemSchema.parse({ website: 'pf_03', event: pf03Event(slug), region: 'us', ...(webhook === null ? {} : { webhook_setting_id: webhook }) });
+}
+
+describe("an account's concurrent creates", () => {
+  it('answer, store and log exactly what creating them one after another in the order they were made would', { timeout: 240_000 }, async () => {
+    const store = new WatchlistStore(gw.db);
+    let seen = { grouped: 0, refusedCap: 0, refusedHook: 0 };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            held: fc.nat({ max: 3 }),
+            cap: fc.integer({ min: 1, max: 8 }),
+            creates: fc.array(fc.constantFrom<Hook>('none', 'none', 'active', 'inactive', 'missing'), { minLength: 1, maxLength: 12 }),
+          }),
+          { minLength: 1, maxLength: 3 },
+        ),
+        async (accounts) => {
+          const plans = [];
+          for (const a of accounts) {
+            const acct = await newAccount(gw.db);
+            const active = await webhookOf(acct.accountId, true);
+            const inactive = await webhookOf(acct.accountId, false);
+            const hooks: Record<Hook, number | null> = { active, inactive, missing: inactive + 1_000_000, none: null };
+            for (let i = 0; i < Math.min(a.held, a.cap); i++) await store.create(acct.accountId, fieldsOf(`held-${i}`, null), a.cap);
+            // The model: in the order made, each refused past the cap, then for its webhook.
+            let held = Math.min(a.held, a.cap);
+            const expected = a.creates.map((hook) => {
+              if (held >= a.cap) return 'cap';
+              if (hook === 'inactive' || hook === 'missing') return 'hook';
+              held++;
+              return 'created';
+            });
+            plans.push({ acct, a, hooks, expected, before: Math.min(a.held, a.cap) });
+          }
+          // Every create of every account made at once, interleaved across accounts.
+          const longest = Math.max(...plans.map((p) => p.a.creates.length));
+          const calls: { plan: (typeof plans)[number]; k: number; answer: Promise<unknown> }[] = [];
+          for (let k = 0; k < longest; k++) {
+            for (const plan of plans) {
+              const hook = plan.a.creates[k];
+              if (hook === undefined) continue;
+              const answer = store.create(plan.acct.accountId, fieldsOf(`c-${k}`, plan.hooks[hook]), plan.a.cap).then(
+                (item) => item,
+                (err: unknown) => err,
+              );
+              calls.push({ plan, k, answer });
+            }
+          }
+          const answers = await Promise.all(calls.map((c) => c.answer));
+          for (const plan of plans) {
+            const mine = calls.map((c, i) => ({ c, answer: answers[i] })).filter(({ c }) => c.plan === plan);
+            const got = mine.map(({ answer }) =>
+              answer instanceof TooManyItemsError ? 'cap' : answer instanceof UnknownWebhookError ? 'hook' : (answer as { id?: number }).id !== undefined ? 'created' : String(answer),
+            );
+            expect(got).toEqual(plan.expected);
+            const created = mine.filter((_, i) => plan.expected[i] === 'created').map(({ answer }) => answer as { id: number; event: string; webhook_setting_id: number | null; check_status: string });
+            // Ids follow the order the creates were made; each answer is its own create's.
+            const ids = created.map((c) => c.id);
+            expect(ids).toEqual([...ids].sort((x, y) => x - y));
+            mine.forEach(({ c, answer }, i) => {
+              if (plan.expected[i] !== 'created') return;
+              const item = answer as { event: string; webhook_setting_id: number | null; check_status: string };
+              expect(item.event).toBe(pf03Event(`c-${c.k}`));
+              expect(item.webhook_setting_id).toBe(plan.hooks[plan.a.creates[c.k]!]);
+              expect(item.check_status).toBe('pending');
+            });
+            // Stored once each, with one change row each, in id order.
+            expect(await rowCount(gw.db, plan.acct.accountId)).toBe(plan.before + created.length);
+            const changes = await changesOf(gw.db, { account_id: plan.acct.accountId });
+            expect(changes.slice(plan.before).map((ch) => Number(ch.item_id))).toEqual(ids);
+            if (plan.expected.includes('cap')) seen.refusedCap++;
+            if (plan.expected.includes('hook')) seen.refusedHook++;
+            if (created.length > 1) seen.grouped++;
+          }
+        },
+      ),
+      { numRuns: RUNS },
+    );
+    // Both kinds of refusal, and groups of more than one create, were met.
+    expect(seen.grouped).toBeGreaterThan(0);
+    expect(seen.refusedCap).toBeGreaterThan(0);
+    expect(seen.refusedHook).toBeGreaterThan(0);
+    seen = { grouped: 0, refusedCap: 0, refusedHook: 0 };
+  });
+
+  it('are written by fewer transactions than creates: one in flight per account', async () => {
+    const store = new WatchlistStore(gw.db);
+    const acct = await newAccount(gw.db);
+    let begun = 0;
+    const onQuery = (q: { sql: string }) => void (/^begin/i.test(q.sql) && begun++);
+    gw.db.on('query', onQuery);
+    try {
+      await Promise.all(Array.from({ length: 16 }, (_, i) => store.create(acct.accountId, fieldsOf(`together-${i}`, null), 100)));
+    } finally {
+      gw.db.off('query', onQuery);
+    }
+    expect(await rowCount(gw.db, acct.accountId)).toBe(16);
+    // The first goes alone, the 15 that arrive while it is out go together: 2 transactions, where
+    // 16 creates each alone took 16.
+    expect(begun).toBe(2);
+  });
+
+  it('refuse only the create whose row the database refuses: the others of its group are stored, once', async () => {
+    const store = new WatchlistStore(gw.db);
+    const acct = await newAccount(gw.db);
+    // seat_quantity past int4: a row the database refuses (22003) that validation would have
+    // stopped at the API; here it stands for any one row that fails its group.
+    const bad = { ...fieldsOf('bad', null), seat_quantity: 2 ** 40 } as CreateItem;
+    const answers = await Promise.all(
+      [0, 1, 2, 3, 4, 5].map((i) => store.create(acct.accountId, i === 3 ? bad : fieldsOf(`good-${i}`, null), 100).then((item) => item, (err: unknown) => err)),
+    );
+    expect(answers[3]).toMatchObject({ code: '22003' });
+    const stored = answers.filter((_, i) => i !== 3) as { id: number; event: string }[];
+    expect(stored.map((s) => s.event)).toEqual([0, 1, 2, 4, 5].map((i) => pf03Event(`good-${i}`)));
+    expect(await rowCount(gw.db, acct.accountId)).toBe(5);
+    expect((await changesOf(gw.db, { account_id: acct.accountId })).map((c) => Number(c.item_id))).toEqual(stored.map((s) => s.id));
+  });
+});
