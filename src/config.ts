@@ -359,6 +359,12 @@ const schema = z.object({
    * while it is refused in a row, up to 30 minutes, and a Retry-After comes first.
    */
   SCRAPE_TARGET_BACKOFF_MS: positiveInt.min(100).max(3_600_000).default(10_000),
+  /**
+   * Benches only (bench:capacity): above 0, the pollers' pf_03 pages are synthetic, rendered in the
+   * worker with no request, each event's stock moving once per this many ms
+   * (src/scrapers/synthetic-pages.ts). 0, the default: off. Never set in production.
+   */
+  SCRAPE_SYNTHETIC_CHANGE_MS: z.coerce.number().int().min(0).max(86_400_000).default(0),
 
   // --- Real-time stream (src/stream/) ---
   /** Port of the uWebSockets.js stream node (bound to HOST); `npm start` also forwards the path from PORT. */

@@ -16,6 +16,7 @@ import { taskQueues } from './task-queues.ts';
 import { WORKFLOWS_PATH, clientOnWorkers, startWorkers } from './worker.ts';
 import { roleSides, warnOnBroadRights, type WorkerRole } from './worker-roles.ts';
 import { createDb } from '../db/connection.ts';
+import { countStatements } from '../db/statement-metrics.ts';
 import { startServiceSignalRelay } from '../src/accounts/service-signals.ts';
 import { startServiceSweep } from '../src/accounts/service-state.ts';
 import { incidentRuleOf, startIncidentWatch } from '../src/monitors/platform-incidents.ts';
@@ -111,6 +112,7 @@ export async function startLocalWorkers(
     ? async (deps: ActivityDeps) => (await import('../activities/index.ts')).createActivities({ ...deps, role: sides.deliver ? 'all' : 'scrape' })
     : async (deps: ActivityDeps) => ({ ...(await import('../activities/delivery.ts')).createDeliveryActivities(deps), handBack: () => {}, close: async () => {} });
   const db = createDb({ connectionString: opts.connectionString, poolMax: 10, applicationName: 'worker', statementTimeoutMs: config.DB_STATEMENT_TIMEOUT_MS });
+  countStatements(db, opts.registry);
   const undo: { name: string; run: () => Promise<unknown> }[] = [{ name: 'database', run: () => db.destroy() }];
   const unwind = async () => {
     // Timed, as npm start's own steps are: a slow stop says where it waited.

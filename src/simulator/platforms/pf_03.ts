@@ -24,7 +24,12 @@ function badges(section: SimSection): string {
   ].join('');
 }
 
-function render(event: SimEvent, malformed: boolean): string {
+/** pf_03's event page for `event` (also what synthetic pages answer: scrapers/synthetic-pages.ts). */
+export function renderPf03Page(event: Pick<SimEvent, 'key' | 'name' | 'venue' | 'city' | 'starts_at' | 'currency' | 'sections'>, malformed = false): string {
+  return render(event, malformed);
+}
+
+function render(event: Pick<SimEvent, 'key' | 'name' | 'venue' | 'city' | 'starts_at' | 'currency' | 'sections'>, malformed: boolean): string {
   const rows = event.sections.map(
     (section, i) =>
       `<tr class="offer" data-offer-id="${esc(`${event.key}-${i + 1}`)}">` +
