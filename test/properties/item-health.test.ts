@@ -231,7 +231,7 @@ describe('an item’s health fields', () => {
     expect([...seen].sort()).toEqual(expected.sort());
   });
 
-  // A create reads its health in the statement that takes the writers' lock (newItemFacts: the new item has
+  // A create reads its health in the statement that takes the writers' lock (newItemsFacts: the new item has
   // no member row yet, so its target's and its account's facts are all it depends on). Its answer
   // must be what a read of the stored item answers, in any state of the target.
   it('a create answers the health a read of the created item gives, in any state of the monitors', { timeout: 120_000 }, async () => {
