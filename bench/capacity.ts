@@ -12,9 +12,9 @@
 //     worker's sessions.
 // Each target's stock moves once per BENCH_CHANGE_PERIOD_MS at every step (targets / period
 // changes a second, whatever the interval), and the first interval runs once more at the end with
-// no change: the difference, per notification, is a notification's cost. The changes the schedule
-// made in each window (the ground truth, computed by this bench from the schedule, not read from
-// the service) are shown beside the notifications written.
+// no change: the difference, per notification, is a notification's cost. The stock increases the
+// schedule made in each window (what notifies; the ground truth, computed by this bench from the
+// schedule, not read from the service) are shown beside the notifications written.
 // The report (stdout, markdown) names the first step served below 95% of its demand and what was
 // busiest then. Exit 1 when a verdict fails (bench/capacity/verdicts.ts).
 import { between, machineShare, percent, type Window } from './monitors/meter.ts';
@@ -25,7 +25,7 @@ import { waitWindow } from './monitors/soak.ts';
 import { startStack, type Stack } from './monitors/stack.ts';
 import { envNumber, progress } from './monitors/support.ts';
 import { syntheticChanges } from '../src/scrapers/synthetic-pages.ts';
-import { countedSomething, firstServed, firstShort, notifiedWhatChanged, served, type StepFigures } from './capacity/verdicts.ts';
+import { countedSomething, firstServed, firstShort, FRESH_POLLS, notifiedWhatChanged, served, type StepFigures } from './capacity/verdicts.ts';
 
 const life = new Lifecycle();
 
@@ -89,12 +89,11 @@ function stackConfig(c: CapacityConfig): BenchConfig {
 
 interface Step extends StepFigures {
   label: string;
-  changeMs: number;
   window: Window;
   latenessP99: number | null;
   outcomes: Record<string, number>;
-  /** Changes/s the synthetic schedule made in the window (the ground truth). */
-  scheduled: number;
+  /** Stock moves/s the synthetic schedule made in the window, falls included (`scheduled` counts the increases: what notifies). */
+  moves: number;
   /** Notifications/s the worker says it wrote (monitor_notifications_total), beside those counted in the log. */
   notified: number;
 }
@@ -112,7 +111,6 @@ async function measureStep(stack: Stack, c: CapacityConfig, keys: readonly strin
   const step: Step = {
     label,
     intervalMs,
-    changeMs,
     demanded: (c.targets * 1000) / intervalMs,
     polls,
     notifications: w.notifications / w.seconds,
@@ -122,10 +120,19 @@ async function measureStep(stack: Stack, c: CapacityConfig, keys: readonly strin
     latenessP99: lateness ? lateness.atMost : null,
     outcomes: m?.by('monitor_polls_total', 'outcome') ?? {},
     notified: (m?.sum('monitor_notifications_total') ?? 0) / w.seconds,
-    scheduled: changeMs === NO_CHANGE_MS ? 0 : keys.reduce((n, key) => n + syntheticChanges(key, changeMs, r0.wall, r0.wall + 1000 * w.seconds), 0) / w.seconds,
+    changePeriodMs: changeMs,
+    scheduled: 0,
+    moves: 0,
   };
+  if (changeMs !== NO_CHANGE_MS) {
+    for (const key of keys) {
+      const made = syntheticChanges(key, changeMs, r0.wall, r0.wall + 1000 * w.seconds);
+      step.scheduled += made.increases / w.seconds;
+      step.moves += made.moves / w.seconds;
+    }
+  }
   progress(
-    `  ${step.polls.toFixed(0)} polls/s of ${step.demanded.toFixed(0)} asked, ${step.notifications.toFixed(0)} notifications/s in the log (${step.notified.toFixed(0)}/s by the worker's count; the schedule changed ${step.scheduled.toFixed(0)}/s), ${step.statements.toFixed(0)} statements/s; ` +
+    `  ${step.polls.toFixed(0)} polls/s of ${step.demanded.toFixed(0)} asked, ${step.notifications.toFixed(0)} notifications/s in the log (${step.notified.toFixed(0)}/s by the worker's count; the schedule made ${step.scheduled.toFixed(0)} stock increases/s of ${step.moves.toFixed(0)} moves), ${step.statements.toFixed(0)} statements/s; ` +
       `CPU % of a core: worker ${step.cpu.worker.toFixed(0)}, Temporal ${step.cpu.temporal.toFixed(0)}, PostgreSQL ${step.cpu.postgres.toFixed(0)}, this process ${step.cpu.bench.toFixed(0)}; machine ${machineShare(w).busyPercent.toFixed(0)} %`,
   );
   return step;
@@ -140,7 +147,7 @@ function report(c: CapacityConfig, steps: Step[], quiet: Step, machine: string, 
   out.push(`- machine: ${machine}`);
   out.push(`- ${c.targets} pf_03 targets, one item each; synthetic pages (no request); each step: the worker restarted, ${c.warmMs / 1000} s warm-up, ${c.windowMs / 1000} s measured`);
   out.push(`- changes: each target's stock moves once per ${c.changePeriodMs / 1000} s at every step; the first interval runs again at the end with none, for a notification's cost`, '');
-  out.push("| interval | polls/s asked | polls/s made | served | notifications/s (the schedule's changes/s) | p99 lateness | statements per poll | worker | Temporal | PostgreSQL | this process | machine busy |");
+  out.push("| interval | polls/s asked | polls/s made | served | notifications/s (the schedule's stock increases/s) | p99 lateness | statements per poll | worker | Temporal | PostgreSQL | this process | machine busy |");
   out.push('|---:|---:|---:|:--:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const s of [quiet, ...steps]) {
     const share = machineShare(s.window);
@@ -176,7 +183,10 @@ function report(c: CapacityConfig, steps: Step[], quiet: Step, machine: string, 
   const verdicts = [
     { name: 'every step counted polls, statements and worker CPU', met: countedSomething([quiet, ...steps]) },
     { name: `the first step (${first.intervalMs} ms) was served (at least 95 % of its polls)`, met: firstServed(steps) },
-    { name: "every served step's notifications within 20 % (and 5/s) of the changes the schedule made (the bench's ground truth)", met: notifiedWhatChanged(steps) },
+    {
+      name: `every step that polled each target ${FRESH_POLLS} times a change period, served or not, notified within 20 % (and 5/s) of the stock increases the schedule made (the bench's ground truth)`,
+      met: notifiedWhatChanged(steps),
+    },
   ];
   for (const v of verdicts) out.push(`- ${v.name}: ${v.met ? 'PASS' : '**FAIL**'}`);
   out.push(

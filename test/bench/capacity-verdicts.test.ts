@@ -1,10 +1,10 @@
 // bench:capacity's verdicts (bench/capacity/verdicts.ts): each passes on figures that meet it and
 // fails on figures that miss it, and steps that count nothing fail.
 import { describe, expect, it } from 'vitest';
-import { countedSomething, firstServed, firstShort, notifiedWhatChanged, served, type StepFigures } from '../../bench/capacity/verdicts.ts';
+import { countedSomething, firstServed, firstShort, heldToNotifications, notifiedWhatChanged, served, type StepFigures } from '../../bench/capacity/verdicts.ts';
 
 function step(over: Partial<StepFigures> = {}): StepFigures {
-  return { intervalMs: 1_000, demanded: 1_000, polls: 990, notifications: 50, scheduled: 50, statements: 400, cpu: { worker: 60, temporal: 5, postgres: 20, bench: 3 }, ...over };
+  return { intervalMs: 1_000, demanded: 1_000, polls: 990, notifications: 50, scheduled: 50, changePeriodMs: 100_000, statements: 400, cpu: { worker: 60, temporal: 5, postgres: 20, bench: 3 }, ...over };
 }
 
 describe("bench:capacity's verdicts", () => {
@@ -31,11 +31,21 @@ describe("bench:capacity's verdicts", () => {
     expect(countedSomething([])).toBe(false);
   });
 
-  it("served steps notify what the schedule changed, within 20 % and 5/s; short steps are not held to it; no change scheduled fails", () => {
-    expect(notifiedWhatChanged([step({ notifications: 65, scheduled: 50 }), step({ polls: 10, notifications: 0 })])).toBe(true);
+  it('steps that poll each target 10 times a change period notify what the schedule changed, within 20 % and 5/s, served or not', () => {
+    // 1,000 targets: 990 polls/s with a 100 s period poll each one 99 times a period.
+    expect(notifiedWhatChanged([step({ notifications: 65, scheduled: 50 }), step({ polls: 90, notifications: 0 })])).toBe(true);
     expect(notifiedWhatChanged([step({ notifications: 66, scheduled: 50 })])).toBe(false);
     expect(notifiedWhatChanged([step({ notifications: 34, scheduled: 50 })])).toBe(false);
+    // Past saturation (600 polls/s of 1,000 asked) a step is still held to it: what it misses fails.
+    const short = step({ polls: 600, notifications: 7, scheduled: 48 });
+    expect(served(short)).toBe(false);
+    expect(heldToNotifications(short)).toBe(true);
+    expect(notifiedWhatChanged([step(), short])).toBe(false);
+    // Fewer than 10 polls of each target a period: changes may be seen a period late.
+    expect(heldToNotifications(step({ polls: 99 }))).toBe(false);
+    expect(heldToNotifications(step({ polls: 100 }))).toBe(true);
     expect(notifiedWhatChanged([step({ notifications: 0, scheduled: 0 })])).toBe(false);
     expect(notifiedWhatChanged([step({ polls: 10 })])).toBe(false);
+    expect(notifiedWhatChanged([])).toBe(false);
   });
 });
