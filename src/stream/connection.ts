@@ -89,6 +89,17 @@ export class StreamProtocol {
   constructor(private readonly deps: ProtocolDeps) {}
 
   upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void {
+    // uWS calls this for any GET with a 24-character Sec-WebSocket-Key. A handshake without
+    // `Upgrade: websocket` and `Connection: Upgrade` (RFC 6455, 4.2.1) is not an upgrade: 426, as
+    // for any other request here. It is also what keeps one client from crashing the node on this
+    // uWS build: a request whose Connection value is 5 characters long (`close`) marks its
+    // response to close once complete, and the upgrade completed later, outside a cork
+    // (upgrade-anchor.ts), then closed the socket and built the WebSocket on the freed memory:
+    // the process died, with every account's connections on it.
+    if (!hasToken(req.getHeader('upgrade'), 'websocket') || !hasToken(req.getHeader('connection'), 'upgrade')) {
+      const refusal = new StreamRefusal('upgrade_required', 'a WebSocket upgrade needs the headers Upgrade: websocket and Connection: Upgrade (RFC 6455)');
+      return void res.cork(() => this.refuse(res, refusal, randomUUID()));
+    }
     // The request object is only valid until this function returns: copy what is needed.
     const secKey = req.getHeader('sec-websocket-key');
     const extensions = req.getHeader('sec-websocket-extensions');
@@ -271,4 +282,9 @@ export class StreamProtocol {
     this.deps.metrics.messages.inc({ type: 'replay' }, messages.length);
     return true;
   }
+}
+
+/** Whether a comma-separated header value holds `token`, in any case (RFC 9110's token lists). */
+function hasToken(value: string, token: string): boolean {
+  return value.split(',').some((t) => t.trim().toLowerCase() === token);
 }
