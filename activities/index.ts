@@ -12,7 +12,6 @@ import { createHttpClients, createHttpFetcher } from '../src/scrapers/http-fetch
 import { startBrowserReports } from '../src/scrapers/browser-reports.ts';
 import { createBrowserPages } from '../src/scrapers/browser-pages.ts';
 import { createScrapers } from '../src/scrapers/index.ts';
-import { createSyntheticPages } from '../src/scrapers/synthetic-pages.ts';
 import { createPf01Clearances } from '../src/scrapers/platforms/pf_01-clearance.ts';
 import { registerScraperMetrics, scraperFigures } from '../src/scrapers/scraper-metrics.ts';
 import { ScrapeFailure } from '../src/scrapers/types.ts';
@@ -91,10 +90,11 @@ export async function createActivities(deps: ActivityDeps): Promise<Activities> 
   // Its own bound (MONITOR_FETCH_CONCURRENCY), well above SCRAPE_CONCURRENCY: the shards' pacers
   // and fair shares decide which poll goes when, and a poll waiting here would wait in arrival
   // order behind every slow platform's polls.
-  // A capacity bench's synthetic pages replace the pollers' requests (never in production).
+  // A capacity bench's synthetic pages replace the pollers' requests (never in production: so
+  // loaded only then, and the simulator's page code it renders with never is in a production worker).
   const pollHttp =
     config.SCRAPE_SYNTHETIC_CHANGE_MS > 0
-      ? createSyntheticPages(config.SCRAPE_SYNTHETIC_CHANGE_MS)
+      ? (await import('../src/scrapers/synthetic-pages.ts')).createSyntheticPages(config.SCRAPE_SYNTHETIC_CHANGE_MS)
       : createHttpFetcher({ concurrency: config.MONITOR_FETCH_CONCURRENCY, timeoutMs: pollTimeoutMs, clients: httpClients });
   if (config.SCRAPE_SYNTHETIC_CHANGE_MS > 0) log.warn({ change_ms: config.SCRAPE_SYNTHETIC_CHANGE_MS }, "SCRAPE_SYNTHETIC_CHANGE_MS is set: the pollers read synthetic pf_03 pages, not the platform's (benches only)");
   // Where every request leaves from (SCRAPE_PROXY_URLS; direct when a platform has none), shared

@@ -18,7 +18,7 @@
 // The report (stdout, markdown) names the first step served below 95% of its demand and what was
 // busiest then. Exit 1 when a verdict fails (bench/capacity/verdicts.ts).
 import { between, machineShare, percent, type Window } from './monitors/meter.ts';
-import { benchCommandLine, machineLine, type BenchConfig } from './monitors/config.ts';
+import { benchCommandLine, machineLine, stackOnlyConfig, type BenchConfig } from './monitors/config.ts';
 import { Lifecycle } from './monitors/lifecycle.ts';
 import { createItems, setUp, waitForBaselines } from './monitors/load.ts';
 import { waitWindow } from './monitors/soak.ts';
@@ -57,34 +57,17 @@ function capacityConfig(): CapacityConfig {
 
 /** bench:monitors' stack for this run: one item per pf_03 target, the budget far above any step. */
 function stackConfig(c: CapacityConfig): BenchConfig {
-  return {
-    platform: 'pf_03',
+  return stackOnlyConfig({
     temporal: process.env.BENCH_TEMPORAL === 'server' ? 'server' : 'dev',
     items: c.targets,
     targets: c.targets,
     accounts: Math.ceil(c.targets / 900),
     concurrency: 16,
-    createOrder: 'account',
-    postSamples: 0,
     intervalMs: c.stepsMs[0]!,
-    idleMs: 0,
-    quietMs: 1_000,
-    soakMs: 1_000,
-    changeFraction: 0,
-    kill: false,
     walls: false,
-    killAt: 0.5,
-    killDownMs: 0,
     // No pacing of ours may be what saturates: ten times the top step's demand.
     rps: Math.ceil((10 * c.targets * 1000) / Math.min(...c.stepsMs)),
-    sessionTtlMs: 600_000,
-    browserSessions: null,
-    streamAccounts: 0,
-    baselineTimeoutMs: 300_000,
-    settleIntervals: 1,
-    proxies: 0,
-    proxyRps: 1,
-  };
+  });
 }
 
 interface Step extends StepFigures {

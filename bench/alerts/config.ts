@@ -2,7 +2,7 @@
 // settings they make: a short poll interval so the scripts finish in minutes, a short scrape
 // limit so a hanging page fails within seconds, and the bench:monitors stack's own config shape.
 import type { PlatformKey } from '../../src/platform/registry.ts';
-import { benchCommandLine, type BenchConfig } from '../monitors/config.ts';
+import { benchCommandLine, stackOnlyConfig, type BenchConfig } from '../monitors/config.ts';
 import { envNumber } from '../monitors/support.ts';
 import { parsePlatforms } from './platforms.ts';
 
@@ -57,34 +57,16 @@ export function alertsConfig(): AlertsConfig {
 
 /** The bench:monitors stack's config for this run: only the fields startStack reads matter. */
 export function stackConfig(c: AlertsConfig): BenchConfig {
-  return {
-    platform: 'pf_03',
-    temporal: 'dev',
-    items: 1,
-    targets: 1,
-    accounts: 1,
-    concurrency: 1,
-    createOrder: 'account',
-    postSamples: 0,
+  return stackOnlyConfig({
     intervalMs: c.intervalMs,
-    idleMs: 0,
-    quietMs: 1_000,
-    soakMs: 1_000,
-    changeFraction: 0,
     kill: c.kill,
     // Every platform behind its wall, as `npm start` runs the simulator (BENCH_WALLS=off: none).
     walls: process.env.BENCH_WALLS !== 'off',
-    killAt: 0.5,
     killDownMs: c.killDownMs,
-    rps: 20,
-    sessionTtlMs: 600_000,
-    browserSessions: null,
     streamAccounts: 1,
     baselineTimeoutMs: c.baselineTimeoutMs,
     settleIntervals: 3,
-    proxies: 0,
-    proxyRps: 20,
-  };
+  });
 }
 
 /** The command as run: the knobs given in the environment (DATABASE_URL without its password). */

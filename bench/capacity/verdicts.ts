@@ -54,7 +54,7 @@ export function firstShort(steps: readonly StepFigures[]): StepFigures | null {
  * where no step is held, or whose schedule changed nothing, fails.
  */
 export const NOTIFIED_TOLERANCE = 0.2;
-export const FRESH_POLLS = 10;
+export const FRESH_POLLS = 5;
 
 /** The step polled each target often enough, against the changes, to be held to notifiedWhatChanged. */
 export function heldToNotifications(step: StepFigures): boolean {

@@ -67,6 +67,41 @@ export interface BenchConfig {
   walls: boolean;
 }
 
+/**
+ * bench:monitors' stack for a bench that drives it its own way (bench:alerts, bench:capacity):
+ * the fields startStack reads, with nothing of bench:monitors' own phases (no kill, no POST
+ * samples, no idle or soak window); `over` sets what the bench needs.
+ */
+export function stackOnlyConfig(over: Partial<BenchConfig> & Pick<BenchConfig, 'intervalMs'>): BenchConfig {
+  return {
+    platform: 'pf_03',
+    temporal: 'dev',
+    items: 1,
+    targets: 1,
+    accounts: 1,
+    concurrency: 1,
+    createOrder: 'account',
+    postSamples: 0,
+    idleMs: 0,
+    quietMs: 1_000,
+    soakMs: 1_000,
+    changeFraction: 0,
+    kill: false,
+    walls: true,
+    killAt: 0.5,
+    killDownMs: 0,
+    rps: 20,
+    sessionTtlMs: 600_000,
+    browserSessions: null,
+    streamAccounts: 0,
+    baselineTimeoutMs: 300_000,
+    settleIntervals: 1,
+    proxies: 0,
+    proxyRps: 20,
+    ...over,
+  };
+}
+
 /** Defaults another bench gives the knobs it shares with bench:monitors (bench:proxies). */
 export interface BenchDefaults {
   items?: number;
