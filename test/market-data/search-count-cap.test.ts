@@ -48,12 +48,15 @@ describe('search counts exactly up to a cap', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.record({
-          word: fc.integer({ min: -1, max: 39 }),
+          // No words a third of the time and small caps half the time, so both sides of the rule
+          // come up often: with words 40 times in 41 and caps up to 120, 150 runs held 10-21
+          // capped answers, and the guard below failed about one run in twenty.
+          word: fc.oneof({ weight: 1, arbitrary: fc.constant(-1) }, { weight: 2, arbitrary: fc.integer({ min: 0, max: 39 }) }),
           filter: fc.constantFrom(...FILTERS),
           sortBy: fc.constantFrom(...SORT_BY),
           page: fc.integer({ min: 1, max: 6 }),
           hitsPerPage: fc.integer({ min: 1, max: 30 }),
-          cap: fc.integer({ min: 1, max: 120 }),
+          cap: fc.oneof(fc.integer({ min: 1, max: 10 }), fc.integer({ min: 1, max: 120 })),
         }),
         async ({ word, filter, sortBy, page, hitsPerPage, cap }) => {
           const params: SearchParams = { query: word < 0 ? '' : (words[word % words.length] ?? ''), filterExpression: filter, sortBy, page, hitsPerPage };
