@@ -5,6 +5,7 @@
 // step, scenarios whose schedule or observation the bench could not keep, and the worker's SIGKILL.
 import type { PlatformKey } from '../../src/platform/registry.ts';
 import { summarise } from '../support/percentiles.ts';
+import type { WallsAll } from '../monitors/meter.ts';
 import { fmtMs } from '../monitors/support.ts';
 import { CHANNELS, CHANNEL_NAMES } from './channels.ts';
 import type { AlertsConfig } from './config.ts';
@@ -27,7 +28,7 @@ export interface ReportInput {
   /** The webhook endpoints: requests the reference verifier refused, bodies that could not be read, deliveries still pending at the end. */
   endpoints: { unverified: number; unreadable: number; pending: number };
   /** Every platform's bot wall over the run (issue 37; null: the simulator reports none). */
-  walls: { on: boolean; passed: number; refused: number; lastRefusal: { reason: string; detail: string } | null } | null;
+  walls: WallsAll | null;
 }
 
 function addCounts(into: Tally, t: Tally): void {
@@ -123,6 +124,15 @@ export function renderReport(r: ReportInput): string {
       : 'Bot walls: off (BENCH_WALLS=off).',
     '',
   );
+  for (const site of r.walls?.refusingSites ?? []) {
+    // When each came, against the kill: refusals at a restart's first polls are not those of a steady worker.
+    const when = (at: string) => (r.kill ? `${((Date.parse(at) - r.kill.killedAt) / 1000).toFixed(1)} s after the kill` : at);
+    lines.push(
+      `- ${site.site}: refused ${Object.entries(site.refused).map(([reason, n]) => `${n} ${reason}`).join(', ')}; ${site.cookiesIssued} bot cookies given in all; ` +
+        `the last ${site.recent.length}: ${site.recent.map((x) => `${when(x.at)} (${x.reason})`).join(', ')}.`,
+    );
+  }
+  if (r.walls?.refusingSites.length) lines.push('');
 
   lines.push('## Per platform', '');
   lines.push(

@@ -91,6 +91,15 @@ export interface WallFigures {
   lastRefusal: { reason: string; detail: string; at: string } | null;
 }
 
+/** Every site's walls together (simulator-main.ts), with each site that refused any. */
+export interface WallsAll {
+  on: boolean;
+  passed: number;
+  refused: number;
+  lastRefusal: WallFigures['lastRefusal'];
+  refusingSites: { site: string; refused: Record<string, number>; cookiesIssued: number; recent: { reason: string; detail: string; at: string }[] }[];
+}
+
 export class Meter {
   constructor(private readonly deps: MeterDeps) {}
 
@@ -105,8 +114,8 @@ export class Meter {
   }
 
   /** Every site's walls together so far: requests let through and refused (simulator-main.ts). */
-  async wallsAll(): Promise<{ on: boolean; passed: number; refused: number; lastRefusal: WallFigures['lastRefusal'] } | null> {
-    const counts = (await this.simCounts()) as { wallsAll?: { on: boolean; passed: number; refused: number; lastRefusal: WallFigures['lastRefusal'] } };
+  async wallsAll(): Promise<WallsAll | null> {
+    const counts = (await this.simCounts()) as { wallsAll?: WallsAll };
     return counts.wallsAll ?? null;
   }
 

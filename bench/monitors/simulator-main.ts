@@ -86,6 +86,10 @@ const hits = http.createServer((req, res) => {
     passed: everySite.reduce((n, w) => n + w.passed, 0),
     refused: everySite.reduce((n, w) => n + Object.values(w.refused).reduce((a, b) => a + b, 0), 0),
     lastRefusal: everySite.map((w) => w.last_refusal).filter((r) => r !== null).sort((a, b) => b.at.localeCompare(a.at))[0] ?? null,
+    // Each site that refused any: which reasons, how many cookies it gave, and when (a failing verdict names them).
+    refusingSites: Object.entries(sim.walls.stats())
+      .filter(([, w]) => Object.values(w.refused).some((n) => n > 0))
+      .map(([site, w]) => ({ site, refused: Object.fromEntries(Object.entries(w.refused).filter(([, n]) => n > 0)), cookiesIssued: w.cookie.issued, recent: w.recent_refusals })),
   };
   const body = { total: polls, requests, sessions, walls, wallsAll, ...(withKeys ? { byKey } : {}) };
   res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));

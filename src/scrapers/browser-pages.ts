@@ -7,10 +7,12 @@
 // session's client: its page's browser context goes through the proxy (credentials held by
 // crawlee's local forwarder, never by chromium) with the session's user agent, language and
 // client hints, so the platform sees the browser and the session's HTTP requests as one client
-// at one address. Each page keeps its own context, as before (two visits at once must not share
-// cookies: pf_01 binds its token to the cookie its front page set), and goes back to the idle
-// list marked with its client; a visit takes an idle page of its own client, else opens one,
-// closing the oldest idle page of another client when the page limit is reached. A visit given
+// at one address. Each page keeps its own context and goes back to the idle list blank, without
+// cookies, marked with its client; a visit takes an idle page of its own client, else opens one,
+// closing the oldest idle page of another client when the page limit is reached. A visit starts
+// with the cookies of an idle profile of its client (browser-profiles.ts: a browser keeps the bot
+// cookie a wall gave it), one visit at a time per profile, unless it is `isolated`, a new browser
+// (pf_01's clearances: each token is bound to the cookie its own front page set). A visit given
 // the platform's challenge-page rule (block-pages.ts) fails as `blocked` when the main document
 // is that page, as on a 403 or a 429.
 //
@@ -27,6 +29,7 @@ import { promisify } from 'node:util';
 import { BrowserPool, PlaywrightPlugin } from '@crawlee/browser-pool';
 import { chromium, errors, type Browser, type Page } from 'playwright-core';
 import { blockPageFailure } from './answer-status.ts';
+import { BrowserProfiles, type BrowserProfile } from './browser-profiles.ts';
 import type { BlockPageRule } from './block-pages.ts';
 import { browserEnvironment } from './browser-env.ts';
 import { identityOfHeaders, plainIdentity, plainUserAgent, versionOf, type BrowserIdentity } from './browser-identity.ts';
@@ -200,6 +203,7 @@ interface VisitOptions {
   session?: ScrapeSession;
   blockPage?: BlockPageRule;
   watch?: (page: Page) => () => void;
+  isolated?: boolean;
 }
 
 function firstLine(err: unknown): string {
@@ -289,6 +293,8 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
   /** Pages being blanked, each with its client. */
   const blanking = new Map<Promise<boolean>, string>();
   const retired = new WeakSet<Controller>();
+  /** Each client's cookies between its visits, one visit at a time per profile (browser-profiles.ts). */
+  const profiles = new BrowserProfiles();
   const stats: BrowserPagesStats = { launches: 0, browsers: 0, openPages: 0, peakOpenPages: 0, visits: 0 };
   let closed = false;
   /** The home whose NSS database trusts `caFile`, made at the first launch and kept until close(). */
@@ -572,14 +578,26 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
     let healthy = false;
     let timer: NodeJS.Timeout | undefined;
     let unwatch: (() => void) | undefined;
+    let client: PageClient = PLAIN;
+    let profile: BrowserProfile | null = null;
+    let blocked = false;
     // Closing the page is what makes playwright give up whatever it is waiting for.
     const onStop = () => void (lease && discard(lease));
     stop.addEventListener('abort', onStop, { once: true });
     try {
-      const client = clientOf(how.session);
+      client = clientOf(how.session);
       const through = client.label ? ` through ${client.label}` : '';
+      if (!how.isolated) profile = profiles.take(client.key, new URL(url));
       lease = await takePage(client);
       if (stop.aborted) throw stop.reason;
+      const kept = profile?.current() ?? [];
+      if (kept.length > 0) {
+        try {
+          await lease.page.context().addCookies(kept);
+        } catch (err) {
+          throw new ScrapeFailure('upstream', `chromium could not take the browser's cookies: ${firstLine(err)}`, { cause: err });
+        }
+      }
       timer = setTimeout(() => stopper.abort(new ScrapeFailure('attempt_timeout', `the page visit took longer than ${options.timeoutMs} ms`)), options.timeoutMs);
       const { page } = lease;
       // When one step eats the whole budget, playwright's TimeoutError says which step it was.
@@ -595,6 +613,8 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
         if (stop.aborted || err instanceof errors.TimeoutError) throw err;
         throw new ScrapeFailure('upstream', `could not load ${url}${through}: ${firstLine(err)}`, { cause: err });
       }
+      // The site answered: what it set (a first bot cookie, a rotated one) is the profile's now.
+      if (profile) profile.keep(await page.context().cookies());
       if (response && through && response.status() >= 590 && response.status() <= 599) {
         // Not the platform's answer: the local forwarder's word that the proxy failed (proxy-chain's 59x).
         healthy = true;
@@ -627,12 +647,22 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
     } catch (err) {
       // A ScrapeFailure from `use` is a verdict on the platform's page, not on our page.
       if (err instanceof ScrapeFailure) healthy = true;
-      throw classify(err, stop, lease, url);
+      const failure = classify(err, stop, lease, url);
+      // Refused: the profile's cookies may be what the wall refused (a stale one is never replaced), so it is dropped, as a blocked scrape session is.
+      blocked = failure instanceof ScrapeFailure && failure.kind === 'blocked';
+      throw failure;
     } finally {
       clearTimeout(timer);
       // Before the page goes back to the idle list: a listener must not outlive its visit.
       unwatch?.();
       stop.removeEventListener('abort', onStop);
+      if (profile && !blocked) {
+        // What the page's own requests were set after it loaded (a cookie rotated on one of them),
+        // and back before the caller hears, so that its next visit takes this profile again.
+        const kept = profile;
+        if (lease && healthy && !stop.aborted) kept.keep(await lease.page.context().cookies().catch(() => kept.current()));
+        profiles.giveBack(client.key, kept);
+      }
       // The caller has its answer now; the slot stays taken until the page is blank or closed.
       const held = lease;
       const cleanup = (async () => {
@@ -643,14 +673,14 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
   };
 
   return {
-    async withPage(url, use, { signal, session, blockPage, watch } = {}) {
+    async withPage(url, use, { signal, session, blockPage, watch, isolated } = {}) {
       if (closed) throw new ScrapeFailure('upstream', 'the browser pool is closed');
       await slots.acquire(signal);
       const stop = new AbortController();
       const onAbort = () => stop.abort(aborted());
       signal?.addEventListener('abort', onAbort, { once: true });
       if (signal?.aborted) onAbort();
-      const running = visit(url, use, stop, { session, blockPage, watch });
+      const running = visit(url, use, stop, { session, blockPage, watch, isolated });
       track(running);
       // The caller hears at once when the visit is stopped; the page closes behind it.
       const stopped = new Promise<never>((_, reject) => {

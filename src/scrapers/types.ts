@@ -183,8 +183,14 @@ export interface PageOpener {
    * `blockPage`: the platform's challenge page; a main document it matches is a `blocked` failure.
    * `watch`: called with the page before it navigates (to listen to its requests: pf_01's clearances
    * record the page's own data requests); what it returns is called once the visit is over.
+   * `isolated`: the visit starts as a new browser, without the cookies the client's earlier visits
+   * were given, and leaves none for its later ones (pf_01's clearances: browser-profiles.ts).
    */
-  withPage<T>(url: string, use: (page: Page) => Promise<T>, options?: { signal?: AbortSignal; session?: ScrapeSession; blockPage?: BlockPageRule; watch?: (page: Page) => () => void }): Promise<T>;
+  withPage<T>(
+    url: string,
+    use: (page: Page) => Promise<T>,
+    options?: { signal?: AbortSignal; session?: ScrapeSession; blockPage?: BlockPageRule; watch?: (page: Page) => () => void; isolated?: boolean },
+  ): Promise<T>;
 }
 
 /**

@@ -115,12 +115,15 @@ describe('browser pages', () => {
     expect(requests).toEqual(['/page']);
   });
 
-  it('reuses pages between visits without carrying cookies over', async () => {
+  it('reuses pages between visits; a visit carries the cookies the last one was given, an isolated one none', async () => {
     const launches = pages.stats().launches;
-    for (let i = 0; i < 3; i++) {
-      const cookie = await pages.withPage(`${base}/page`, (page) => page.textContent('#cookie'));
-      expect(cookie).toBe('');
-    }
+    // A browser keeps what a site set (browser-profiles.ts): the page sets `visited` on every load.
+    const seen: (string | null)[] = [];
+    for (let i = 0; i < 3; i++) seen.push(await pages.withPage(`${base}/page`, (page) => page.textContent('#cookie')));
+    expect(seen.slice(1)).toEqual(['visited=1', 'visited=1']);
+    // A new browser: nothing in, and nothing it was given comes out to the others.
+    expect(await pages.withPage(`${base}/page`, (page) => page.textContent('#cookie'), { isolated: true })).toBe('');
+    expect(await pages.withPage(`${base}/page`, (page) => page.textContent('#cookie'))).toBe('visited=1');
     expect(pages.stats()).toMatchObject({ launches, openPages: 1 });
   });
 

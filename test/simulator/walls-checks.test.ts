@@ -10,7 +10,7 @@ import { checkHeaders, clientHintBrands, orderBroken, ORDER_RULES } from '../../
 import { checkHttp2 } from '../../src/simulator/walls/http2-check.ts';
 import { DEFAULT_WALL_SETTINGS, withSettings } from '../../src/simulator/walls/settings.ts';
 import { checkTls } from '../../src/simulator/walls/tls-check.ts';
-import { REFUSAL_REASONS, SiteWall, Walls } from '../../src/simulator/walls/wall.ts';
+import { RECENT_REFUSALS, REFUSAL_REASONS, SiteWall, Walls } from '../../src/simulator/walls/wall.ts';
 import type { WireFacts } from '../../src/simulator/tls/wire-facts.ts';
 import {
   CHROME_UA,
@@ -242,6 +242,17 @@ describe('a site\'s wall', () => {
     const stats = wall.stats();
     expect(stats).toMatchObject({ family: 'cloudflare', passed: 1, refused: { plaintext: 1, tls: 1, http2: 1, headers: 1, cookie_unknown: 1, cookie_missing: 0 }, last_refusal: { reason: 'cookie_unknown' } });
     expect(Object.keys(stats.refused)).toEqual([...REFUSAL_REASONS]);
+    expect(stats.recent_refusals.map((r) => r.reason)).toEqual(['plaintext', 'tls', 'http2', 'headers', 'cookie_unknown']);
+  });
+
+  it(`keeps the last ${RECENT_REFUSALS} refusals with their times, oldest first, and forgets them at a reset`, () => {
+    const wall = new SiteWall('pf_03', withSettings(DEFAULT_WALL_SETTINGS, { enabled: true }), knownInTests);
+    for (let at = 0; at < RECENT_REFUSALS + 5; at++) wall.judge(request(nodeWire(), [['user-agent', CHROME_UA]]), at * 1000);
+    const recent = wall.stats().recent_refusals;
+    expect(recent.map((r) => r.at)).toEqual(Array.from({ length: RECENT_REFUSALS }, (_, i) => new Date((i + 5) * 1000).toISOString()));
+    expect(recent.every((r) => r.reason === 'tls')).toBe(true);
+    wall.reset();
+    expect(wall.stats().recent_refusals).toEqual([]);
   });
 
   it('skips the checks switched off, and lets a Firefox through on its own terms', () => {

@@ -244,7 +244,7 @@ export function createPf01Clearances(options: Pf01ClearancesOptions): Pf01Cleara
       expiresAt: (s) => s.expiresAt,
       make: (signal) => {
         const { watched, watch } = watchFrontPage(options.baseUrl);
-        return options.browser.withPage(frontUrl, (page) => captureClearance(page, frontUrl, waitMs, watched), { signal, session: scrape(), blockPage: PF01_BLOCK_PAGE, watch });
+        return options.browser.withPage(frontUrl, (page) => captureClearance(page, frontUrl, waitMs, watched), { signal, session: scrape(), blockPage: PF01_BLOCK_PAGE, watch, isolated: true });
       },
     });
   const plain = poolOf(() => undefined);

@@ -42,8 +42,13 @@ export interface WallStats {
   refused: Record<RefusalReason, number>;
   /** The last refusal, with what failed (for a test or an operator; a real wall never says). */
   last_refusal: { reason: RefusalReason; detail: string; at: string } | null;
+  /** The last RECENT_REFUSALS refusals, oldest first: when a bench fails on a few, when each came. */
+  recent_refusals: { reason: RefusalReason; detail: string; at: string }[];
   cookie: CookieStats;
 }
+
+/** Refusals a wall's stats keep with their times. */
+export const RECENT_REFUSALS = 16;
 
 function zeroCounts(): Record<RefusalReason, number> {
   return Object.fromEntries(REFUSAL_REASONS.map((r) => [r, 0])) as Record<RefusalReason, number>;
@@ -56,6 +61,7 @@ export class SiteWall {
   private passed = 0;
   private refused = zeroCounts();
   private lastRefusal: WallStats['last_refusal'] = null;
+  private recent: WallStats['recent_refusals'] = [];
 
   constructor(
     readonly site: WalledSite,
@@ -87,6 +93,7 @@ export class SiteWall {
     this.passed = 0;
     this.refused = zeroCounts();
     this.lastRefusal = null;
+    this.recent = [];
   }
 
   judge(request: WallRequest, at: number): WallVerdict {
@@ -95,12 +102,13 @@ export class SiteWall {
     else {
       this.refused[verdict.reason]++;
       this.lastRefusal = { reason: verdict.reason, detail: verdict.detail, at: new Date(at).toISOString() };
+      if (this.recent.push(this.lastRefusal) > RECENT_REFUSALS) this.recent.shift();
     }
     return verdict;
   }
 
   stats(): WallStats {
-    return { family: this.family, settings: { ...this.settings }, passed: this.passed, refused: { ...this.refused }, last_refusal: this.lastRefusal, cookie: this.cookies.stats() };
+    return { family: this.family, settings: { ...this.settings }, passed: this.passed, refused: { ...this.refused }, last_refusal: this.lastRefusal, recent_refusals: [...this.recent], cookie: this.cookies.stats() };
   }
 
   private decide({ wire, headers, address }: WallRequest, at: number): WallVerdict {
