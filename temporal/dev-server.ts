@@ -12,6 +12,7 @@ import { assertPortFree, portInUseMessage, releasePort, reservePort } from '../s
 import { commandLine, isRunning } from './processes.ts';
 import { searchAttributeArgs } from './search-attributes.ts';
 import { installSdkLogging, type Log } from './sdk-logging.ts';
+import { diesWithThisProcess } from '../src/runtime/parent-death.ts';
 
 export interface DevServerOptions {
   /** The temporal CLI (resolveTemporalCli); null falls back to the SDK's download. */
@@ -161,8 +162,10 @@ async function launch(
 ): Promise<DevServer> {
   const started = performance.now();
   const args = devServerArgs(opts, files.db);
-  // Same process group as ours (not detached): a Ctrl-C in the terminal reaches it too.
-  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
+  // Same process group as ours (not detached): a Ctrl-C in the terminal reaches it too. And it
+  // dies with us (parent-death.ts): killed, we must not leave it holding its port.
+  const command = diesWithThisProcess(binary, args);
+  const child = spawn(command.file, command.args, { stdio: ['ignore', 'pipe', 'pipe'], detached: false });
   let exited: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   let spawnError: Error | null = null;
   const exitedPromise = new Promise<void>((resolve) => {
@@ -320,15 +323,31 @@ async function startWithSdk(opts: DevServerOptions, dbFilename: string): Promise
   };
 }
 
-async function stopOrphan(files: ReturnType<typeof devServerFiles>, log: Log, graceMs: number): Promise<void> {
+/** What the pid file says: the server's pid and the process that started it (either may be absent). */
+async function recordedServer(files: ReturnType<typeof devServerFiles>): Promise<{ pid?: number; owner?: number } | null> {
   const text = await fs.readFile(files.pidFile, 'utf8').catch(() => null);
-  if (text === null) return;
-  let recorded: { pid?: number; owner?: number } = {};
+  if (text === null) return null;
   try {
-    recorded = JSON.parse(text);
+    return JSON.parse(text) as { pid?: number; owner?: number };
   } catch {
-    // unreadable: treat as absent
+    return {}; // unreadable: as good as absent
   }
+}
+
+/**
+ * The pid of a dev server of `dataDir` left running by a run that is gone (killed before it could
+ * stop it), which the next start stops (stopOrphan) rather than calling its ports taken; else null.
+ */
+export async function leftoverDevServer(dataDir: string): Promise<number | null> {
+  const files = devServerFiles(dataDir);
+  const { pid, owner } = (await recordedServer(files)) ?? {};
+  if (pid === undefined || !isRunning(pid) || !commandLine(pid).includes(files.db)) return null;
+  return owner !== undefined && isRunning(owner) ? null : pid;
+}
+
+async function stopOrphan(files: ReturnType<typeof devServerFiles>, log: Log, graceMs: number): Promise<void> {
+  const recorded = await recordedServer(files);
+  if (recorded === null) return;
   const { pid, owner } = recorded;
   const ours = pid !== undefined && isRunning(pid) && commandLine(pid).includes(files.db);
   if (ours && owner && isRunning(owner)) {

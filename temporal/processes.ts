@@ -1,6 +1,7 @@
-// Whether a pid still runs: the Go tools' build lock (src/runtime/go-binary.ts) and the dev
-// server's pid file (dev-server.ts) both decide from it whether what a process left behind may be
-// taken over.
+// Whether a pid still runs, and whose child it is: the Go tools' build lock
+// (src/runtime/go-binary.ts), the dev server's pid file (dev-server.ts) and the embedded
+// PostgreSQL's (db/embedded.ts) decide from it whether what a process left behind may be taken
+// over.
 import { readFileSync, readdirSync } from 'node:fs';
 
 /**
@@ -31,15 +32,15 @@ export function isRunning(pid: number): boolean {
 }
 
 /**
- * The process's state letter from /proc (R, S, D, T for stopped, Z) and its process group, or
- * null when it is gone or unknown.
+ * The process's state letter from /proc (R, S, D, T for stopped, Z), its parent and its process
+ * group, or null when it is gone or unknown.
  */
-export function processState(pid: number): { state: string; pgrp: number } | null {
+export function processState(pid: number): { state: string; ppid: number; pgrp: number } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // After the command's closing parenthesis: state, ppid, pgrp, ...
-    const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return state ? { state, pgrp: Number(pgrp) } : null;
+    const [state, ppid, pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return state ? { state, ppid: Number(ppid), pgrp: Number(pgrp) } : null;
   } catch {
     return null;
   }

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { diesWithThisProcess } from '../src/runtime/parent-death.ts';
 import { acceptsConnections, reservePort } from '../src/runtime/ports.ts';
 import { isRunning } from './processes.ts';
 import type { TemporalServerBinaries } from './server-binary.ts';
@@ -206,7 +207,8 @@ export class TemporalCluster {
   private spawn(name: string): void {
     const services = name === 'all' ? 'all' : [name as TemporalService];
     const out = fs.openSync(this.opts.logFile, 'a');
-    const child = spawn(this.opts.binaries.server, serverArgs(services), {
+    const command = diesWithThisProcess(this.opts.binaries.server, serverArgs(services));
+    const child = spawn(command.file, command.args, {
       env: { PATH: process.env.PATH, HOME: process.env.HOME, ...serverEnvironment(this.opts.db, this.opts.ports, { metricsAddress: this.opts.metricsAddress }) },
       stdio: ['ignore', out, out],
     });

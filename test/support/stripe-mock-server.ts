@@ -4,6 +4,7 @@
 // process on the loopback for a test run (global-setup.ts starts it once).
 import { spawn } from 'node:child_process';
 import { type GoTool, type ResolveGoBinaryOptions, resolveGoBinary } from '../../src/runtime/go-binary.ts';
+import { diesWithThisProcess } from '../../src/runtime/parent-death.ts';
 
 export const STRIPE_MOCK: GoTool = {
   label: 'stripe-mock',
@@ -35,10 +36,12 @@ export function startStripeMock(binary: string): Promise<StripeMockServer> {
   // The port is left to stripe-mock and read back from its banner, so no other process can take
   // it in between. HTTPS is given a port too: left out, stripe-mock still opens its default
   // :12112 on every interface and exits when another stripe-mock on the machine holds it.
-  const child = spawn(binary, ['-http-addr', '127.0.0.1:', '-https-addr', '127.0.0.1:'], {
+  // A run that ends without its teardown must not leave the server behind: killed, the kernel
+  // stops it (parent-death.ts); exiting, the handler below does.
+  const command = diesWithThisProcess(binary, ['-http-addr', '127.0.0.1:', '-https-addr', '127.0.0.1:'], 'KILL');
+  const child = spawn(command.file, command.args, {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  // A run that ends without its teardown (a crash) must not leave the server behind.
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
   let output = '';
