@@ -17,6 +17,7 @@
 // schedule, not read from the service) are shown beside the notifications written.
 // The report (stdout, markdown) names the first step served below 95% of its demand and what was
 // busiest then. Exit 1 when a verdict fails (bench/capacity/verdicts.ts).
+import { atMostText } from './monitors/prom.ts';
 import { between, machineShare, percent, type Window } from './monitors/meter.ts';
 import { benchCommandLine, machineLine, stackOnlyConfig, type BenchConfig } from './monitors/config.ts';
 import { Lifecycle } from './monitors/lifecycle.ts';
@@ -73,7 +74,7 @@ function stackConfig(c: CapacityConfig): BenchConfig {
 interface Step extends StepFigures {
   label: string;
   window: Window;
-  latenessP99: number | null;
+  latenessP99: { above: number; atMost: number } | null;
   outcomes: Record<string, number>;
   /** Stock moves/s the synthetic schedule made in the window, falls included (`scheduled` counts the increases: what notifies). */
   moves: number;
@@ -100,7 +101,7 @@ async function measureStep(stack: Stack, c: CapacityConfig, keys: readonly strin
     statements: (m?.sum('db_statements_total') ?? 0) / w.seconds,
     cpu: { worker: percent(w, 'worker'), temporal: percent(w, 'temporal'), postgres: percent(w, 'postgres'), bench: percent(w, 'bench') },
     window: w,
-    latenessP99: lateness ? lateness.atMost : null,
+    latenessP99: lateness,
     outcomes: m?.by('monitor_polls_total', 'outcome') ?? {},
     notified: (m?.sum('monitor_notifications_total') ?? 0) / w.seconds,
     changePeriodMs: changeMs,
@@ -135,7 +136,7 @@ function report(c: CapacityConfig, steps: Step[], quiet: Step, machine: string, 
   for (const s of [quiet, ...steps]) {
     const share = machineShare(s.window);
     out.push(
-      `| ${s.intervalMs} ms${s === quiet ? ' (no change)' : ''} | ${s.demanded.toFixed(0)} | ${s.polls.toFixed(0)} | ${served(s) ? 'yes' : '**no**'} | ${s.notifications.toFixed(0)} (${s.scheduled.toFixed(0)}) | ${s.latenessP99 === null ? '-' : `≤ ${s.latenessP99} s`} | ${(s.statements / Math.max(1e-9, s.polls)).toFixed(2)} | ` +
+      `| ${s.intervalMs} ms${s === quiet ? ' (no change)' : ''} | ${s.demanded.toFixed(0)} | ${s.polls.toFixed(0)} | ${served(s) ? 'yes' : '**no**'} | ${s.notifications.toFixed(0)} (${s.scheduled.toFixed(0)}) | ${s.latenessP99 === null ? '-' : atMostText(s.latenessP99)} | ${(s.statements / Math.max(1e-9, s.polls)).toFixed(2)} | ` +
         `${s.cpu.worker.toFixed(0)} % | ${s.cpu.temporal.toFixed(0)} % | ${s.cpu.postgres.toFixed(0)} % | ${s.cpu.bench.toFixed(0)} % | ${share.busyPercent.toFixed(0)} % of ${share.cores * 100} % |`,
     );
   }

@@ -132,3 +132,8 @@ export class PromSnapshot {
     return m.length ? m.reduce((t, s) => t + s.value, 0) : null;
   }
 }
+
+/** A quantile (Metrics.quantile) as its bucket's bound: `≤ 0.5 s`, or `> 10 s` past the top bucket. */
+export function atMostText(q: { above: number; atMost: number }): string {
+  return q.atMost === Infinity ? `> ${q.above} s` : `≤ ${q.atMost} s`;
+}

@@ -7,6 +7,7 @@ import type { IntegrityResult } from '../monitors/integrity.ts';
 import type { BaselineResult } from '../monitors/load.ts';
 import { machineShare, percent, serviceCpu, SOURCE_NAMES, SOURCES_WITH_PROXIES, type Window } from '../monitors/meter.ts';
 import type { PgCpu } from '../monitors/pg-cpu.ts';
+import { atMostText } from '../monitors/prom.ts';
 import { PLATFORM_SHAPES } from '../monitors/platform.ts';
 import { cell, pct, targetsSection, wallRow, type RunContext, type TargetRow } from '../monitors/report.ts';
 import type { WallFigures } from '../monitors/meter.ts';
@@ -289,7 +290,7 @@ export function renderProxiesReport(r: ProxiesResults): string {
   const duration = (w: Window) => w.metrics?.quantile('monitor_poll_duration_seconds', 0.5, { platform: 'pf_03' });
   const dd = duration(r.direct.window);
   const pd = duration(r.proxied.window);
-  out.push(`| poll duration p50 (worker histogram bucket) | ${dd ? `≤ ${dd.atMost} s` : 'n/a'} | ${pd ? `≤ ${pd.atMost} s` : 'n/a'} | |`);
+  out.push(`| poll duration p50 (worker histogram bucket) | ${dd ? atMostText(dd) : 'n/a'} | ${pd ? atMostText(pd) : 'n/a'} | |`);
   out.push('');
   const busiest = (w: Window) =>
     [...w.others.entries()]

@@ -4,77 +4,17 @@
 // once complete, and completing an upgrade after it (outside a cork: upgrade-anchor.ts) crashed
 // the node, so it must be refused before the admission. And a storm of upgrades all get their
 // hello and stay open (what the anchor is there for: src/stream/upgrade-anchor.ts).
-import net from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STREAM_PATH } from '../../src/stream/protocol.ts';
 import { newAccount, type TestAccount } from '../support/harness.ts';
-import { append, connect, sleep, startNode, type TestNode } from './helpers.ts';
-
-interface Answer {
-  status: number;
-  /** The response head and, for an error, its body. */
-  text: string;
-  /** The hello frame arrived (a 101 only). */
-  hello: boolean;
-  /** The server closed the connection before `holdMs` after the hello (a 101 only). */
-  closedEarly: boolean;
-}
-
-/**
- * Sends one raw request; a 101 is read on until its hello frame, then held `holdMs` to see that
- * the server keeps the connection open; an error until its body is complete.
- */
-function handshake(port: number, head: string, holdMs = 0): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let raw = Buffer.alloc(0);
-    let status = 0;
-    let hello = false;
-    let settled = false;
-    const finish = (closedEarly: boolean) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      resolve({ status, text: raw.toString('latin1'), hello, closedEarly });
-    };
-    const timer = setTimeout(() => {
-      settled = true;
-      socket.destroy();
-      reject(new Error(`no complete answer to:\n${head}\ngot: ${raw.toString('latin1')}`));
-    }, 15_000);
-    socket.on('data', (d: Buffer) => {
-      raw = Buffer.concat([raw, d]);
-      const text = raw.toString('latin1');
-      const m = /^HTTP\/1\.1 (\d{3}) /.exec(text);
-      if (!m) return;
-      status = Number(m[1]);
-      if (status !== 101) {
-        if (/\r\n\r\n[\s\S]*\}\}$/.test(text)) finish(false);
-        return;
-      }
-      if (!hello && text.includes('"type":"hello"')) {
-        hello = true;
-        setTimeout(() => finish(false), holdMs);
-      }
-    });
-    socket.on('error', () => {});
-    socket.on('close', () => {
-      if (status) return finish(true);
-      settled = true;
-      clearTimeout(timer);
-      reject(new Error(`closed without an answer to:\n${head}`));
-    });
-    socket.write(head);
-  });
-}
+import { append, connect, rawUpgrade, sleep, startNode, type RawAnswer, type TestNode } from './helpers.ts';
 
 function request(key: string, headers: string[]): string {
   return [`GET ${STREAM_PATH} HTTP/1.1`, 'Host: 127.0.0.1', 'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==', 'Sec-WebSocket-Version: 13', `apikey: ${key}`, ...headers, '', ''].join('\r\n');
 }
 
-function errorCode(a: Answer): string {
+function errorCode(a: RawAnswer): string {
   return (JSON.parse(a.text.slice(a.text.indexOf('\r\n\r\n') + 4)) as { error: { code: string } }).error.code;
 }
 
@@ -102,7 +42,7 @@ describe('stream handshake', () => {
 
   it('refuses `Connection: close` with 426 before the admission, and the node keeps serving', async () => {
     // On the code before, this request (a valid key) crashed the whole process.
-    const answer = await handshake(t.port, request(a.key, ['Upgrade: websocket', 'Connection: close']));
+    const answer = await rawUpgrade(t.port, request(a.key, ['Upgrade: websocket', 'Connection: close']));
     expect(answer.status).toBe(426);
     expect(errorCode(answer)).toBe('upgrade_required');
     expect(answer.text).toMatch(/\r\nupgrade: websocket\r\n/i);
@@ -116,7 +56,7 @@ describe('stream handshake', () => {
       ['upgrade: websocket', 'connection: upgrade'],
       ['Upgrade: h2c, websocket', 'Connection: Upgrade, close'],
     ]) {
-      const answer = await handshake(t.port, request(a.key, headers));
+      const answer = await rawUpgrade(t.port, request(a.key, headers));
       expect(answer.status, headers.join(' / ')).toBe(101);
       expect(answer.hello).toBe(true);
     }
@@ -129,7 +69,7 @@ describe('stream handshake', () => {
       // HTTP/1.1 only: uWS never hands an HTTP/1.0 request to a handler (it waits for its idle timeout).
       fc.asyncProperty(list, list, async (upgrade, connection) => {
         const headers = [...(upgrade !== undefined ? [`Upgrade: ${upgrade}`] : []), ...(connection !== undefined ? [`Connection: ${connection}`] : [])];
-        const answer = await handshake(t.port, request(a.key, headers));
+        const answer = await rawUpgrade(t.port, request(a.key, headers));
         const valid = listHas(upgrade, 'websocket') && listHas(connection, 'upgrade');
         if (!valid) {
           expect(answer.status).toBe(426);
@@ -147,7 +87,7 @@ describe('stream handshake', () => {
   it('a storm of 600 upgrades at once: every one gets its hello and stays open', async () => {
     const accounts = await Promise.all(Array.from({ length: 4 }, () => newAccount(t.db)));
     const answers = await Promise.all(
-      Array.from({ length: 600 }, (_, i) => handshake(t.port, request(accounts[i % 4]!.key, ['Upgrade: websocket', 'Connection: Upgrade']), 500)),
+      Array.from({ length: 600 }, (_, i) => rawUpgrade(t.port, request(accounts[i % 4]!.key, ['Upgrade: websocket', 'Connection: Upgrade']), { holdMs: 500 })),
     );
     expect(answers.filter((x) => x.status === 101)).toHaveLength(600);
     expect(answers.filter((x) => x.hello)).toHaveLength(600);

@@ -3,6 +3,7 @@
 // writer, real `ws` clients that record what they receive, and refusals read as HTTP answers.
 import type { SlotTimings } from '../../src/stream/connection-slots.ts';
 import { randomInt } from 'node:crypto';
+import net from 'node:net';
 import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
 import WebSocket from 'ws';
@@ -256,4 +257,71 @@ export function refusal(url: string, headers: Record<string, string> = {}): Prom
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/** A raw handshake's answer (rawUpgrade). */
+export interface RawAnswer {
+  status: number;
+  /** The response head and, for an error, its body (and, for a 101 read to its hello, that frame). */
+  text: string;
+  /** The hello frame arrived (a 101 read on to it). */
+  hello: boolean;
+  /** The server closed the connection before the answer was complete, or within `holdMs` after the hello. */
+  closedEarly: boolean;
+}
+
+/**
+ * Sends one request on raw TCP, so no client library tidies the handshake up. An error is read
+ * until its body is complete. A 101 is read until its head (`untilHello: false`), or on until its
+ * hello frame and then held `holdMs` to see that the server keeps the connection open.
+ */
+export function rawUpgrade(port: number, head: string, options: { untilHello?: boolean; holdMs?: number } = {}): Promise<RawAnswer> {
+  const { untilHello = true, holdMs = 0 } = options;
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let raw = Buffer.alloc(0);
+    let status = 0;
+    let hello = false;
+    let settled = false;
+    const finish = (closedEarly: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ status, text: raw.toString('utf8'), hello, closedEarly });
+    };
+    const timer = setTimeout(() => {
+      settled = true;
+      socket.destroy();
+      reject(new Error(`no complete answer to:\n${head}\ngot: ${raw.toString('utf8')}`));
+    }, 15_000);
+    socket.on('data', (d: Buffer) => {
+      raw = Buffer.concat([raw, d]);
+      const text = raw.toString('utf8');
+      const m = /^HTTP\/1\.1 (\d{3}) /.exec(text);
+      if (!m) return;
+      status = Number(m[1]);
+      if (status !== 101) {
+        if (/\r\n\r\n[\s\S]*\}\}$/.test(text)) finish(false);
+        return;
+      }
+      if (!untilHello) {
+        if (text.includes('\r\n\r\n')) finish(false);
+        return;
+      }
+      if (!hello && text.includes('"type":"hello"')) {
+        hello = true;
+        setTimeout(() => finish(false), holdMs);
+      }
+    });
+    // A reset is followed by 'close', which says what was read.
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      if (status) return finish(true);
+      settled = true;
+      clearTimeout(timer);
+      reject(new Error(`closed without an answer to:\n${head}`));
+    });
+    socket.write(head);
+  });
 }

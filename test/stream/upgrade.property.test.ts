@@ -1,46 +1,16 @@
 // Property: whatever query string, headers and last_id an upgrade request carries, the node
 // answers with a documented HTTP status (an error in the gateway envelope, or 101), and keeps
 // serving afterwards. Requests are written on raw TCP so no client library tidies them up.
-import net from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STREAM_PATH } from '../../src/stream/protocol.ts';
 import { DOCUMENTED_STATUSES } from '../../src/stream/reasons.ts';
 import { newAccount, type TestAccount } from '../support/harness.ts';
-import { append, connect, startNode, type TestNode } from './helpers.ts';
+import { append, connect, rawUpgrade, startNode, type TestNode } from './helpers.ts';
 
 /** Sends one raw request and returns the status line's code and the rest of the answer. */
-function rawRequest(port: number, head: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = net.connect(port, '127.0.0.1');
-    let text = '';
-    const timer = setTimeout(() => {
-      socket.destroy();
-      reject(new Error(`no answer to:\n${head}\ngot: ${text}`));
-    }, 15_000);
-    socket.on('data', (d: Buffer) => {
-      text += d.toString('utf8');
-      const m = /^HTTP\/1\.1 (\d{3}) /.exec(text);
-      // A 101 is complete with its head (then the hello arrives); an error once its body has.
-      if (m && (m[1] === '101' ? text.includes('\r\n\r\n') : /\r\n\r\n[\s\S]*\}\}$/.test(text))) {
-        clearTimeout(timer);
-        socket.destroy();
-        resolve({ status: Number(m[1]), text });
-      }
-    });
-    socket.on('error', (err) => {
-      clearTimeout(timer);
-      reject(err);
-    });
-    socket.on('close', () => {
-      clearTimeout(timer);
-      const m = /^HTTP\/1\.1 (\d{3}) /.exec(text);
-      if (m) resolve({ status: Number(m[1]), text });
-      else reject(new Error(`closed without an answer to:\n${head}`));
-    });
-    socket.write(head);
-  });
-}
+/** The answer to one raw request: a 101 as far as its head, an error with its body. */
+const rawRequest = (port: number, head: string) => rawUpgrade(port, head, { untilHello: false });
 
 const visible = fc.string({ unit: fc.constantFrom(...' !"#$%&\'()*+,-./0123456789:;<=>?@ABCXYZabcxyz[\\]^_`{|}~'.split('')), maxLength: 60 });
 /** Characters legal in a request target, including ones that mean something in a query. */
