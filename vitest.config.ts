@@ -18,6 +18,7 @@ const BROWSER_FILES = [
   'test/scrapers/browser-ca.test.ts',
   'test/scrapers/browser-identity.test.ts',
   'test/scrapers/browser-pages.test.ts',
+  'test/scrapers/browser-profiles.test.ts',
   'test/scrapers/browser-reports.test.ts',
   'test/scrapers/browser-user.test.ts',
   'test/scrapers/every-platform-walled.test.ts',
