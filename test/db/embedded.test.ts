@@ -1,12 +1,14 @@
 // The embedded PostgreSQL behind `npm start`, the admin CLI and `npm test` without DATABASE_URL;
 // as root, from a DATA_DIR or a checkout under a private (0700) directory too.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT, runTs } from '../support/harness.ts';
 import { clusterLocation } from '../../db/cluster-location.ts';
-import { canConnect } from '../../db/embedded.ts';
+import { canConnect, orphanedServer } from '../../db/embedded.ts';
+import { processState } from '../../temporal/processes.ts';
 import { serverUser, SHARED_ROOT } from '../../db/postgres-user.ts';
 import { reservePort } from '../../src/runtime/ports.ts';
 
@@ -54,6 +56,63 @@ describe('embedded PostgreSQL', () => {
     expect((await fs.stat(path.join(dataDir, 'postgres-app-password'))).mode & 0o777).toBe(0o600);
     expect(await canConnect(port)).toBe(false);
   }, 60_000);
+});
+
+// A server a killed run left (its parent gone) is stopped by the next start (test/start.test.ts);
+// which one counts as that is decided by orphanedServer, checked here without a cluster: a
+// process of our own stands for the postmaster, orphaned the way a killed starter leaves it.
+describe('a server a killed run left behind', () => {
+  let dir: string;
+  const spawned: number[] = [];
+  beforeAll(async () => {
+    dir = await fs.mkdtemp(path.join(os.tmpdir(), 'tm-orphan-'));
+  });
+  afterAll(async () => {
+    for (const pid of spawned) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone
+      }
+    }
+    await fs.rm(dir, { recursive: true, force: true });
+  });
+
+  /** A `sleep` whose parent has exited (so it is init's), with `arg` in its command line; its pid. */
+  async function orphan(arg: string): Promise<number> {
+    const r = await new Promise<string>((resolve, reject) => {
+      const sh = spawn('sh', ['-c', 'sh -c "sleep 60; :" "$1" >/dev/null 2>&1 & echo $!', 'orphan', arg], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let out = '';
+      sh.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      sh.once('error', reject);
+      sh.once('exit', () => resolve(out.trim()));
+    });
+    const pid = Number(r);
+    spawned.push(pid);
+    // Re-parented once its parent shell has exited.
+    for (let i = 0; i < 50 && processState(pid)?.ppid !== 1; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    return pid;
+  }
+
+  it("is this cluster's postmaster, orphaned: found; a process the stale pid file names that is not (a daemon's parent is init too) is not", async () => {
+    const cluster = path.join(dir, 'cluster');
+    await fs.mkdir(cluster);
+    const pidFile = path.join(cluster, 'postmaster.pid');
+    expect(await orphanedServer(cluster)).toBeNull(); // no pid file
+    const ours = await orphan(cluster);
+    expect(processState(ours)?.ppid).toBe(1);
+    await fs.writeFile(pidFile, `${ours}\n${cluster}\n`);
+    expect(await orphanedServer(cluster)).toBe(ours);
+    // Someone else's process, orphaned as well, under a stale pid file: left alone.
+    const stranger = await orphan('/var/lib/elsewhere');
+    await fs.writeFile(pidFile, `${stranger}\n${cluster}\n`);
+    expect(await orphanedServer(cluster)).toBeNull();
+    // A server whose starter still runs (this process's own child) is joined, not stopped.
+    const child = spawn('sh', ['-c', 'sleep 60; :', cluster], { stdio: 'ignore' });
+    spawned.push(child.pid!);
+    await fs.writeFile(pidFile, `${child.pid}\n${cluster}\n`);
+    expect(await orphanedServer(cluster)).toBeNull();
+  });
 });
 
 // The embedded server runs as user postgres when we are root, and that user cannot search a
