@@ -613,8 +613,6 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
         if (stop.aborted || err instanceof errors.TimeoutError) throw err;
         throw new ScrapeFailure('upstream', `could not load ${url}${through}: ${firstLine(err)}`, { cause: err });
       }
-      // The site answered: what it set (a first bot cookie, a rotated one) is the profile's now.
-      if (profile) profile.keep(await page.context().cookies());
       if (response && through && response.status() >= 590 && response.status() <= 599) {
         // Not the platform's answer: the local forwarder's word that the proxy failed (proxy-chain's 59x).
         healthy = true;
@@ -657,10 +655,11 @@ export function createBrowserPages(options: BrowserPagesOptions): BrowserPages {
       unwatch?.();
       stop.removeEventListener('abort', onStop);
       if (profile && !blocked) {
-        // What the page's own requests were set after it loaded (a cookie rotated on one of them),
-        // and back before the caller hears, so that its next visit takes this profile again.
+        // What the site set during the visit (a first bot cookie, one rotated on the document or on
+        // a request of the page), read once, and back before the caller hears, so that its next
+        // visit takes this profile again. A stopped visit's page is being closed: its cookies are lost.
         const kept = profile;
-        if (lease && healthy && !stop.aborted) kept.keep(await lease.page.context().cookies().catch(() => kept.current()));
+        if (lease && !stop.aborted) kept.keep(await lease.page.context().cookies().catch(() => kept.current()));
         profiles.giveBack(client.key, kept);
       }
       // The caller has its answer now; the slot stays taken until the page is blank or closed.

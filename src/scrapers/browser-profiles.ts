@@ -17,6 +17,7 @@
 // visitors from it, not one per page. A visit that must start as a new browser (pf_01's
 // clearances: each its own session cookie and token) takes no profile.
 import type { Cookie } from 'playwright-core';
+import { domainMatch, pathMatch } from 'tough-cookie';
 
 /** Idle profiles kept, over every client; past it the least recently used are forgotten. */
 export const MAX_PROFILES = 256;
@@ -31,14 +32,9 @@ export class BrowserProfile {
     return this.cookies.filter((c) => c.expires === -1 || c.expires * 1000 > now);
   }
 
-  /** Whether it holds a live cookie that a request to `url` would send (by domain and path). */
+  /** Whether it holds a live cookie that a request to `url` would send (RFC 6265's domain and path match, as the HTTP jars'). */
   hasCookiesFor(url: URL, now = Date.now()): boolean {
-    return this.current(now).some((c) => {
-      const domain = c.domain.startsWith('.') ? c.domain.slice(1) : c.domain;
-      const onHost = url.hostname === domain || url.hostname.endsWith(`.${domain}`);
-      const onPath = url.pathname === c.path || url.pathname.startsWith(c.path.endsWith('/') ? c.path : `${c.path}/`);
-      return onHost && onPath;
-    });
+    return this.current(now).some((c) => domainMatch(url.hostname, c.domain) === true && pathMatch(url.pathname, c.path));
   }
 
   /** Keeps what the visit's context holds now (it started with what was kept). */
@@ -64,8 +60,8 @@ export class BrowserProfiles {
     const list = this.idle.get(client);
     if (!list) return new BrowserProfile();
     let i = list.length - 1;
-    while (i > 0 && !list[i]!.hasCookiesFor(url)) i--;
-    if (!list[i]!.hasCookiesFor(url)) i = list.length - 1;
+    while (i >= 0 && !list[i]!.hasCookiesFor(url)) i--;
+    if (i < 0) i = list.length - 1;
     const [profile] = list.splice(i, 1);
     this.count--;
     if (list.length === 0) this.idle.delete(client);
