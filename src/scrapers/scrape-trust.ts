@@ -60,7 +60,13 @@ export function caBundle(caFile: string | undefined): string | null {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scrape-ca-'));
   const bundle = path.join(dir, 'bundle.pem');
   fs.writeFileSync(bundle, `${system.trimEnd()}\n${extra.join('\n')}\n`, { mode: 0o600 });
-  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  if (bundles.size === 0) {
+    // One hook for every bundle: a test process meets a new simulator CA per file, and a hook each
+    // made Node warn of a listener leak past ten.
+    process.once('exit', () => {
+      for (const b of bundles.values()) fs.rmSync(path.dirname(b), { recursive: true, force: true });
+    });
+  }
   bundles.set(wanted, bundle);
   return bundle;
 }
