@@ -39,6 +39,7 @@ import * as m035 from './035_cooldown_held_from.ts';
 import * as m036 from './036_confined_notifications.ts';
 import * as m037 from './037_stream_admit.ts';
 import * as m038 from './038_member_priority.ts';
+import * as m039 from './039_search_postings.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -85,6 +86,7 @@ const migrations: Record<string, Migration> = {
   '036_confined_notifications': m036,
   '037_stream_admit': m037,
   '038_member_priority': m038,
+  '039_search_postings': m039,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

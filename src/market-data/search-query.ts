@@ -22,6 +22,10 @@
 // what cost those searches their time at a million events (one heap visit per matching row:
 // 34,379 rows, 287 ms), not the page. Ranking by relevance reads every hit anyway, so that
 // count stays exact; so does the whole catalog's (a trigger keeps it).
+//
+// Ranking reads the hits from search_postings (migration 039: one row per word of an event, with
+// its name flag and the event's popularity) rather than event_search: the words' index ranges,
+// index-only, grouped by event; event_search is visited for the page and for a filter only.
 import type { Pool } from '../../db/pool.ts';
 import {
   bindColumns,
@@ -30,7 +34,19 @@ import {
   type CompiledFilter,
   type FilterableAttributeName,
 } from '../apis/market-data/filter-expression.ts';
-import type { NearWord, SearchVocabulary } from './search-vocabulary.ts';
+import {
+  ONE_WORD_ORDER,
+  oneWordShape,
+  rankedMatches,
+  rankingSource,
+  termQuery,
+  topRowsOfOneWord,
+  type OneWordShape,
+  type RankingPlan,
+  type RankingSource,
+  type WordTerms,
+} from './search-ranking.ts';
+import type { SearchVocabulary } from './search-vocabulary.ts';
 
 export const SORT_BY = [
   'recommended',
@@ -133,23 +149,6 @@ const HIT_JSON = `json_build_object(
   'venue_country_code', s.venue_country_code, 'tickets_sold', s.tickets_sold, 'tickets_sold_24h', s.tickets_sold_24h,
   'available_tickets', s.available_tickets, 'capacity', s.capacity, 'average_ticket_price_sold', s.average_ticket_price_sold)`;
 
-/** One query word and what may stand for it. */
-interface WordTerms {
-  word: string;
-  /** Matched as a typed prefix (the last word of a query not ending in a space). */
-  prefix: boolean;
-  near: NearWord[];
-}
-
-/** A tsquery operand for one lexeme: quoted, so no character of it is tsquery syntax. */
-function lexeme(text: string, prefix: boolean): string {
-  return `'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'${prefix ? ':*' : ''}`;
-}
-
-function anyOf(operands: readonly string[]): string {
-  return operands.length === 1 ? operands[0]! : `(${operands.join(' | ')})`;
-}
-
 /**
  * Runs one search. Throws FilterSyntaxError (before any query) for a bad filterExpression;
  * database failures propagate as thrown by pg. `vocabulary` is the gateway's
@@ -162,20 +161,22 @@ export async function searchEvents(
   vocabulary: SearchVocabulary,
   /** COUNT_CAP, unless a test shows what happens past a smaller one. */
   countCap = COUNT_CAP,
+  /** Where to rank from, whatever rankingSource would choose: for tests holding both to one answer. */
+  rankFrom?: RankingSource,
 ): Promise<SearchResult> {
   const started = performance.now();
   const filter = compileFilter(params.filterExpression, FILTER_COLUMNS, 1);
   const words = await queryWords(pool, params.query);
   const typing = !/\s$/u.test(params.query);
   const terms: WordTerms[] = words.map((word, i) => ({ word, prefix: typing && i === words.length - 1, near: [] }));
-  let found = await runSearch(pool, params, filter, terms, countCap);
+  let found = await runSearch(pool, params, filter, terms, countCap, rankFrom);
   // Typos only when the words as typed match nothing: a word that exists is not also read as
   // every word one letter away from it (and broad short words stay cheap). Words that match
   // events the filter then excludes do match: no typo pass (an EXISTS decides, only then).
   if (found.nbHits === 0 && terms.length && (filter.sql === 'TRUE' || !(await wordsMatchAnyEvent(pool, terms)))) {
     await vocabulary.ready();
     const fuzzy = terms.map((t, i) => ({ ...t, near: i < MAX_FUZZY_WORDS ? vocabulary.near(t.word, t.prefix) : [] }));
-    if (fuzzy.some((t) => t.near.length)) found = await runSearch(pool, params, filter, fuzzy, countCap);
+    if (fuzzy.some((t) => t.near.length)) found = await runSearch(pool, params, filter, fuzzy, countCap, rankFrom);
   }
   return {
     hits: found.hits,
@@ -186,11 +187,6 @@ export async function searchEvents(
     exhaustiveNbHits: found.exhaustive,
     processingTimeMS: Math.round(performance.now() - started),
   };
-}
-
-/** A word and its typo alternatives as one tsquery operand. */
-function termQuery(t: WordTerms): string {
-  return anyOf([lexeme(t.word, t.prefix), ...t.near.map((n) => lexeme(n.text, n.prefix))]);
 }
 
 /** Whether the words as typed (no filter, no typos) match at least one event. */
@@ -208,16 +204,13 @@ async function runSearch(
   filter: CompiledFilter,
   terms: readonly WordTerms[],
   countCap: number,
+  rankFrom: RankingSource | undefined,
 ): Promise<{ nbHits: number; exhaustive: boolean; hits: SearchHit[] }> {
   const values: unknown[] = [...filter.params];
   const bind = (v: unknown, type: string) => {
     values.push(v);
     return `$${values.length}::${type}`;
   };
-  const where = [`(${filter.sql})`];
-  const alternatives = terms.map(termQuery);
-  if (terms.length) where.unshift(`s.search_vector @@ ${bind(alternatives.join(' & '), 'tsquery')}`);
-  const whereSql = where.join(' AND ');
   const limit = bind(params.hitsPerPage, 'int');
   const offset = bind((params.page - 1) * params.hitsPerPage, 'int');
 
@@ -225,31 +218,25 @@ async function runSearch(
   /** Whether the count stops at the cap (else it is exact, however large). */
   let capped = false;
   if (terms.length && params.sortBy === 'recommended') {
-    // Typo count per word: 0 when the word (or its typed prefix) itself matches, else the
-    // fewest typos among the alternatives this event has.
-    const typos = terms
-      .filter((t) => t.near.length)
-      .map((t) => {
-        const exact = bind(lexeme(t.word, t.prefix), 'tsquery');
-        const one = t.near.filter((n) => n.typos === 1).map((n) => lexeme(n.text, n.prefix));
-        const oneTest = one.length ? ` WHEN s.search_vector @@ ${bind(anyOf(one), 'tsquery')} THEN 1` : '';
-        return `CASE WHEN s.search_vector @@ ${exact} THEN 0${oneTest} ELSE 2 END`;
-      });
-    const inName = alternatives.map((a) => `(s.name_vector @@ ${bind(a, 'tsquery')})::int`);
-    const whole = terms.map((t) => `(s.search_vector @@ ${bind(lexeme(t.word, false), 'tsquery')})::int`);
+    capped = true;
+    const plan: RankingPlan =
+      rankFrom === undefined
+        ? await rankingSource(pool, terms, filter.sql !== 'TRUE', countCap)
+        : rankFrom === 'top'
+          ? { source: 'top', shape: await oneWordShape(pool, terms[0]!, countCap) }
+          : { source: rankFrom };
+    if (plan.source === 'top') return rankedTop(pool, params, terms, plan.shape, countCap);
+    const matched = rankedMatches(plan.source, terms, filter.sql, bind);
     sql = `
-      WITH m AS MATERIALIZED (
-        SELECT s.event_id, s.tickets_sold_24h, s.tickets_sold,
-               ${typos.length ? typos.join(' + ') : '0'} AS typos,
-               ${inName.join(' + ')} AS in_name,
-               ${whole.join(' + ')} AS exact
-        FROM event_search s WHERE ${whereSql}
-      )
+      WITH m AS MATERIALIZED (${matched})
       SELECT (SELECT count(*) FROM m)::int AS nb_hits,
              (SELECT coalesce(json_agg(${HIT_JSON} ORDER BY ${relevance('p')}), '[]'::json)
               FROM (SELECT * FROM m ORDER BY ${relevance('m')} LIMIT ${limit} OFFSET ${offset}) p
               JOIN event_search s ON s.event_id = p.event_id) AS hits`;
   } else {
+    const whereSql = terms.length
+      ? `s.search_vector @@ ${bind(terms.map(termQuery).join(' & '), 'tsquery')} AND (${filter.sql})`
+      : `(${filter.sql})`;
     // No words and no filter: every event matches, and a trigger keeps their number. Else one
     // more than the cap tells a count that reached it.
     capped = terms.length > 0 || filter.sql !== 'TRUE';
@@ -264,6 +251,46 @@ async function runSearch(
   const counted = rows[0]!.nb_hits;
   const reached = capped && counted > countCap;
   return { nbHits: reached ? countCap : counted, exhaustive: !reached, hits: rows[0]!.hits };
+}
+
+/**
+ * One word matching more events than the cap: the page from the top of its ranking
+ * (topRowsOfOneWord), each event at its first posting, and nbHits the cap. Postings are read a
+ * few past the events the page needs (an event has a posting per word of it under the prefix);
+ * when those held too few events and more remain, four times as many.
+ */
+async function rankedTop(
+  pool: Pool,
+  params: SearchParams,
+  terms: readonly WordTerms[],
+  shape: OneWordShape,
+  countCap: number,
+): Promise<{ nbHits: number; exhaustive: boolean; hits: SearchHit[] }> {
+  const term = terms[0]!;
+  if (terms.length !== 1 || term.near.length) throw new Error('rankedTop ranks one word as typed');
+  const needed = params.page * params.hitsPerPage;
+  for (let n = needed + 32; ; n *= 4) {
+    const values: unknown[] = [];
+    const bind = (v: unknown, type: string) => {
+      values.push(v);
+      return `$${values.length}::${type}`;
+    };
+    const sql = `
+      WITH r AS (SELECT u.*, row_number() OVER (ORDER BY ${ONE_WORD_ORDER}) AS rn FROM (${topRowsOfOneWord(term, shape, bind(n, 'int'), bind)}) u),
+           e AS (SELECT event_id, min(rn) AS rn FROM r GROUP BY event_id ORDER BY min(rn) LIMIT ${bind(needed, 'int')}),
+           page AS (SELECT * FROM e ORDER BY rn LIMIT ${bind(params.hitsPerPage, 'int')} OFFSET ${bind(needed - params.hitsPerPage, 'int')})
+      SELECT (SELECT count(*) FROM r)::int AS postings, (SELECT count(*) FROM e)::int AS events,
+             (SELECT coalesce(json_agg(${HIT_JSON} ORDER BY page.rn), '[]'::json)
+              FROM page JOIN event_search s ON s.event_id = page.event_id) AS hits`;
+    const { rows } = await pool.query<{ postings: number; events: number; hits: SearchHit[] }>(sql, values);
+    const r = rows[0]!;
+    if (r.events >= needed || r.postings < n) {
+      // Chosen only past the cap (rankingSource); a test may read a smaller word's top too.
+      if (shape.beyondCap) return { nbHits: countCap, exhaustive: false, hits: r.hits };
+      if (shape.allRead) return { nbHits: shape.events, exhaustive: true, hits: r.hits };
+      throw new Error('rankedTop: a word within the cap, with more postings than the probe read');
+    }
+  }
 }
 
 /** The query's words, cut and case-folded by the database exactly as the catalog's were. */

@@ -110,7 +110,7 @@ export const searchResponseSchema = z
     nbHits: z.int().meta({
       description:
         `The events that match: exactly when exhaustiveNbHits is true. When it is false, more than ${COUNT_CAP} match and nbHits is ${COUNT_CAP}, a lower bound ` +
-        '(counting is capped where the page is read in an index order: no query words, or a sortBy other than recommended)',
+        '(every search counts up to the cap, except {}: the whole catalog, a kept count)',
     }),
     nbPages: z.int().meta({
       description: `ceil(nbHits / hitsPerPage), at most ${MAX_PAGE}: every page up to it has hits. When exhaustiveNbHits is false, later pages (up to ${MAX_PAGE}) may have hits too`,

@@ -44,7 +44,7 @@ export interface SeedOptions {
   /** Events per transaction. */
   batchSize?: number;
   /**
-   * VACUUM ANALYZE event_search at the end (default true): the planner's statistics and the
+   * VACUUM ANALYZE event_search and search_postings at the end (default true): the planner's statistics and the
    * visibility map that lets counts use index-only scans. VACUUM cannot run inside a
    * transaction, so a caller seeding inside one turns it off (ANALYZE still runs).
    */
@@ -157,7 +157,7 @@ export async function seedCatalog(db: Db, opts: SeedOptions): Promise<SeedResult
   for (let start = 0; start < opts.events; start += batchSize) {
     if (done > 0 && done >= 2 * analyzedAt) {
       analyzedAt = done;
-      await db.raw('ANALYZE events, event_search, search_dictionary, ma_stats_snapshots, mb_statistics_history, venues, artists');
+      await db.raw('ANALYZE events, event_search, search_postings, search_dictionary, ma_stats_snapshots, mb_statistics_history, venues, artists');
     }
     const count = Math.min(batchSize, opts.events - start);
     const batch = buildBatch(seed, start, count, firstEventId, parts, venueIds, artistIds, categoryIds, now, detail);
@@ -174,8 +174,8 @@ export async function seedCatalog(db: Db, opts: SeedOptions): Promise<SeedResult
   progress('analyze', 0, 1);
   // Fresh statistics for the planner, and a visibility map so counts can use index-only scans.
   const vacuumed = opts.vacuum ?? true;
-  if (vacuumed) await db.raw('VACUUM (ANALYZE) event_search');
-  await db.raw(`ANALYZE ${vacuumed ? '' : 'event_search, '}search_dictionary, events, venues, artists, ma_stats_snapshots, ma_daily_stats, ma_sales`);
+  if (vacuumed) await db.raw('VACUUM (ANALYZE) event_search, search_postings');
+  await db.raw(`ANALYZE ${vacuumed ? '' : 'event_search, search_postings, '}search_dictionary, events, venues, artists, ma_stats_snapshots, ma_daily_stats, ma_sales`);
   progress('analyze', 1, 1);
   return {
     events: opts.events,

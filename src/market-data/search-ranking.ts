@@ -1,0 +1,255 @@
+// Which events match a query's words, and the terms `recommended` ranks them by (search-query.ts
+// has the order): two ways to the same rows, and the choice between them.
+//
+// - From the rows: event_search's GIN index finds the events having every word (it intersects
+//   the words' lists itself, skipping through a common word's with a rare one's), then each
+//   match's row is read for its vectors and popularity: one heap visit per match, ~7 µs at a
+//   million events (a city, 20,000 matches: 126-190 ms).
+// - From the postings (migration 039): each alternative of each word is one range of
+//   search_postings' primary key, read index-only, and the rows are grouped by event: ~0.75 µs
+//   per posting (the same city: 15 ms). But every posting of every word is read: a rare word
+//   beside "the" (248,000 postings) reads all of "the"'s.
+// - One word matching more events than the count's cap (a letter, "the", a city): the top of
+//   its ranking read in ranking order off the postings' own B-trees (topRowsOfOneWord), with no
+//   grouping: an event's best posting orders it (migration 039 says why), so the first postings
+//   in order, each event taken at its first, are the first events. The count stops at the cap.
+// So one word is ranked from its top when it matches more than the cap, else from the postings;
+// several from the postings unless some word's postings outnumber the others' enough that the
+// rows of the rarest word's events cost less (rankingSource). A filter needs the rows anyway:
+// filtered queries are ranked from the rows. All give the same pages; a test
+// (test/market-data/search-postings.test.ts) holds them to the same answers.
+import type { Pool } from '../../db/pool.ts';
+import type { NearWord } from './search-vocabulary.ts';
+
+/** One query word and what may stand for it. */
+export interface WordTerms {
+  word: string;
+  /** Matched as a typed prefix (the last word of a query not ending in a space). */
+  prefix: boolean;
+  near: NearWord[];
+}
+
+export type RankingSource = 'postings' | 'rows' | 'top';
+/** A source, and for one word's top what the probe found of it. */
+export type RankingPlan = { source: 'postings' | 'rows' } | { source: 'top'; shape: OneWordShape };
+
+/** Appends a parameter to the statement being built and returns its placeholder, cast to `type`. */
+export type Bind = (value: unknown, type: string) => string;
+
+/** A tsquery operand for one lexeme: quoted, so no character of it is tsquery syntax. */
+export function lexeme(text: string, prefix: boolean): string {
+  return `'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'${prefix ? ':*' : ''}`;
+}
+
+function anyOf(operands: readonly string[]): string {
+  return operands.length === 1 ? operands[0]! : `(${operands.join(' | ')})`;
+}
+
+/** A word and its typo alternatives as one tsquery operand. */
+export function termQuery(t: WordTerms): string {
+  return anyOf([lexeme(t.word, t.prefix), ...t.near.map((n) => lexeme(n.text, n.prefix))]);
+}
+
+/**
+ * Postings past which a word's count is not read further (a count probe stops there): enough
+ * to see that one word's postings dwarf another's.
+ */
+const COUNT_PROBE = 50_000;
+/** A heap visit (one match's row) costs about this many postings read (see the header). */
+const ROW_COST_IN_POSTINGS = 8;
+
+/**
+ * Where to rank this query from. One word (as typed, no filter): its top when it matches more
+ * events than `countCap`, else the postings. Several: the postings unless reading them all
+ * costs more than reading the rows of every event of the rarest word (at most that many match),
+ * counted by one probe of each word's postings. A filter: the rows.
+ */
+export async function rankingSource(pool: Pool, terms: readonly WordTerms[], filtered: boolean, countCap: number): Promise<RankingPlan> {
+  if (filtered) return { source: 'rows' };
+  if (terms.length === 1) {
+    if (terms[0]!.near.length) return { source: 'postings' };
+    const shape = await oneWordShape(pool, terms[0]!, countCap);
+    return shape.beyondCap ? { source: 'top', shape } : { source: 'postings' };
+  }
+  const values: unknown[] = [];
+  const bind: Bind = (v, type) => {
+    values.push(v);
+    return `$${values.length}::${type}`;
+  };
+  const probe = bind(COUNT_PROBE, 'int');
+  const counts = terms.map((t) => `(SELECT count(*) FROM (${termBranches(t, bind, '1').join(' UNION ALL ')} LIMIT ${probe}) c)::int`);
+  const { rows } = await pool.query<{ n: number[] }>(`SELECT ARRAY[${counts.join(', ')}] AS n`, values);
+  const n = rows[0]!.n;
+  const all = n.reduce((a, b) => a + b, 0);
+  return { source: all <= ROW_COST_IN_POSTINGS * Math.min(...n) ? 'postings' : 'rows' };
+}
+
+/** What reading one word's top needs to know of it (oneWordShape). */
+export interface OneWordShape {
+  /** It matches more events than the cap. */
+  beyondCap: boolean;
+  /** The probe read all its postings (so few that sorting them all is cheap). */
+  allRead: boolean;
+  /** The events among the postings the probe read: all of them when allRead. */
+  events: number;
+  /** Catalog words it stands for (a prefix), counted up to MANY_WORDS + 1. */
+  words: number;
+}
+
+/** Postings a one-word probe reads at most, per unit of the cap (a word's events, several postings each). */
+const POSTINGS_PER_EVENT_PROBED = 4;
+/** Past this many catalog words, a prefix's other words are read by their first two characters. */
+const MANY_WORDS = 64;
+
+/**
+ * One index-only probe of a word's postings: whether it matches more than `countCap` events
+ * (the distinct events among its first postings), and how many postings and catalog words it has.
+ */
+export async function oneWordShape(pool: Pool, t: WordTerms, countCap: number): Promise<OneWordShape> {
+  const match = t.prefix ? 'word LIKE $1::text' : 'word = $1::text';
+  const { rows } = await pool.query<{ postings: number; events: number; words: number }>(
+    `SELECT count(*)::int AS postings, count(DISTINCT event_id)::int AS events,
+            (SELECT count(*) FROM (SELECT 1 FROM search_dictionary WHERE ${match} LIMIT $3) d)::int AS words
+     FROM (SELECT event_id FROM search_postings WHERE ${match} LIMIT $2) p`,
+    [t.prefix ? likePrefix(t.word) : t.word, POSTINGS_PER_EVENT_PROBED * (countCap + 1), MANY_WORDS + 1],
+  );
+  const r = rows[0]!;
+  // Fewer than cap + 1 events among that many postings: too few to say, so not beyond (the
+  // exact path ranks it, and counts it).
+  return { beyondCap: r.events > countCap, allRead: r.postings < POSTINGS_PER_EVENT_PROBED * (countCap + 1), events: r.events, words: r.words };
+}
+
+/** The order of postings (and of events, at each one's first) in a one-word ranking. */
+export const ONE_WORD_ORDER = 'pin DESC, exact DESC, tickets_sold_24h DESC, tickets_sold DESC, event_id ASC';
+
+/**
+ * The first `n` postings of one word (no typo alternatives) in ONE_WORD_ORDER, as rows
+ * (event_id, pin, exact, tickets_sold_24h, tickets_sold): pin is the event's "in name" as this
+ * posting tells it, exact whether the posting is of the word itself. Each range is read in its
+ * index's order and stops at `n`:
+ * - a whole word (the query ended in a space): its postings by in_name, sorted (one range);
+ * - a prefix with few postings: all of them, sorted;
+ * - else the word itself off search_postings_rank, and its other words off the same index one by
+ *   one (up to MANY_WORDS of them), or off search_postings_bucket by their first two characters
+ *   (a one-character prefix: each two-character bucket under it, found by a loose scan of the
+ *   dictionary, and each two-character word).
+ */
+export function topRowsOfOneWord(t: WordTerms, shape: OneWordShape, n: string, bind: Bind): string {
+  const ranked = 'ORDER BY p.prefix_in_name DESC, p.tickets_sold_24h DESC, p.tickets_sold DESC, p.event_id LIMIT';
+  const row = (exact: string) => `p.event_id, p.prefix_in_name AS pin, ${exact} AS exact, p.tickets_sold_24h, p.tickets_sold`;
+  if (!t.prefix) {
+    return `SELECT p.event_id, p.in_name AS pin, true AS exact, p.tickets_sold_24h, p.tickets_sold FROM search_postings p
+            WHERE p.word = ${bind(t.word, 'text')} ORDER BY p.in_name DESC, p.tickets_sold_24h DESC, p.tickets_sold DESC, p.event_id LIMIT ${n}`;
+  }
+  const word = bind(t.word, 'text');
+  const pattern = bind(likePrefix(t.word), 'text');
+  if (shape.allRead) {
+    return `SELECT ${row(`p.word = ${word}`)} FROM search_postings p WHERE p.word LIKE ${pattern} ORDER BY ${ONE_WORD_ORDER} LIMIT ${n}`;
+  }
+  const itself = `(SELECT ${row('true')} FROM search_postings p WHERE p.word = ${word} ${ranked} ${n})`;
+  const byWord = (words: string) =>
+    `(SELECT r.* FROM (${words}) d(word) CROSS JOIN LATERAL (
+        SELECT ${row('false')} FROM search_postings p WHERE p.word = d.word ${ranked} ${n}) r)`;
+  const byBucket = (buckets: string, filter: string) =>
+    `(SELECT r.* FROM (${buckets}) b(bucket) CROSS JOIN LATERAL (
+        SELECT ${row('false')} FROM search_postings p
+        WHERE left(p.word, 2) = b.bucket AND length(p.word) > 2${filter} ${ranked} ${n}) r)`;
+  let others: string[];
+  const chars = [...t.word];
+  if (shape.words <= MANY_WORDS) {
+    others = [byWord(`SELECT word FROM search_dictionary WHERE word LIKE ${pattern} AND word <> ${word}`)];
+  } else if (chars.length >= 2) {
+    others = [byBucket(`SELECT ${bind(chars.slice(0, 2).join(''), 'text')}`, ` AND p.word LIKE ${pattern} AND p.word <> ${word}`)];
+  } else {
+    // The two-character beginnings of the dictionary's words under this character, one index
+    // probe each: the first word past every word of the last beginning found.
+    const buckets = `WITH RECURSIVE b(w) AS (
+        SELECT (SELECT word FROM search_dictionary WHERE word LIKE ${pattern} AND word > ${word} ORDER BY word LIMIT 1)
+        UNION ALL
+        SELECT (SELECT word FROM search_dictionary WHERE word > left(b.w, 2) || chr(1114111) AND word LIKE ${pattern} ORDER BY word LIMIT 1)
+        FROM b WHERE b.w IS NOT NULL)
+      SELECT left(w, 2) FROM b WHERE w IS NOT NULL`;
+    others = [byBucket(buckets, ''), byWord(`SELECT word FROM search_dictionary WHERE word LIKE ${pattern} AND length(word) = 2`)];
+  }
+  return `SELECT * FROM (${[itself, ...others].join(' UNION ALL ')}) u ORDER BY ${ONE_WORD_ORDER} LIMIT ${n}`;
+}
+
+/**
+ * One term's postings, one SELECT per kind of alternative: the word itself and each typed
+ * prefix as a range (LIKE on a COLLATE "C" column is one), whole-word alternatives as one
+ * `= ANY` per typo count. `columns` is what each SELECT returns, given its typo count.
+ */
+function termBranches(t: WordTerms, bind: Bind, columns: string | ((typos: number) => string)): string[] {
+  const select = (typos: number, where: string) =>
+    `SELECT ${typeof columns === 'string' ? columns : columns(typos)} FROM search_postings p WHERE ${where}`;
+  const branches: string[] = [];
+  const wholeWords = new Map<number, string[]>();
+  for (const a of [{ text: t.word, prefix: t.prefix, typos: 0 }, ...t.near]) {
+    if (a.prefix) branches.push(select(a.typos, `p.word LIKE ${bind(likePrefix(a.text), 'text')}`));
+    else wholeWords.set(a.typos, [...(wholeWords.get(a.typos) ?? []), a.text]);
+  }
+  for (const [typos, words] of wholeWords) branches.push(select(typos, `p.word = ANY (${bind(words, 'text[]')})`));
+  return branches;
+}
+
+/** A LIKE pattern for the words starting with `text` (byte order: the postings' words are COLLATE "C"). */
+function likePrefix(text: string): string {
+  return `${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+}
+
+/**
+ * The events matching every term, one row each: event_id, tickets_sold_24h, tickets_sold, and
+ * - `typos`: per word, 0 when the word (or its typed prefix) itself matches, else the fewest
+ *   typos among the alternatives the event has; summed over the words;
+ * - `in_name`: the words with some matching alternative in the event or artist name;
+ * - `exact`: the words the event has whole (as typed, not as a prefix).
+ * `filterSql` is over `s`, event_search's row: from the postings, a filter joins every match's
+ * row (which is why rankingSource ranks filtered queries from the rows).
+ */
+export function rankedMatches(source: 'postings' | 'rows', terms: readonly WordTerms[], filterSql: string, bind: Bind): string {
+  if (source === 'rows') return fromRows(terms, filterSql, bind);
+  const grouped = fromPostings(terms, bind);
+  return filterSql === 'TRUE' ? grouped : `SELECT g.* FROM (${grouped}) g JOIN event_search s ON s.event_id = g.event_id WHERE (${filterSql})`;
+}
+
+function fromPostings(terms: readonly WordTerms[], bind: Bind): string {
+  const branches = terms.flatMap((t, i) => {
+    const whole = bind(t.word, 'text');
+    return termBranches(
+      t,
+      bind,
+      (typos) => `${i} AS term, ${typos} AS typos, p.event_id, p.in_name, p.word = ${whole} AS exact, p.tickets_sold_24h, p.tickets_sold`,
+    );
+  });
+  const per = (agg: (i: number) => string) => terms.map((_, i) => agg(i)).join(' + ');
+  return `
+    SELECT h.event_id, max(h.tickets_sold_24h) AS tickets_sold_24h, max(h.tickets_sold) AS tickets_sold,
+           ${per((i) => `coalesce(min(h.typos) FILTER (WHERE h.term = ${i}), 0)`)} AS typos,
+           ${per((i) => `coalesce(bool_or(h.in_name) FILTER (WHERE h.term = ${i}), false)::int`)} AS in_name,
+           ${per((i) => `coalesce(bool_or(h.exact) FILTER (WHERE h.term = ${i}), false)::int`)} AS exact
+    FROM (${branches.join(' UNION ALL ')}) h
+    GROUP BY h.event_id
+    HAVING ${terms.map((_, i) => `bool_or(true) FILTER (WHERE h.term = ${i})`).join(' AND ')}`;
+}
+
+function fromRows(terms: readonly WordTerms[], filterSql: string, bind: Bind): string {
+  // Typo count per word: 0 when the word (or its typed prefix) itself matches, else the fewest
+  // typos among the alternatives this event has.
+  const typos = terms
+    .filter((t) => t.near.length)
+    .map((t) => {
+      const exact = bind(lexeme(t.word, t.prefix), 'tsquery');
+      const one = t.near.filter((n) => n.typos === 1).map((n) => lexeme(n.text, n.prefix));
+      const oneTest = one.length ? ` WHEN s.search_vector @@ ${bind(anyOf(one), 'tsquery')} THEN 1` : '';
+      return `CASE WHEN s.search_vector @@ ${exact} THEN 0${oneTest} ELSE 2 END`;
+    });
+  const alternatives = terms.map(termQuery);
+  const inName = alternatives.map((a) => `(s.name_vector @@ ${bind(a, 'tsquery')})::int`);
+  const whole = terms.map((t) => `(s.search_vector @@ ${bind(lexeme(t.word, false), 'tsquery')})::int`);
+  return `
+    SELECT s.event_id, s.tickets_sold_24h, s.tickets_sold,
+           ${typos.length ? typos.join(' + ') : '0'} AS typos,
+           ${inName.join(' + ')} AS in_name,
+           ${whole.join(' + ')} AS exact
+    FROM event_search s WHERE s.search_vector @@ ${bind(alternatives.join(' & '), 'tsquery')} AND (${filterSql})`;
+}

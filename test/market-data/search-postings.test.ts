@@ -1,0 +1,387 @@
+// Issue 40: ranked search (words, sortBy recommended) reads search_postings (migration 039)
+// instead of event_search's vectors. The postings are a copy, kept by triggers: this file holds
+// them to their source, and the answers to the ones before them.
+// - The oracle below is the ranked SQL search ran before the postings (every term computed from
+//   event_search's search_vector and name_vector by PostgreSQL's own tsquery matching), with the
+//   same typo pass. Over random queries (catalog words whole, typed as prefixes, with typos, two
+//   or three at a time, with filters and pages), the answers are identical.
+// - After random writes of every kind event_search sees (renames, new popularity, the tracker's
+//   upsert of unchanged rows, deletes, new events, truncation), the postings are exactly the
+//   words of the vectors, with their name flag and the popularity of the row.
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb, type Db } from '../../db/connection.ts';
+import { createPool, type Pool } from '../../db/pool.ts';
+import { createScratchDatabase, type ScratchDatabase } from '../../db/scratch.ts';
+import { bindColumns, compileFilter, FILTERABLE_ATTRIBUTES, type FilterableAttributeName } from '../../src/apis/market-data/filter-expression.ts';
+import { refreshSearchRange, refreshSearchRows } from '../../src/market-data/search-index.ts';
+import { COUNT_CAP, searchEvents, type SearchHit, type SearchParams } from '../../src/market-data/search-query.ts';
+import { oneWordShape, rankingSource } from '../../src/market-data/search-ranking.ts';
+import { SearchVocabulary, type NearWord } from '../../src/market-data/search-vocabulary.ts';
+import { seedCatalog } from '../../src/market-data/seed/seed.ts';
+import { databaseUrl } from '../support/harness.ts';
+
+let scratch: ScratchDatabase;
+let db: Db;
+let pool: Pool;
+let vocabulary: SearchVocabulary;
+let words: string[] = [];
+/** Each event's words: a query made of one event's words matches at least that event, as typed. */
+let eventWords: string[][] = [];
+/** Words sharing a two-character prefix with more than MANY_WORDS others (a short prefix's buckets). */
+let crowded: string[] = [];
+
+beforeAll(async () => {
+  scratch = await createScratchDatabase('tm_search_postings', databaseUrl());
+  db = createDb({ connectionString: scratch.url, poolMax: 2 });
+  await seedCatalog(db, { events: 400, detail: 'light', seed: 23, now: new Date('2026-01-15T12:00:00Z') });
+  pool = createPool({ connectionString: scratch.url, max: 2 });
+  // 120 events renamed to words of one two-character beginning, "zq…": more than a prefix's
+  // words are read one by one, so "zq" is read by its bucket.
+  const letters = 'abcdefghijklmnopqrstuvwxyz';
+  crowded = Array.from({ length: 120 }, (_, i) => `zq${letters[i % 26]}${letters[Math.floor(i / 26)]}${i % 3 === 0 ? 'x' : ''}`);
+  await pool.query(
+    `UPDATE event_search s SET event_name = n.name, search_text = lower(concat_ws(' ', n.name, s.artist_name, s.venue_name, s.venue_city))
+     FROM (SELECT unnest($1::text[]) AS name, generate_series(0, 119) AS i) n
+     WHERE s.event_id = (SELECT min(event_id) FROM event_search) + n.i * 3`,
+    [crowded.map((w, i) => (i % 4 === 0 ? `${w} Live` : `Live ${w} ${crowded[(i * 7) % 120]}`))],
+  );
+  vocabulary = new SearchVocabulary(pool);
+  await vocabulary.ready();
+  const { rows } = await pool.query<{ word: string }>('SELECT word FROM search_dictionary ORDER BY word');
+  words = rows.map((r) => r.word);
+  const events = await pool.query<{ words: string[] }>('SELECT tsvector_to_array(search_vector) AS words FROM event_search ORDER BY event_id');
+  eventWords = events.rows.map((r) => r.words);
+}, 120_000);
+
+afterAll(async () => {
+  await pool?.end();
+  await db?.destroy();
+  await scratch?.drop();
+});
+
+// ---------------------------------------------------------------------------------------------
+// The oracle: search-query.ts's ranked search as it was before the postings (7febbdb's SQL).
+
+interface Term {
+  word: string;
+  prefix: boolean;
+  near: NearWord[];
+}
+const FILTER_COLUMNS = bindColumns(
+  Object.fromEntries(Object.keys(FILTERABLE_ATTRIBUTES).map((n) => [n, `s.${n}`])) as Record<FilterableAttributeName, string>,
+);
+const lexeme = (text: string, prefix: boolean) => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'${prefix ? ':*' : ''}`;
+const anyOf = (ops: readonly string[]) => (ops.length === 1 ? ops[0]! : `(${ops.join(' | ')})`);
+const termQuery = (t: Term) => anyOf([lexeme(t.word, t.prefix), ...t.near.map((n) => lexeme(n.text, n.prefix))]);
+
+async function oracleRanked(params: SearchParams, terms: Term[]): Promise<{ nbHits: number; ids: number[] }> {
+  const filter = compileFilter(params.filterExpression, FILTER_COLUMNS, 1);
+  const values: unknown[] = [...filter.params];
+  const bind = (v: unknown, type: string) => {
+    values.push(v);
+    return `$${values.length}::${type}`;
+  };
+  const alternatives = terms.map(termQuery);
+  const where = `s.search_vector @@ ${bind(alternatives.join(' & '), 'tsquery')} AND (${filter.sql})`;
+  const typos = terms
+    .filter((t) => t.near.length)
+    .map((t) => {
+      const exact = bind(lexeme(t.word, t.prefix), 'tsquery');
+      const one = t.near.filter((n) => n.typos === 1).map((n) => lexeme(n.text, n.prefix));
+      const oneTest = one.length ? ` WHEN s.search_vector @@ ${bind(anyOf(one), 'tsquery')} THEN 1` : '';
+      return `CASE WHEN s.search_vector @@ ${exact} THEN 0${oneTest} ELSE 2 END`;
+    });
+  const inName = alternatives.map((a) => `(s.name_vector @@ ${bind(a, 'tsquery')})::int`);
+  const whole = terms.map((t) => `(s.search_vector @@ ${bind(lexeme(t.word, false), 'tsquery')})::int`);
+  const { rows } = await pool.query<{ event_id: string; n: number }>(
+    `SELECT event_id, count(*) OVER ()::int AS n FROM (
+       SELECT s.event_id, s.tickets_sold_24h, s.tickets_sold, ${typos.length ? typos.join(' + ') : '0'} AS typos,
+              ${inName.join(' + ')} AS in_name, ${whole.join(' + ')} AS exact
+       FROM event_search s WHERE ${where}) m
+     ORDER BY typos ASC, in_name DESC, exact DESC, tickets_sold_24h DESC, tickets_sold DESC, event_id ASC`,
+    values,
+  );
+  const from = (params.page - 1) * params.hitsPerPage;
+  return { nbHits: rows[0]?.n ?? 0, ids: rows.slice(from, from + params.hitsPerPage).map((r) => Number(r.event_id)) };
+}
+
+async function oracleSearch(params: SearchParams): Promise<{ nbHits: number; ids: number[] }> {
+  const { rows } = await pool.query<{ words: string[] }>('SELECT search_words(lower($1::text)) AS words', [params.query]);
+  const typing = !/\s$/u.test(params.query);
+  const terms: Term[] = rows[0]!.words.map((word, i, all) => ({ word, prefix: typing && i === all.length - 1, near: [] }));
+  let found = await oracleRanked(params, terms);
+  if (found.nbHits === 0) {
+    const asTyped = await pool.query<{ found: boolean }>('SELECT EXISTS (SELECT 1 FROM event_search s WHERE s.search_vector @@ $1::tsquery) AS found', [
+      terms.map(termQuery).join(' & '),
+    ]);
+    if (params.filterExpression === '' || !asTyped.rows[0]!.found) {
+      const fuzzy = terms.map((t, i) => ({ ...t, near: i < 10 ? vocabulary.near(t.word, t.prefix) : [] }));
+      if (fuzzy.some((t) => t.near.length)) found = await oracleRanked(params, fuzzy);
+    }
+  }
+  return found;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/** A query a user could type from catalog words: whole, cut short while typing, or misspelt. */
+const queryArb = () =>
+  fc
+    .record({
+      // Mostly one event's words (they match it at least), sometimes any catalog words.
+      event: fc.option(fc.nat(), { freq: 5 }),
+      parts: fc.array(
+        fc.record({
+          i: fc.nat(),
+          form: fc.constantFrom('whole', 'whole', 'prefix', 'typo', 'upper'),
+          cut: fc.integer({ min: 1, max: 6 }),
+          at: fc.nat(),
+        }),
+        { minLength: 1, maxLength: 3 },
+      ),
+      trailingSpace: fc.boolean(),
+    })
+    .map(({ event, parts, trailingSpace }) => {
+      const from = event === null ? words : eventWords[event % eventWords.length]!;
+      const typed = parts.map(({ i, form, cut, at }) => {
+        const w = from[i % from.length]!;
+        if (form === 'prefix') return w.slice(0, Math.min(w.length, cut));
+        if (form === 'upper') return w.toUpperCase();
+        if (form === 'typo' && w.length >= 4) {
+          const k = at % w.length;
+          return w.slice(0, k) + (w[k] === 'x' ? 'q' : 'x') + w.slice(k + 1);
+        }
+        return w;
+      });
+      return typed.join(' ') + (trailingSpace ? ' ' : '');
+    });
+
+const FILTERS = ['', '', 'tickets_sold > 10', 'venue_country_code:US', 'NOT venue_country_code:US AND available_tickets < 800', 'capacity > 1000000'];
+
+describe('ranked search from the postings', () => {
+  it('property: the same page and count as the ranked SQL over event_search, typos and filters included', async () => {
+    let withHits = 0;
+    let typoPass = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        queryArb(),
+        fc.constantFrom(...FILTERS),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 25 }),
+        async (query, filterExpression, page, hitsPerPage) => {
+          const params: SearchParams = { query, filterExpression, page, hitsPerPage, sortBy: 'recommended' };
+          const want = await oracleSearch(params);
+          // As rankingSource chooses, and from each source whatever it would choose.
+          for (const rankFrom of [undefined, 'postings', 'rows'] as const) {
+            const got = await searchEvents(pool, params, vocabulary, COUNT_CAP, rankFrom);
+            expect({ nbHits: got.nbHits, ids: got.hits.map((h: SearchHit) => h.event_id) }, rankFrom).toEqual(want);
+            expect(got.exhaustiveNbHits).toBe(true);
+          }
+          if (want.nbHits > 0) withHits++;
+          if (want.nbHits > 0 && /x/.test(query)) typoPass++;
+        },
+      ),
+      { numRuns: Number(process.env.SEARCH_POSTINGS_RUNS ?? 200) },
+    );
+    // Both kinds of answer came up: a property over empty answers only would prove nothing.
+    expect(withHits).toBeGreaterThan(50);
+    expect(typoPass).toBeGreaterThan(3);
+  }, 120_000);
+
+  it('a word matched by two alternatives counts its fewest typos', async () => {
+    // A has a word one typo from the query's and another two away; B only the first. Counted
+    // by its fewest, A ties B on typos and wins on popularity; counted by its most, it would not.
+    const { rows } = await pool.query<{ id: string }>('SELECT event_id::text AS id FROM event_search ORDER BY event_id LIMIT 2');
+    const [a, b] = rows.map((r) => Number(r.id)) as [number, number];
+    const name = (id: number, text: string, sold24h: number) =>
+      pool.query('UPDATE event_search SET event_name = $2, search_text = lower($2), tickets_sold_24h = $3 WHERE event_id = $1', [id, text, sold24h]);
+    await name(a, 'Qwertyui Qwertxzz Night', 999_999);
+    await name(b, 'Qwertyui Day', 999_998);
+    const fresh = new SearchVocabulary(pool);
+    await fresh.ready();
+    const params: SearchParams = { query: 'qwertyuz ', filterExpression: '', page: 1, hitsPerPage: 10, sortBy: 'recommended' };
+    for (const rankFrom of ['postings', 'rows'] as const) {
+      const got = await searchEvents(pool, params, fresh, COUNT_CAP, rankFrom);
+      expect(got.hits.map((h) => h.event_id), rankFrom).toEqual([a, b]);
+    }
+    expect(fresh.near('qwertyuz', false).map((n) => [n.text, n.typos]).sort()).toEqual([
+      ['qwertxzz', 2],
+      ['qwertyui', 1],
+    ]);
+  });
+
+  it('rankingSource: the postings for one word or words of like counts, the rows beside a word that dwarfs the rest, and for a filter', async () => {
+    const { rows } = await pool.query<{ word: string; n: number }>(
+      'SELECT word, count(*)::int AS n FROM search_postings GROUP BY word ORDER BY count(*) DESC, word LIMIT 2',
+    );
+    const [common, next] = rows as [{ word: string; n: number }, { word: string; n: number }];
+    const { rows: rare } = await pool.query<{ word: string }>(
+      "SELECT word FROM search_postings GROUP BY word HAVING count(*) = 1 ORDER BY word LIMIT 1",
+    );
+    expect(common.n).toBeGreaterThan(8 * 1 + 1);
+    expect(common.n).toBeLessThanOrEqual(8 * next.n);
+    const term = (word: string, prefix = false) => ({ word, prefix, near: [] });
+    const source = async (terms: ReturnType<typeof term>[], filtered: boolean, cap = COUNT_CAP) => (await rankingSource(pool, terms, filtered, cap)).source;
+    expect(await source([term(common.word)], false)).toBe('postings');
+    expect(await source([term(common.word)], false, common.n - 1)).toBe('top');
+    expect(await source([term(common.word)], false, common.n)).toBe('postings');
+    expect(await source([term(common.word), term(next.word)], false)).toBe('postings');
+    expect(await source([term(common.word), term(rare[0]!.word)], false)).toBe('rows');
+    expect(await source([term(rare[0]!.word), term(common.word, true)], false)).toBe('rows');
+    expect(await source([term(common.word)], true)).toBe('rows');
+  });
+
+  it('the broadest queries (one letter, two) rank every match alike', async () => {
+    for (const query of ['a', 's', 'th', 'lo', 'new york', 'the ']) {
+      const params: SearchParams = { query, filterExpression: '', page: 1, hitsPerPage: 50, sortBy: 'recommended' };
+      const want = await oracleSearch(params);
+      for (const rankFrom of [undefined, 'postings', 'rows'] as const) {
+        const got = await searchEvents(pool, params, vocabulary, COUNT_CAP, rankFrom);
+        expect({ nbHits: got.nbHits, ids: got.hits.map((h) => h.event_id) }, `${query} ${rankFrom}`).toEqual(want);
+      }
+    }
+  });
+});
+
+describe('one word past the cap: the top of its ranking from the postings’ order', () => {
+  it('an event whose name has a longer word, and which has the word itself elsewhere, ranks as "in name" and "whole word"', async () => {
+    // A: "vkw" in its venue, "vkwxyz" in its name; B: "vkw" in its name; C: only "vkwxyz", in its
+    // name; D: only "vkw", in its venue. Most popular: D, C, A, B. Ranked: A and B (in name and
+    // whole), then C (in name), then D (whole only): an event's best posting must carry both.
+    const { rows } = await pool.query<{ id: string }>('SELECT event_id::text AS id FROM event_search ORDER BY event_id DESC LIMIT 4');
+    const [a, b, c, d] = rows.map((r) => Number(r.id)) as [number, number, number, number];
+    const set = (id: number, name: string, venue: string, sold24h: number) =>
+      pool.query(
+        `UPDATE event_search SET event_name = $2, artist_name = NULL, venue_name = $3, venue_city = 'Nowhere',
+           search_text = lower(concat_ws(' ', $2::text, $3::text, 'Nowhere')), tickets_sold_24h = $4 WHERE event_id = $1`,
+        [id, name, venue, sold24h],
+      );
+    await set(a, 'Vkwxyz Night', 'Vkw Hall', 800_002);
+    await set(b, 'Vkw Night', 'Main Hall', 800_001);
+    await set(c, 'Vkwxyz Day', 'Main Hall', 800_003);
+    await set(d, 'Evening', 'Vkw Hall', 800_004);
+    for (const query of ['vkw', 'vk', 'v']) {
+      const params: SearchParams = { query, filterExpression: '', page: 1, hitsPerPage: 4, sortBy: 'recommended' };
+      for (const rankFrom of [undefined, 'postings', 'rows', 'top'] as const) {
+        const got = await searchEvents(pool, params, vocabulary, 1, rankFrom);
+        const ids = got.hits.map((h) => h.event_id);
+        if (query === 'vkw') expect(ids, `${query} ${rankFrom}`).toEqual([a, b, c, d]);
+        expect(ids, `${query} ${rankFrom}`).toEqual((await oracleSearch(params)).ids);
+      }
+    }
+  });
+
+  it('property: the page the full ranking has, nbHits the cap, through every way of reading the top', async () => {
+    const seen = { whole: 0, allRead: 0, byWord: 0, byBucket: 0, oneChar: 0 };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof({ weight: 2, arbitrary: fc.nat().map((i) => words[i % words.length]!) }, { weight: 1, arbitrary: fc.constantFrom(...crowded) }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.constantFrom('prefix', 'prefix', 'prefix', 'whole'),
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 15 }),
+        async (w, cut, form, cap, page, hitsPerPage) => {
+          const query = form === 'whole' ? `${w} ` : w.slice(0, Math.min(cut, w.length));
+          const params: SearchParams = { query, filterExpression: '', page, hitsPerPage, sortBy: 'recommended' };
+          const want = await oracleSearch(params);
+          const got = await searchEvents(pool, params, vocabulary, cap);
+          if (want.nbHits > cap) {
+            expect({ nbHits: got.nbHits, exhaustiveNbHits: got.exhaustiveNbHits }).toEqual({ nbHits: cap, exhaustiveNbHits: false });
+          } else {
+            expect({ nbHits: got.nbHits, exhaustiveNbHits: got.exhaustiveNbHits }).toEqual({ nbHits: want.nbHits, exhaustiveNbHits: true });
+          }
+          expect(got.hits.map((h) => h.event_id), query).toEqual(want.ids);
+          // Whatever the count, read from the top: the same page.
+          const top = await searchEvents(pool, params, vocabulary, cap, 'top');
+          expect(top.hits.map((h) => h.event_id), `${query} from the top`).toEqual(want.ids);
+          const term = { word: query.trim(), prefix: form !== 'whole', near: [] };
+          const shape = await oneWordShape(pool, term, cap);
+          if (!term.prefix) seen.whole++;
+          else if (shape.allRead) seen.allRead++;
+          else if (shape.words <= 64) seen.byWord++;
+          else if ([...term.word].length >= 2) seen.byBucket++;
+          else seen.oneChar++;
+        },
+      ),
+      { numRuns: Number(process.env.SEARCH_TOP_RUNS ?? 250) },
+    );
+    // Every way of reading the top came up: one never taken would be proven by nothing.
+    for (const [way, n] of Object.entries(seen)) expect(n, way).toBeGreaterThan(0);
+  }, 120_000);
+});
+
+/** Postings that differ from what event_search's rows say they must be (both directions). */
+async function postingsDrift(): Promise<{ missing: number; extra: number; postings: number }> {
+  // Written here from the definition (migration 039's header), not copied from its triggers.
+  const truth = `SELECT w AS word, s.event_id, w = ANY (tsvector_to_array(s.name_vector)) AS in_name,
+                        EXISTS (SELECT 1 FROM unnest(tsvector_to_array(s.name_vector)) AS n WHERE left(n, length(w)) = w) AS prefix_in_name,
+                        s.tickets_sold_24h, s.tickets_sold
+                 FROM event_search s, unnest(tsvector_to_array(s.search_vector)) AS w`;
+  const held = 'SELECT word, event_id, in_name, prefix_in_name, tickets_sold_24h, tickets_sold FROM search_postings';
+  const { rows } = await pool.query<{ missing: number; extra: number; postings: number }>(
+    `SELECT (SELECT count(*) FROM (${truth} EXCEPT ${held}) x)::int AS missing,
+            (SELECT count(*) FROM (${held} EXCEPT ${truth}) x)::int AS extra,
+            (SELECT count(*) FROM search_postings)::int AS postings`,
+  );
+  return rows[0]!;
+}
+
+describe('search_postings kept by the triggers on event_search', () => {
+  it('property: after any sequence of writes, the postings are exactly the rows’ words, name flags and popularity', async () => {
+    const { rows } = await pool.query<{ lo: string; hi: string }>('SELECT min(event_id)::text AS lo, max(event_id)::text AS hi FROM event_search');
+    const lo = Number(rows[0]!.lo);
+    const hi = Number(rows[0]!.hi);
+    const write = fc.oneof(
+      fc.record({ kind: fc.constant('rename' as const), id: fc.integer({ min: lo, max: hi }), w: fc.nat(), name: fc.boolean() }),
+      fc.record({ kind: fc.constant('popularity' as const), from: fc.integer({ min: lo, max: hi }), n: fc.integer({ min: 1, max: 30 }), d: fc.integer({ min: -5, max: 50 }) }),
+      fc.record({ kind: fc.constant('refresh' as const), from: fc.integer({ min: lo, max: hi }), n: fc.integer({ min: 1, max: 40 }) }),
+      fc.record({ kind: fc.constant('delete' as const), from: fc.integer({ min: lo, max: hi }), n: fc.integer({ min: 1, max: 5 }) }),
+    );
+    let changed = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(write, { minLength: 1, maxLength: 6 }), async (writes) => {
+        for (const w of writes) {
+          if (w.kind === 'rename') {
+            // A word added and the old ones gone, in the name (name flag) or the venue text only.
+            const word = `${words[w.w % words.length]!}x${w.w % 7}`;
+            const column = w.name ? 'event_name' : 'venue_name';
+            const r = await pool.query(`UPDATE event_search SET ${column} = $2, search_text = lower(concat_ws(' ', CASE WHEN $3 THEN $2 ELSE event_name END, artist_name, CASE WHEN $3 THEN venue_name ELSE $2 END, venue_city)) WHERE event_id = $1`, [
+              w.id,
+              `${word} Live`,
+              w.name,
+            ]);
+            changed += r.rowCount ?? 0;
+          } else if (w.kind === 'popularity') {
+            const r = await pool.query(
+              // An even change moves the last 24 h alone: each column must reach the postings by itself.
+              'UPDATE event_search SET tickets_sold_24h = greatest(0, tickets_sold_24h + $3), tickets_sold = tickets_sold + CASE WHEN $3 % 2 = 0 THEN 0 ELSE abs($3) END WHERE event_id BETWEEN $1 AND $1 + $2',
+              [w.from, w.n, w.d],
+            );
+            changed += r.rowCount ?? 0;
+          } else if (w.kind === 'refresh') {
+            // The tracker's write: the row rebuilt from the catalog (its original words back).
+            await refreshSearchRange(db, w.from, w.from + w.n);
+          } else {
+            await pool.query('DELETE FROM event_search WHERE event_id BETWEEN $1 AND $1 + $2', [w.from, w.n]);
+          }
+        }
+        expect(await postingsDrift()).toMatchObject({ missing: 0, extra: 0 });
+      }),
+      { numRuns: Number(process.env.SEARCH_POSTINGS_WRITE_RUNS ?? 40) },
+    );
+    expect(changed).toBeGreaterThan(20);
+    // Every event back as the catalog has it, and the postings with them; then none at all.
+    await refreshSearchRange(db, lo, hi);
+    const whole = await postingsDrift();
+    expect(whole).toMatchObject({ missing: 0, extra: 0 });
+    expect(whole.postings).toBeGreaterThan(1_000);
+    await refreshSearchRows(db, [lo, lo + 1]);
+    expect(await postingsDrift()).toMatchObject({ missing: 0, extra: 0 });
+    await pool.query('TRUNCATE event_search');
+    expect(await postingsDrift()).toEqual({ missing: 0, extra: 0, postings: 0 });
+    await refreshSearchRange(db, lo, hi);
+    expect(await postingsDrift()).toMatchObject({ missing: 0, extra: 0 });
+  }, 120_000);
+});
