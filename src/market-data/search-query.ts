@@ -161,7 +161,7 @@ export async function searchEvents(
   vocabulary: SearchVocabulary,
   /** COUNT_CAP, unless a test shows what happens past a smaller one. */
   countCap = COUNT_CAP,
-  /** Where to rank from, whatever rankingSource would choose: for tests holding both to one answer. */
+  /** Where to rank from, whatever rankingSource would choose ('top': for one word as typed, else the postings): for tests holding all to one answer. */
   rankFrom?: RankingSource,
 ): Promise<SearchResult> {
   const started = performance.now();
@@ -206,51 +206,73 @@ async function runSearch(
   countCap: number,
   rankFrom: RankingSource | undefined,
 ): Promise<{ nbHits: number; exhaustive: boolean; hits: SearchHit[] }> {
+  if (terms.length && params.sortBy === 'recommended') {
+    const plan: RankingPlan =
+      rankFrom === undefined
+        ? await rankingSource(pool, terms, filter.sql !== 'TRUE', countCap)
+        : rankFrom === 'top'
+          ? terms.length === 1 && terms[0]!.near.length === 0
+            ? { source: 'top', shape: await oneWordShape(pool, terms[0]!, countCap) }
+            : { source: 'postings' }
+          : { source: rankFrom };
+    if (plan.source === 'top') return rankedTop(pool, params, terms, plan.shape, countCap);
+    const upTo = plan.source === 'rows' ? plan.upTo : undefined;
+    const found = await rankedPage(pool, params, filter, terms, plan.source, upTo);
+    // More matches than the rows were to be read for: the postings rank them all.
+    const ranked = upTo !== undefined && found.matches > upTo ? await rankedPage(pool, params, filter, terms, 'postings') : found;
+    const reached = ranked.matches > countCap;
+    return { nbHits: reached ? countCap : ranked.matches, exhaustive: !reached, hits: ranked.hits };
+  }
   const values: unknown[] = [...filter.params];
   const bind = (v: unknown, type: string) => {
     values.push(v);
     return `$${values.length}::${type}`;
   };
+  // The page in an index's order (no words, or a sortBy other than recommended).
   const limit = bind(params.hitsPerPage, 'int');
   const offset = bind((params.page - 1) * params.hitsPerPage, 'int');
-
-  let sql: string;
-  /** Whether the count stops at the cap (else it is exact, however large). */
-  let capped = false;
-  if (terms.length && params.sortBy === 'recommended') {
-    capped = true;
-    const plan: RankingPlan =
-      rankFrom === undefined
-        ? await rankingSource(pool, terms, filter.sql !== 'TRUE', countCap)
-        : rankFrom === 'top'
-          ? { source: 'top', shape: await oneWordShape(pool, terms[0]!, countCap) }
-          : { source: rankFrom };
-    if (plan.source === 'top') return rankedTop(pool, params, terms, plan.shape, countCap);
-    const matched = rankedMatches(plan.source, terms, filter.sql, bind);
-    sql = `
-      WITH m AS MATERIALIZED (${matched})
-      SELECT (SELECT count(*) FROM m)::int AS nb_hits,
-             (SELECT coalesce(json_agg(${HIT_JSON} ORDER BY ${relevance('p')}), '[]'::json)
-              FROM (SELECT * FROM m ORDER BY ${relevance('m')} LIMIT ${limit} OFFSET ${offset}) p
-              JOIN event_search s ON s.event_id = p.event_id) AS hits`;
-  } else {
-    const whereSql = terms.length
-      ? `s.search_vector @@ ${bind(terms.map(termQuery).join(' & '), 'tsquery')} AND (${filter.sql})`
-      : `(${filter.sql})`;
-    // No words and no filter: every event matches, and a trigger keeps their number. Else one
-    // more than the cap tells a count that reached it.
-    capped = terms.length > 0 || filter.sql !== 'TRUE';
-    const count = capped ? `SELECT count(*) FROM (SELECT 1 FROM event_search s WHERE ${whereSql} LIMIT ${bind(countCap + 1, 'int')}) c` : 'SELECT n FROM event_search_count';
-    sql = `
-      SELECT (${count})::int AS nb_hits,
-             (SELECT coalesce(json_agg(${HIT_JSON} ORDER BY ${ORDER_BY[params.sortBy]}), '[]'::json) FROM (
-                SELECT * FROM event_search s WHERE ${whereSql}
-                ORDER BY ${ORDER_BY[params.sortBy]} LIMIT ${limit} OFFSET ${offset}) s) AS hits`;
-  }
+  const whereSql = terms.length ? `s.search_vector @@ ${bind(terms.map(termQuery).join(' & '), 'tsquery')} AND (${filter.sql})` : `(${filter.sql})`;
+  // No words and no filter: every event matches, and a trigger keeps their number. Else one
+  // more than the cap tells a count that reached it.
+  const capped = terms.length > 0 || filter.sql !== 'TRUE';
+  const count = capped ? `SELECT count(*) FROM (SELECT 1 FROM event_search s WHERE ${whereSql} LIMIT ${bind(countCap + 1, 'int')}) c` : 'SELECT n FROM event_search_count';
+  const sql = `
+    SELECT (${count})::int AS nb_hits,
+           (SELECT coalesce(json_agg(${HIT_JSON} ORDER BY ${ORDER_BY[params.sortBy]}), '[]'::json) FROM (
+              SELECT * FROM event_search s WHERE ${whereSql}
+              ORDER BY ${ORDER_BY[params.sortBy]} LIMIT ${limit} OFFSET ${offset}) s) AS hits`;
   const { rows } = await pool.query<{ nb_hits: number; hits: SearchHit[] }>(sql, values);
   const counted = rows[0]!.nb_hits;
   const reached = capped && counted > countCap;
   return { nbHits: reached ? countCap : counted, exhaustive: !reached, hits: rows[0]!.hits };
+}
+
+/**
+ * Every match ranked (rankedMatches), its count, and the page. With `upTo`, the rows' matches
+ * are read up to one past it: past it, `matches` says so and the page is not to be used.
+ */
+async function rankedPage(
+  pool: Pool,
+  params: SearchParams,
+  filter: CompiledFilter,
+  terms: readonly WordTerms[],
+  source: 'postings' | 'rows',
+  upTo?: number,
+): Promise<{ matches: number; hits: SearchHit[] }> {
+  const values: unknown[] = [...filter.params];
+  const bind = (v: unknown, type: string) => {
+    values.push(v);
+    return `$${values.length}::${type}`;
+  };
+  const matched = rankedMatches(source, terms, filter.sql, bind);
+  const sql = `
+    WITH m AS MATERIALIZED (${matched}${upTo === undefined ? '' : ` LIMIT ${bind(upTo + 1, 'int')}`})
+    SELECT (SELECT count(*) FROM m)::int AS matches,
+           (SELECT coalesce(json_agg(${HIT_JSON} ORDER BY ${relevance('p')}), '[]'::json)
+            FROM (SELECT * FROM m ORDER BY ${relevance('m')} LIMIT ${bind(params.hitsPerPage, 'int')} OFFSET ${bind((params.page - 1) * params.hitsPerPage, 'int')}) p
+            JOIN event_search s ON s.event_id = p.event_id) AS hits`;
+  const { rows } = await pool.query<{ matches: number; hits: SearchHit[] }>(sql, values);
+  return rows[0]!;
 }
 
 /**

@@ -14,8 +14,7 @@
 //   grouping: an event's best posting orders it (migration 039 says why), so the first postings
 //   in order, each event taken at its first, are the first events. The count stops at the cap.
 // So one word is ranked from its top when it matches more than the cap, else from the postings;
-// several from the postings unless some word's postings outnumber the others' enough that the
-// rows of the rarest word's events cost less (rankingSource). A filter needs the rows anyway:
+// several from the rows when they match at most the cap, else from the postings (rankingSource). A filter needs the rows anyway:
 // filtered queries are ranked from the rows. All give the same pages; a test
 // (test/market-data/search-postings.test.ts) holds them to the same answers.
 import type { Pool } from '../../db/pool.ts';
@@ -31,7 +30,11 @@ export interface WordTerms {
 
 export type RankingSource = 'postings' | 'rows' | 'top';
 /** A source, and for one word's top what the probe found of it. */
-export type RankingPlan = { source: 'postings' | 'rows' } | { source: 'top'; shape: OneWordShape };
+export type RankingPlan =
+  | { source: 'postings' }
+  /** With upTo: from the rows only if they are that many at most, else from the postings. */
+  | { source: 'rows'; upTo?: number }
+  | { source: 'top'; shape: OneWordShape };
 
 /** Appends a parameter to the statement being built and returns its placeholder, cast to `type`. */
 export type Bind = (value: unknown, type: string) => string;
@@ -51,18 +54,9 @@ export function termQuery(t: WordTerms): string {
 }
 
 /**
- * Postings past which a word's count is not read further (a count probe stops there): enough
- * to see that one word's postings dwarf another's.
- */
-const COUNT_PROBE = 50_000;
-/** A heap visit (one match's row) costs about this many postings read (see the header). */
-const ROW_COST_IN_POSTINGS = 8;
-
-/**
  * Where to rank this query from. One word (as typed, no filter): its top when it matches more
- * events than `countCap`, else the postings. Several: the postings unless reading them all
- * costs more than reading the rows of every event of the rarest word (at most that many match),
- * counted by one probe of each word's postings. A filter: the rows.
+ * events than `countCap`, else the postings. Several: the rows up to `countCap` matches, else
+ * the postings. A filter: the rows.
  */
 export async function rankingSource(pool: Pool, terms: readonly WordTerms[], filtered: boolean, countCap: number): Promise<RankingPlan> {
   if (filtered) return { source: 'rows' };
@@ -71,17 +65,12 @@ export async function rankingSource(pool: Pool, terms: readonly WordTerms[], fil
     const shape = await oneWordShape(pool, terms[0]!, countCap);
     return shape.beyondCap ? { source: 'top', shape } : { source: 'postings' };
   }
-  const values: unknown[] = [];
-  const bind: Bind = (v, type) => {
-    values.push(v);
-    return `$${values.length}::${type}`;
-  };
-  const probe = bind(COUNT_PROBE, 'int');
-  const counts = terms.map((t) => `(SELECT count(*) FROM (${termBranches(t, bind, '1').join(' UNION ALL ')} LIMIT ${probe}) c)::int`);
-  const { rows } = await pool.query<{ n: number[] }>(`SELECT ARRAY[${counts.join(', ')}] AS n`, values);
-  const n = rows[0]!.n;
-  const all = n.reduce((a, b) => a + b, 0);
-  return { source: all <= ROW_COST_IN_POSTINGS * Math.min(...n) ? 'postings' : 'rows' };
+  // Several words: the rows cost one heap visit per match, the postings every posting of every
+  // word; which is less depends on how many events have all the words, which only the GIN
+  // intersection knows. So the rows are read first, up to the count's cap: few matches (a rare
+  // word beside common ones, two words that seldom meet) are ranked there; more, and the
+  // postings rank them (a city's two words, "new york").
+  return { source: 'rows', upTo: countCap };
 }
 
 /** What reading one word's top needs to know of it (oneWordShape). */

@@ -211,25 +211,18 @@ describe('ranked search from the postings', () => {
     ]);
   });
 
-  it('rankingSource: the postings for one word or words of like counts, the rows beside a word that dwarfs the rest, and for a filter', async () => {
+  it('rankingSource: one word from the postings (its top past the cap); several from the rows up to the cap; a filter from the rows', async () => {
     const { rows } = await pool.query<{ word: string; n: number }>(
-      'SELECT word, count(*)::int AS n FROM search_postings GROUP BY word ORDER BY count(*) DESC, word LIMIT 2',
+      'SELECT word, count(*)::int AS n FROM search_postings GROUP BY word ORDER BY count(*) DESC, word LIMIT 1',
     );
-    const [common, next] = rows as [{ word: string; n: number }, { word: string; n: number }];
-    const { rows: rare } = await pool.query<{ word: string }>(
-      "SELECT word FROM search_postings GROUP BY word HAVING count(*) = 1 ORDER BY word LIMIT 1",
-    );
-    expect(common.n).toBeGreaterThan(8 * 1 + 1);
-    expect(common.n).toBeLessThanOrEqual(8 * next.n);
+    const common = rows[0]!;
     const term = (word: string, prefix = false) => ({ word, prefix, near: [] });
-    const source = async (terms: ReturnType<typeof term>[], filtered: boolean, cap = COUNT_CAP) => (await rankingSource(pool, terms, filtered, cap)).source;
-    expect(await source([term(common.word)], false)).toBe('postings');
-    expect(await source([term(common.word)], false, common.n - 1)).toBe('top');
-    expect(await source([term(common.word)], false, common.n)).toBe('postings');
-    expect(await source([term(common.word), term(next.word)], false)).toBe('postings');
-    expect(await source([term(common.word), term(rare[0]!.word)], false)).toBe('rows');
-    expect(await source([term(rare[0]!.word), term(common.word, true)], false)).toBe('rows');
-    expect(await source([term(common.word)], true)).toBe('rows');
+    const plan = async (terms: ReturnType<typeof term>[], filtered: boolean, cap = COUNT_CAP) => rankingSource(pool, terms, filtered, cap);
+    expect(await plan([term(common.word)], false)).toEqual({ source: 'postings' });
+    expect(await plan([term(common.word)], false, common.n - 1)).toMatchObject({ source: 'top', shape: { beyondCap: true } });
+    expect(await plan([term(common.word)], false, common.n)).toEqual({ source: 'postings' });
+    expect(await plan([term(common.word), term(common.word)], false, 7)).toEqual({ source: 'rows', upTo: 7 });
+    expect(await plan([term(common.word), term(common.word)], true)).toEqual({ source: 'rows' });
   });
 
   it('the broadest queries (one letter, two) rank every match alike', async () => {
@@ -309,6 +302,31 @@ describe('one word past the cap: the top of its ranking from the postings’ ord
     );
     // Every way of reading the top came up: one never taken would be proven by nothing.
     for (const [way, n] of Object.entries(seen)) expect(n, way).toBeGreaterThan(0);
+  }, 120_000);
+});
+
+describe('several words past the cap: the rows up to it, then the postings', () => {
+  it('property: the page the full ranking has, nbHits the cap past it, whichever side of the cap', async () => {
+    let past = 0;
+    let within = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.nat(), fc.nat(), fc.nat(), fc.boolean(), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 3 }), async (e, i, j, typing, cap, page) => {
+        const from = eventWords[e % eventWords.length]!;
+        const query = `${from[i % from.length]!} ${from[j % from.length]!.slice(0, typing ? 3 : undefined)}${typing ? '' : ' '}`;
+        const params: SearchParams = { query, filterExpression: '', page, hitsPerPage: 5, sortBy: 'recommended' };
+        const want = await oracleSearch(params);
+        const got = await searchEvents(pool, params, vocabulary, cap);
+        expect(got.hits.map((h) => h.event_id), query).toEqual(want.ids);
+        expect({ nbHits: got.nbHits, exhaustive: got.exhaustiveNbHits }).toEqual(
+          want.nbHits > cap ? { nbHits: cap, exhaustive: false } : { nbHits: want.nbHits, exhaustive: true },
+        );
+        if (want.nbHits > cap) past++;
+        else within++;
+      }),
+      { numRuns: Number(process.env.SEARCH_WORDS_RUNS ?? 150) },
+    );
+    expect(past).toBeGreaterThan(10);
+    expect(within).toBeGreaterThan(10);
   }, 120_000);
 });
 
