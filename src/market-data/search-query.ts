@@ -35,6 +35,7 @@ import {
   type FilterableAttributeName,
 } from '../apis/market-data/filter-expression.ts';
 import {
+  lexeme,
   ONE_WORD_ORDER,
   oneWordShape,
   rankedMatches,
@@ -211,17 +212,23 @@ async function runSearch(
       rankFrom === undefined
         ? await rankingSource(pool, terms, filter.sql !== 'TRUE', countCap)
         : rankFrom === 'top'
-          ? terms.length === 1 && terms[0]!.near.length === 0
+          ? terms.length === 1 && terms[0]!.near.length === 0 && filter.sql === 'TRUE'
             ? { source: 'top', shape: await oneWordShape(pool, terms[0]!, countCap) }
             : { source: 'postings' }
           : { source: rankFrom };
     if (plan.source === 'top') return rankedTop(pool, params, terms, plan.shape, countCap);
     const upTo = plan.source === 'rows' ? plan.upTo : undefined;
     const found = await rankedPage(pool, params, filter, terms, plan.source, upTo);
-    // More matches than the rows were to be read for: the postings rank them all.
-    const ranked = upTo !== undefined && found.matches > upTo ? await rankedPage(pool, params, filter, terms, 'postings') : found;
-    const reached = ranked.matches > countCap;
-    return { nbHits: reached ? countCap : ranked.matches, exhaustive: !reached, hits: ranked.hits };
+    if (upTo !== undefined && found.matches > upTo) {
+      // More matches than the rows were to be read for: the top of the last word's ranking,
+      // walked until no event further down can beat the page; else the postings rank them all.
+      const walked = await walkFromLastWord(pool, params, terms, countCap);
+      if (walked) return { nbHits: countCap, exhaustive: false, hits: walked };
+      const all = await rankedPage(pool, params, filter, terms, 'postings');
+      return { nbHits: Math.min(all.matches, countCap), exhaustive: all.matches <= countCap, hits: all.hits };
+    }
+    const reached = found.matches > countCap;
+    return { nbHits: reached ? countCap : found.matches, exhaustive: !reached, hits: found.hits };
   }
   const values: unknown[] = [...filter.params];
   const bind = (v: unknown, type: string) => {
@@ -313,6 +320,79 @@ async function rankedTop(
       throw new Error('rankedTop: a word within the cap, with more postings than the probe read');
     }
   }
+}
+
+/** Postings of the last word a walk reads at most before the postings rank every match instead. */
+const MAX_WALK = 8_192;
+
+/**
+ * Several words (as typed, no filter) matching more than the cap: the last word's postings in
+ * its own ranking order (topRowsOfOneWord), each new event's row read for every word's terms,
+ * until the page's events are known. An event not reached yet has its best posting of the last
+ * word after the last one read, so its terms are at most that posting's plus one in name and one
+ * whole per other word, and its popularity at most that posting's: once the page's last event
+ * beats that bound, nothing further down can enter the page. When the walk reaches MAX_WALK
+ * postings first (the words seldom in names, as a city's), null.
+ */
+async function walkFromLastWord(pool: Pool, params: SearchParams, terms: readonly WordTerms[], countCap: number): Promise<SearchHit[] | null> {
+  const last = terms[terms.length - 1]!;
+  if (terms.some((t) => t.near.length)) return null;
+  const shape = await oneWordShape(pool, last, countCap);
+  const needed = params.page * params.hitsPerPage;
+  const others = terms.length - 1;
+  type Key = { in_name: number; exact: number; tickets_sold_24h: number; tickets_sold: number; event_id: number };
+  // Relevance order (typos are 0 for every word as typed): negative when a ranks first.
+  const order = (a: Key, b: Key) =>
+    b.in_name - a.in_name || b.exact - a.exact || b.tickets_sold_24h - a.tickets_sold_24h || b.tickets_sold - a.tickets_sold || a.event_id - b.event_id;
+  // Hundreds at first: a team's name is one of a few dozen with its last word.
+  for (let n = Math.max(needed + 32, 512); n <= MAX_WALK * 4; n *= 4) {
+    const values: unknown[] = [];
+    const bind = (v: unknown, type: string) => {
+      values.push(v);
+      return `$${values.length}::${type}`;
+    };
+    const rowsSql = topRowsOfOneWord(last, shape, bind(Math.min(n, MAX_WALK), 'int'), bind);
+    const all = bind(terms.map(termQuery).join(' & '), 'tsquery');
+    const inName = terms.map((t) => `(s.name_vector @@ ${bind(termQuery(t), 'tsquery')})::int`).join(' + ');
+    const whole = terms.map((t) => `(s.search_vector @@ ${bind(lexeme(t.word, false), 'tsquery')})::int`).join(' + ');
+    const { rows } = await pool.query<{ events: Key[] | null; postings: number; bound: (Key & { pin: boolean; exact_posting: boolean }) | null }>(
+      `WITH r AS (SELECT u.*, row_number() OVER (ORDER BY ${ONE_WORD_ORDER}) AS rn FROM (${rowsSql}) u),
+            e AS (SELECT event_id, min(rn) AS rn FROM r GROUP BY event_id)
+       SELECT (SELECT json_agg(json_build_object('event_id', s.event_id, 'in_name', ${inName}, 'exact', ${whole},
+                 'tickets_sold_24h', s.tickets_sold_24h, 'tickets_sold', s.tickets_sold))
+               FROM e JOIN event_search s ON s.event_id = e.event_id WHERE s.search_vector @@ ${all}) AS events,
+              (SELECT count(*) FROM r)::int AS postings,
+              (SELECT json_build_object('pin', pin, 'exact_posting', exact, 'tickets_sold_24h', tickets_sold_24h,
+                 'tickets_sold', tickets_sold, 'event_id', event_id) FROM r ORDER BY rn DESC LIMIT 1) AS bound`,
+      values,
+    );
+    const r = rows[0]!;
+    const found = (r.events ?? []).map((e) => ({ ...e, event_id: Number(e.event_id) })).sort(order);
+    const exhausted = r.postings < Math.min(n, MAX_WALK);
+    const b = r.bound;
+    const decided =
+      exhausted ||
+      (found.length >= needed &&
+        b !== null &&
+        order(found[needed - 1]!, {
+          in_name: Number(b.pin) + others,
+          exact: Number(b.exact_posting) + others,
+          tickets_sold_24h: b.tickets_sold_24h,
+          tickets_sold: b.tickets_sold,
+          event_id: Number(b.event_id),
+        }) < 0);
+    if (decided) {
+      const ids = found.slice(needed - params.hitsPerPage, needed).map((e) => e.event_id);
+      const page = await pool.query<{ hits: SearchHit[] }>(
+        `SELECT coalesce(json_agg(${HIT_JSON} ORDER BY array_position($1::bigint[], s.event_id)), '[]'::json) AS hits
+         FROM event_search s WHERE s.event_id = ANY ($1::bigint[])`,
+        [ids],
+      );
+      return page.rows[0]!.hits;
+    }
+    if (n >= MAX_WALK) return null;
+  }
+  return null;
 }
 
 /** The query's words, cut and case-folded by the database exactly as the catalog's were. */

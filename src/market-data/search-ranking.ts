@@ -1,22 +1,23 @@
 // Which events match a query's words, and the terms `recommended` ranks them by (search-query.ts
-// has the order): two ways to the same rows, and the choice between them.
+// has the order): three ways to the same pages, and the choice between them.
 //
 // - From the rows: event_search's GIN index finds the events having every word (it intersects
 //   the words' lists itself, skipping through a common word's with a rare one's), then each
 //   match's row is read for its vectors and popularity: one heap visit per match, ~7 µs at a
 //   million events (a city, 20,000 matches: 126-190 ms).
 // - From the postings (migration 039): each alternative of each word is one range of
-//   search_postings' primary key, read index-only, and the rows are grouped by event: ~0.75 µs
+//   search_postings_rank (word first), read index-only, and grouped by event: ~0.75 µs
 //   per posting (the same city: 15 ms). But every posting of every word is read: a rare word
 //   beside "the" (248,000 postings) reads all of "the"'s.
 // - One word matching more events than the count's cap (a letter, "the", a city): the top of
 //   its ranking read in ranking order off the postings' own B-trees (topRowsOfOneWord), with no
 //   grouping: an event's best posting orders it (migration 039 says why), so the first postings
 //   in order, each event taken at its first, are the first events. The count stops at the cap.
-// So one word is ranked from its top when it matches more than the cap, else from the postings;
-// several from the rows when they match at most the cap, else from the postings (rankingSource). A filter needs the rows anyway:
-// filtered queries are ranked from the rows. All give the same pages; a test
-// (test/market-data/search-postings.test.ts) holds them to the same answers.
+// So a filtered query is ranked from the rows; one word from its top when it matches more than
+// the cap, else from the postings; several from the rows when they match at most the cap, else
+// from the last word's top walked until the page is decided (search-query.ts, walkFromLastWord)
+// or the postings. All give the same pages: a test (test/market-data/search-postings.test.ts)
+// holds them to the ranked SQL that read every row.
 import type { Pool } from '../../db/pool.ts';
 import type { NearWord } from './search-vocabulary.ts';
 
@@ -54,11 +55,13 @@ export function termQuery(t: WordTerms): string {
 }
 
 /**
- * Where to rank this query from. One word (as typed, no filter): its top when it matches more
- * events than `countCap`, else the postings. Several: the rows up to `countCap` matches, else
- * the postings. A filter: the rows.
+ * Where to rank this query from. A filter: the rows. One word as typed: its top when it matches
+ * more events than `countCap`, else the postings (with typo alternatives: the postings). Several:
+ * the rows up to `countCap` matches, past it a walk down the last word's top or the postings.
  */
 export async function rankingSource(pool: Pool, terms: readonly WordTerms[], filtered: boolean, countCap: number): Promise<RankingPlan> {
+  // A filter needs each match's row: the rows. (Walking a word's top through a filter was tried:
+  // a filter that lets few of its events through walks them all, 180-190 ms at a million.)
   if (filtered) return { source: 'rows' };
   if (terms.length === 1) {
     if (terms[0]!.near.length) return { source: 'postings' };

@@ -265,7 +265,7 @@ describe('one word past the cap: the top of its ranking from the postings’ ord
     }
   });
 
-  it('property: the page the full ranking has, nbHits the cap, through every way of reading the top', async () => {
+  it('property: the page the full ranking has, nbHits the cap, through every way of reading the top, filtered or not', async () => {
     const seen = { whole: 0, allRead: 0, byWord: 0, byBucket: 0, oneChar: 0 };
     await fc.assert(
       fc.asyncProperty(
@@ -275,9 +275,10 @@ describe('one word past the cap: the top of its ranking from the postings’ ord
         fc.integer({ min: 1, max: 12 }),
         fc.integer({ min: 1, max: 4 }),
         fc.integer({ min: 1, max: 15 }),
-        async (w, cut, form, cap, page, hitsPerPage) => {
+        fc.constantFrom('', '', '', ...FILTERS),
+        async (w, cut, form, cap, page, hitsPerPage, filterExpression) => {
           const query = form === 'whole' ? `${w} ` : w.slice(0, Math.min(cut, w.length));
-          const params: SearchParams = { query, filterExpression: '', page, hitsPerPage, sortBy: 'recommended' };
+          const params: SearchParams = { query, filterExpression, page, hitsPerPage, sortBy: 'recommended' };
           const want = await oracleSearch(params);
           const got = await searchEvents(pool, params, vocabulary, cap);
           if (want.nbHits > cap) {
@@ -289,8 +290,10 @@ describe('one word past the cap: the top of its ranking from the postings’ ord
           // Whatever the count, read from the top: the same page.
           const top = await searchEvents(pool, params, vocabulary, cap, 'top');
           expect(top.hits.map((h) => h.event_id), `${query} from the top`).toEqual(want.ids);
+          // The ways the top is read, counted where it is read: a filtered query is ranked from the rows.
           const term = { word: query.trim(), prefix: form !== 'whole', near: [] };
           const shape = await oneWordShape(pool, term, cap);
+          if (filterExpression !== '') return;
           if (!term.prefix) seen.whole++;
           else if (shape.allRead) seen.allRead++;
           else if (shape.words <= 64) seen.byWord++;
@@ -305,7 +308,30 @@ describe('one word past the cap: the top of its ranking from the postings’ ord
   }, 120_000);
 });
 
-describe('several words past the cap: the rows up to it, then the postings', () => {
+describe('several words past the cap: the rows up to it, then a walk down the last word, or the postings', () => {
+  it('the walk down the last word stops only when no event further down can enter the page', async () => {
+    // 40 events with "qqbw" in the name and "qqaw" in the venue; one more, the most popular, the
+    // other way round. All have one word in name and both whole, so the most popular ranks first:
+    // yet its posting of the last word, "qqbw", not in its name, comes after the 40 others'.
+    const { rows } = await pool.query<{ id: string }>('SELECT event_id::text AS id FROM event_search ORDER BY event_id DESC OFFSET 10 LIMIT 41');
+    const ids = rows.map((r) => Number(r.id));
+    const set = (id: number, name: string, venue: string, sold24h: number) =>
+      pool.query(
+        `UPDATE event_search SET event_name = $2, artist_name = NULL, venue_name = $3, venue_city = 'Nowhere',
+           search_text = lower(concat_ws(' ', $2::text, $3::text, 'Nowhere')), tickets_sold_24h = $4 WHERE event_id = $1`,
+        [id, name, venue, sold24h],
+      );
+    for (const [i, id] of ids.slice(0, 40).entries()) await set(id, `Qqbw Night ${i}`, 'Qqaw Hall', 900_000 + i);
+    await set(ids[40]!, 'Qqaw Night', 'Qqbw Hall', 990_000);
+    for (const query of ['qqaw qqbw', 'qqaw qqb', 'qqaw qqbw ']) {
+      const params: SearchParams = { query, filterExpression: '', page: 1, hitsPerPage: 3, sortBy: 'recommended' };
+      const got = await searchEvents(pool, params, vocabulary, 5);
+      expect(got.hits.map((h) => h.event_id), query).toEqual([ids[40], ids[39], ids[38]]);
+      expect(got.hits.map((h) => h.event_id), query).toEqual((await oracleSearch(params)).ids);
+      expect(got).toMatchObject({ nbHits: 5, exhaustiveNbHits: false });
+    }
+  });
+
   it('property: the page the full ranking has, nbHits the cap past it, whichever side of the cap', async () => {
     let past = 0;
     let within = 0;
