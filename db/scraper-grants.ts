@@ -55,6 +55,7 @@ export const SCRAPER_RIGHTS: Readonly<Record<string, Rights>> = {
   event_search: { table: UPSERT, why: 'tracking refreshes the search rows of the events it scrapes' },
   search_dictionary: { table: ['SELECT', 'INSERT'], why: 'event_search’s trigger adds new words' },
   event_search_count: { table: ['SELECT', 'UPDATE'], why: 'event_search’s trigger keeps the row count' },
+  search_postings: { table: READ_WRITE, why: 'event_search’s triggers keep each event’s postings (a refresh deletes the words an event lost)' },
   ma_sales: { table: UPSERT, why: 'marketplace A sales' },
   ma_stats_snapshots: { table: UPSERT, why: 'marketplace A statistics' },
   ma_daily_stats: { table: UPSERT, why: 'marketplace A daily statistics' },
