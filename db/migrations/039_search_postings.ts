@@ -26,6 +26,10 @@ const POSTINGS_OF = (rows: string) => `
   FROM ${rows} r CROSS JOIN LATERAL (SELECT tsvector_to_array(r.name_vector) AS words) n, unnest(tsvector_to_array(r.search_vector)) AS w`;
 
 export async function up(knex: Knex): Promise<void> {
+  // The backfill and its indexes take a minute at a million events, far past a request's
+  // statement timeout, which the service's connections (and so its migrations) carry. For this
+  // migration's transaction only.
+  await knex.raw('SET LOCAL statement_timeout = 0');
   await knex.raw(`CREATE TABLE search_postings (
     word text COLLATE "C" NOT NULL,
     event_id bigint NOT NULL,
