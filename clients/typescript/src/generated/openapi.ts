@@ -435,7 +435,7 @@ export interface components {
             /** @description The 1-based page answered */
             page: number;
             hitsPerPage: number;
-            /** @description The events that match: exactly when exhaustiveNbHits is true. When it is false, more than 1000 match and nbHits is 1000, a lower bound (counting is capped where the page is read in an index order: no query words, or a sortBy other than recommended) */
+            /** @description The events that match: exactly when exhaustiveNbHits is true. When it is false, more than 1000 match and nbHits is 1000, a lower bound (every search counts up to the cap, except {}: the whole catalog, a kept count) */
             nbHits: number;
             /** @description ceil(nbHits / hitsPerPage), at most 1000: every page up to it has hits. When exhaustiveNbHits is false, later pages (up to 1000) may have hits too */
             nbPages: number;
