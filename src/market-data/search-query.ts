@@ -40,6 +40,7 @@ import {
   oneWordShape,
   rankedMatches,
   rankingSource,
+  statementParams,
   termQuery,
   topRowsOfOneWord,
   type OneWordShape,
@@ -230,11 +231,7 @@ async function runSearch(
     const reached = found.matches > countCap;
     return { nbHits: reached ? countCap : found.matches, exhaustive: !reached, hits: found.hits };
   }
-  const values: unknown[] = [...filter.params];
-  const bind = (v: unknown, type: string) => {
-    values.push(v);
-    return `$${values.length}::${type}`;
-  };
+  const { values, bind } = statementParams(filter.params);
   // The page in an index's order (no words, or a sortBy other than recommended).
   const limit = bind(params.hitsPerPage, 'int');
   const offset = bind((params.page - 1) * params.hitsPerPage, 'int');
@@ -266,11 +263,7 @@ async function rankedPage(
   source: 'postings' | 'rows',
   upTo?: number,
 ): Promise<{ matches: number; hits: SearchHit[] }> {
-  const values: unknown[] = [...filter.params];
-  const bind = (v: unknown, type: string) => {
-    values.push(v);
-    return `$${values.length}::${type}`;
-  };
+  const { values, bind } = statementParams(filter.params);
   const matched = rankedMatches(source, terms, filter.sql, bind);
   const sql = `
     WITH m AS MATERIALIZED (${matched}${upTo === undefined ? '' : ` LIMIT ${bind(upTo + 1, 'int')}`})
@@ -299,11 +292,7 @@ async function rankedTop(
   if (terms.length !== 1 || term.near.length) throw new Error('rankedTop ranks one word as typed');
   const needed = params.page * params.hitsPerPage;
   for (let n = needed + 32; ; n *= 4) {
-    const values: unknown[] = [];
-    const bind = (v: unknown, type: string) => {
-      values.push(v);
-      return `$${values.length}::${type}`;
-    };
+    const { values, bind } = statementParams();
     const sql = `
       WITH r AS (SELECT u.*, row_number() OVER (ORDER BY ${ONE_WORD_ORDER}) AS rn FROM (${topRowsOfOneWord(term, shape, bind(n, 'int'), bind)}) u),
            e AS (SELECT event_id, min(rn) AS rn FROM r GROUP BY event_id ORDER BY min(rn) LIMIT ${bind(needed, 'int')}),
@@ -346,11 +335,7 @@ async function walkFromLastWord(pool: Pool, params: SearchParams, terms: readonl
     b.in_name - a.in_name || b.exact - a.exact || b.tickets_sold_24h - a.tickets_sold_24h || b.tickets_sold - a.tickets_sold || a.event_id - b.event_id;
   // Hundreds at first: a team's name is one of a few dozen with its last word.
   for (let n = Math.max(needed + 32, 512); n <= MAX_WALK * 4; n *= 4) {
-    const values: unknown[] = [];
-    const bind = (v: unknown, type: string) => {
-      values.push(v);
-      return `$${values.length}::${type}`;
-    };
+    const { values, bind } = statementParams();
     const rowsSql = topRowsOfOneWord(last, shape, bind(Math.min(n, MAX_WALK), 'int'), bind);
     const all = bind(terms.map(termQuery).join(' & '), 'tsquery');
     const inName = terms.map((t) => `(s.name_vector @@ ${bind(termQuery(t), 'tsquery')})::int`).join(' + ');

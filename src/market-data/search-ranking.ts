@@ -40,6 +40,18 @@ export type RankingPlan =
 /** Appends a parameter to the statement being built and returns its placeholder, cast to `type`. */
 export type Bind = (value: unknown, type: string) => string;
 
+/** A statement's parameters, starting with `first` (a compiled filter's, which number from $1), and the Bind that adds more. */
+export function statementParams(first: readonly unknown[] = []): { values: unknown[]; bind: Bind } {
+  const values = [...first];
+  return {
+    values,
+    bind: (v, type) => {
+      values.push(v);
+      return `$${values.length}::${type}`;
+    },
+  };
+}
+
 /** A tsquery operand for one lexeme: quoted, so no character of it is tsquery syntax. */
 export function lexeme(text: string, prefix: boolean): string {
   return `'${text.replace(/\\/g, '\\\\').replace(/'/g, "''")}'${prefix ? ':*' : ''}`;
@@ -171,9 +183,8 @@ export function topRowsOfOneWord(t: WordTerms, shape: OneWordShape, n: string, b
  * prefix as a range (LIKE on a COLLATE "C" column is one), whole-word alternatives as one
  * `= ANY` per typo count. `columns` is what each SELECT returns, given its typo count.
  */
-function termBranches(t: WordTerms, bind: Bind, columns: string | ((typos: number) => string)): string[] {
-  const select = (typos: number, where: string) =>
-    `SELECT ${typeof columns === 'string' ? columns : columns(typos)} FROM search_postings p WHERE ${where}`;
+function termBranches(t: WordTerms, bind: Bind, columns: (typos: number) => string): string[] {
+  const select = (typos: number, where: string) => `SELECT ${columns(typos)} FROM search_postings p WHERE ${where}`;
   const branches: string[] = [];
   const wholeWords = new Map<number, string[]>();
   for (const a of [{ text: t.word, prefix: t.prefix, typos: 0 }, ...t.near]) {
