@@ -40,6 +40,7 @@ import * as m036 from './036_confined_notifications.ts';
 import * as m037 from './037_stream_admit.ts';
 import * as m038 from './038_member_priority.ts';
 import * as m039 from './039_search_postings.ts';
+import * as m040 from './040_search_covering_indexes.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -87,6 +88,7 @@ const migrations: Record<string, Migration> = {
   '037_stream_admit': m037,
   '038_member_priority': m038,
   '039_search_postings': m039,
+  '040_search_covering_indexes': m040,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

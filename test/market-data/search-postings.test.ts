@@ -211,7 +211,7 @@ describe('ranked search from the postings', () => {
     ]);
   });
 
-  it('rankingSource: one word from the postings (its top past the cap); several from the rows up to the cap; a filter from the rows', async () => {
+  it('rankingSource: one word from the postings (its top past the cap); several, or a filter, from the rows up to the cap', async () => {
     const { rows } = await pool.query<{ word: string; n: number }>(
       'SELECT word, count(*)::int AS n FROM search_postings GROUP BY word ORDER BY count(*) DESC, word LIMIT 1',
     );
@@ -222,7 +222,8 @@ describe('ranked search from the postings', () => {
     expect(await plan([term(common.word)], false, common.n - 1)).toMatchObject({ source: 'top', shape: { beyondCap: true } });
     expect(await plan([term(common.word)], false, common.n)).toEqual({ source: 'postings' });
     expect(await plan([term(common.word), term(common.word)], false, 7)).toEqual({ source: 'rows', upTo: 7 });
-    expect(await plan([term(common.word), term(common.word)], true)).toEqual({ source: 'rows' });
+    expect(await plan([term(common.word), term(common.word)], true)).toEqual({ source: 'rows', upTo: COUNT_CAP });
+    expect(await plan([term(common.word)], true, 7)).toEqual({ source: 'rows', upTo: 7 });
   });
 
   it('the broadest queries (one letter, two) rank every match alike', async () => {
@@ -308,7 +309,7 @@ describe('one word past the cap: the top of its ranking from the postings’ ord
   }, 120_000);
 });
 
-describe('several words past the cap: the rows up to it, then a walk down the last word, or the postings', () => {
+describe('several words, or words and a filter, past the cap: the rows up to it, then a walk down the last word, or the postings', () => {
   it('the walk down the last word stops only when no event further down can enter the page', async () => {
     // 40 events with "qqbw" in the name and "qqaw" in the venue; one more, the most popular, the
     // other way round. All have one word in name and both whole, so the most popular ranks first:
@@ -336,10 +337,18 @@ describe('several words past the cap: the rows up to it, then a walk down the la
     let past = 0;
     let within = 0;
     await fc.assert(
-      fc.asyncProperty(fc.nat(), fc.nat(), fc.nat(), fc.boolean(), fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 3 }), async (e, i, j, typing, cap, page) => {
+      fc.asyncProperty(
+        fc.nat(),
+        fc.nat(),
+        fc.nat(),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.constantFrom('', '', ...FILTERS),
+        async (e, i, j, typing, cap, page, filterExpression) => {
         const from = eventWords[e % eventWords.length]!;
         const query = `${from[i % from.length]!} ${from[j % from.length]!.slice(0, typing ? 3 : undefined)}${typing ? '' : ' '}`;
-        const params: SearchParams = { query, filterExpression: '', page, hitsPerPage: 5, sortBy: 'recommended' };
+        const params: SearchParams = { query, filterExpression, page, hitsPerPage: 5, sortBy: 'recommended' };
         const want = await oracleSearch(params);
         const got = await searchEvents(pool, params, vocabulary, cap);
         expect(got.hits.map((h) => h.event_id), query).toEqual(want.ids);
@@ -348,7 +357,8 @@ describe('several words past the cap: the rows up to it, then a walk down the la
         );
         if (want.nbHits > cap) past++;
         else within++;
-      }),
+      },
+      ),
       { numRuns: Number(process.env.SEARCH_WORDS_RUNS ?? 150) },
     );
     expect(past).toBeGreaterThan(10);
