@@ -175,9 +175,11 @@ export async function searchEvents(
 ): Promise<SearchResult> {
   const started = performance.now();
   const filter = compileSearchFilter(params.filterExpression);
-  const words = await queryWords(pool, params.query);
   const typing = !/\s$/u.test(params.query);
-  const terms: WordTerms[] = words.map((word, i) => ({ word, prefix: typing && i === words.length - 1, near: [] }));
+  const { words, lastExpands } = await queryWords(pool, params.query, typing);
+  const terms: WordTerms[] = words.map((word, i) =>
+    typing && i === words.length - 1 ? { word, prefix: true, near: [], ...(lastExpands ? { expands: lastExpands } : {}) } : { word, prefix: false, near: [] },
+  );
   let found = await runSearch(pool, params, filter, terms, countCap, rankFrom);
   // Typos only when the words as typed match nothing: a word that exists is not also read as
   // every word one letter away from it (and broad short words stay cheap). Words that match
@@ -421,11 +423,29 @@ async function walkFromLastWord(
   }
 }
 
-/** The query's words, cut and case-folded by the database exactly as the catalog's were. */
-async function queryWords(pool: Pool, query: string): Promise<string[]> {
-  if (query.trim() === '') return [];
+/** Catalog words a typed prefix is matched as, at most (more: matched as a prefix). */
+const MAX_EXPANDED = 8;
+
+/**
+ * The query's words, cut and case-folded by the database exactly as the catalog's were; and
+ * when the last is a typed prefix that at most MAX_EXPANDED catalog words start with, those
+ * words (WordTerms.expands says why).
+ */
+async function queryWords(pool: Pool, query: string, typing: boolean): Promise<{ words: string[]; lastExpands?: string[] }> {
+  if (query.trim() === '') return { words: [] };
   // All of them: a word too long to be stored can match nothing, and must not vanish from the
   // query (which would then match more, not less).
-  const { rows } = await pool.query<{ words: string[] }>('SELECT search_words(lower($1::text)) AS words', [query]);
-  return rows[0]!.words;
+  const { rows } = await pool.query<{ words: string[]; under: string[] | null }>(
+    `SELECT w AS words,
+            CASE WHEN $2::boolean AND cardinality(w) > 0 THEN
+              (SELECT array_agg(word ORDER BY word) FROM (
+                 SELECT word FROM search_dictionary
+                 WHERE word LIKE replace(replace(replace(w[cardinality(w)], '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%'
+                 ORDER BY word LIMIT $3::int) d)
+            END AS under
+     FROM search_words(lower($1::text)) AS w`,
+    [query, typing, MAX_EXPANDED + 1],
+  );
+  const { words, under } = rows[0]!;
+  return under && under.length <= MAX_EXPANDED ? { words, lastExpands: under } : { words };
 }
