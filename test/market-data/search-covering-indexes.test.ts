@@ -142,18 +142,22 @@ describe('migration 040: covering indexes for filtered search', () => {
   }, 120_000);
 
   it('property: a filter over the covered attributes is counted and paged index-only, in every order', async () => {
+    // A filter the planner proves false (a country that is two countries) reads nothing at all;
+    // the statements that read the table must be most of them, or the check checked nothing.
+    let statementsRead = 0;
     await fc.assert(
       // The name orders are left out: a name is not covered, so no index carries their key.
       fc.asyncProperty(filter, fc.constantFrom(...SORT_BY.filter((o) => !o.startsWith('event_name'))), fc.integer({ min: 1, max: 50 }), async (f, sortBy, page) => {
         const s = statements(f, sortBy, page);
         for (const sql of [s.countSql, s.idsSql]) {
           const read = (await planWithIndexOnly(sql, s.values)).filter((r) => r.relation === 'event_search');
-          expect(read.length, sql).toBeGreaterThan(0);
+          if (read.length) statementsRead++;
           for (const r of read) expect(`${r.node} using ${r.index}`, `${f} / ${sortBy}: ${sql}`).toMatch(/^Index Only Scan using /);
         }
       }),
       { numRuns: 120 },
     );
+    expect(statementsRead).toBeGreaterThan(160);
   }, 120_000);
 
   it('a filter on an attribute left out (a city) reads the heap: the check above can fail', async () => {
