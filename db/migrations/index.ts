@@ -41,6 +41,7 @@ import * as m037 from './037_stream_admit.ts';
 import * as m038 from './038_member_priority.ts';
 import * as m039 from './039_search_postings.ts';
 import * as m040 from './040_search_covering_indexes.ts';
+import * as m041 from './041_search_postings_filters.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -89,6 +90,7 @@ const migrations: Record<string, Migration> = {
   '038_member_priority': m038,
   '039_search_postings': m039,
   '040_search_covering_indexes': m040,
+  '041_search_postings_filters': m041,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

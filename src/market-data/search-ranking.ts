@@ -228,24 +228,53 @@ export function rankedMatches(source: 'postings' | 'rows', terms: readonly WordT
   return filterSql === 'TRUE' ? grouped : `SELECT g.* FROM (${grouped}) g JOIN event_search s ON s.event_id = g.event_id WHERE (${filterSql})`;
 }
 
-function fromPostings(terms: readonly WordTerms[], bind: Bind): string {
-  const branches = terms.flatMap((t, i) => {
-    const whole = bind(t.word, 'text');
-    return termBranches(
-      t,
-      bind,
-      (typos) => `${i} AS term, ${typos} AS typos, p.event_id, p.in_name, p.word = ${whole} AS exact, p.tickets_sold_24h, p.tickets_sold`,
-    );
-  });
+/** The attributes each posting carries of its event (migration 041), for a filter read off the postings. */
+export const POSTING_FILTER_ATTRIBUTES = [
+  'event_id',
+  'venue_country_code',
+  'category_name',
+  'event_date',
+  'average_ticket_price_sold',
+  'tickets_sold',
+  'tickets_sold_24h',
+  'available_tickets',
+  'capacity',
+] as const;
+
+/**
+ * Every posting of every term, one row each (term, typos, event_id, in_name, exact,
+ * tickets_sold_24h, tickets_sold), and with `carried` the event attributes a filter over the
+ * postings reads (POSTING_FILTER_ATTRIBUTES).
+ */
+export function postingsOfTerms(terms: readonly WordTerms[], bind: Bind, carried = false): string {
+  const extra = carried ? `, ${POSTING_FILTER_ATTRIBUTES.filter((a) => a !== 'event_id' && !a.startsWith('tickets_sold')).map((a) => `p.${a}`).join(', ')}` : '';
+  return terms
+    .flatMap((t, i) => {
+      const whole = bind(t.word, 'text');
+      return termBranches(
+        t,
+        bind,
+        (typos) => `${i} AS term, ${typos} AS typos, p.event_id, p.in_name, p.word = ${whole} AS exact, p.tickets_sold_24h, p.tickets_sold${extra}`,
+      );
+    })
+    .join(' UNION ALL ');
+}
+
+/** The events among `postings` (postingsOfTerms' rows, as a relation) that have every term, ranked terms per event as rankedMatches says. */
+export function groupedPostings(terms: readonly WordTerms[], postings: string): string {
   const per = (agg: (i: number) => string) => terms.map((_, i) => agg(i)).join(' + ');
   return `
     SELECT h.event_id, max(h.tickets_sold_24h) AS tickets_sold_24h, max(h.tickets_sold) AS tickets_sold,
            ${per((i) => `coalesce(min(h.typos) FILTER (WHERE h.term = ${i}), 0)`)} AS typos,
            ${per((i) => `coalesce(bool_or(h.in_name) FILTER (WHERE h.term = ${i}), false)::int`)} AS in_name,
            ${per((i) => `coalesce(bool_or(h.exact) FILTER (WHERE h.term = ${i}), false)::int`)} AS exact
-    FROM (${branches.join(' UNION ALL ')}) h
+    FROM ${postings} h
     GROUP BY h.event_id
     HAVING ${terms.map((_, i) => `bool_or(true) FILTER (WHERE h.term = ${i})`).join(' AND ')}`;
+}
+
+function fromPostings(terms: readonly WordTerms[], bind: Bind): string {
+  return groupedPostings(terms, `(${postingsOfTerms(terms, bind)})`);
 }
 
 function fromRows(terms: readonly WordTerms[], filterSql: string, bind: Bind): string {

@@ -85,7 +85,9 @@ describe('a server a killed run left behind', () => {
       let out = '';
       sh.stdout.on('data', (d: Buffer) => (out += d.toString()));
       sh.once('error', reject);
-      sh.once('exit', () => resolve(out.trim()));
+      // 'close', not 'exit': a process can exit before its output has been read (under load the
+      // pid came back empty once in a full run).
+      sh.once('close', () => resolve(out.trim()));
     });
     const pid = Number(r);
     spawned.push(pid);

@@ -157,7 +157,18 @@ const queryArb = () =>
       return typed.join(' ') + (trailingSpace ? ' ' : '');
     });
 
-const FILTERS = ['', '', 'tickets_sold > 10', 'venue_country_code:US', 'NOT venue_country_code:US AND available_tickets < 800', 'capacity > 1000000'];
+// All but the last on attributes the postings carry (read off them); the last on a city, which
+// they do not (read off the rows).
+const FILTERS = [
+  '',
+  '',
+  'tickets_sold > 10',
+  'venue_country_code:US',
+  'NOT venue_country_code:US AND available_tickets < 800',
+  'capacity > 1000000',
+  'average_ticket_price_sold:20 TO 200 OR category_name:Rock',
+  'NOT venue_city:London AND tickets_sold >= 1',
+];
 
 describe('ranked search from the postings', () => {
   it('property: the same page and count as the ranked SQL over event_search, typos and filters included', async () => {
@@ -366,14 +377,25 @@ describe('several words, or words and a filter, past the cap: the rows up to it,
   }, 120_000);
 });
 
+/** Values each carried attribute is set to by the writes below (nulls where the column takes them). */
+const CARRIED_VALUES: Record<string, { cast: string; values: unknown[] }> = {
+  venue_country_code: { cast: 'text', values: ['US', 'GB', 'DK', null] },
+  category_name: { cast: 'text', values: ['Rock', 'Pop', null] },
+  event_date: { cast: 'bigint', values: [1_700_000_000, 1_800_000_000, null] },
+  average_ticket_price_sold: { cast: 'numeric', values: ['12.50', '480.00', null] },
+  available_tickets: { cast: 'int', values: [0, 17, 900] },
+  capacity: { cast: 'int', values: [500, 80_000, null] },
+};
+
 /** Postings that differ from what event_search's rows say they must be (both directions). */
 async function postingsDrift(): Promise<{ missing: number; extra: number; postings: number }> {
   // Written here from the definition (migration 039's header), not copied from its triggers.
+  const carried = 'venue_country_code, category_name, event_date, average_ticket_price_sold, available_tickets, capacity';
   const truth = `SELECT w AS word, s.event_id, w = ANY (tsvector_to_array(s.name_vector)) AS in_name,
                         EXISTS (SELECT 1 FROM unnest(tsvector_to_array(s.name_vector)) AS n WHERE left(n, length(w)) = w) AS prefix_in_name,
-                        s.tickets_sold_24h, s.tickets_sold
+                        s.tickets_sold_24h, s.tickets_sold, ${carried.split(', ').map((c) => `s.${c}`).join(', ')}
                  FROM event_search s, unnest(tsvector_to_array(s.search_vector)) AS w`;
-  const held = 'SELECT word, event_id, in_name, prefix_in_name, tickets_sold_24h, tickets_sold FROM search_postings';
+  const held = `SELECT word, event_id, in_name, prefix_in_name, tickets_sold_24h, tickets_sold, ${carried} FROM search_postings`;
   const { rows } = await pool.query<{ missing: number; extra: number; postings: number }>(
     `SELECT (SELECT count(*) FROM (${truth} EXCEPT ${held}) x)::int AS missing,
             (SELECT count(*) FROM (${held} EXCEPT ${truth}) x)::int AS extra,
@@ -383,7 +405,7 @@ async function postingsDrift(): Promise<{ missing: number; extra: number; postin
 }
 
 describe('search_postings kept by the triggers on event_search', () => {
-  it('property: after any sequence of writes, the postings are exactly the rows’ words, name flags and popularity', async () => {
+  it('property: after any sequence of writes, the postings are exactly the rows’ words, name flags, popularity and carried attributes', async () => {
     const { rows } = await pool.query<{ lo: string; hi: string }>('SELECT min(event_id)::text AS lo, max(event_id)::text AS hi FROM event_search');
     const lo = Number(rows[0]!.lo);
     const hi = Number(rows[0]!.hi);
@@ -392,6 +414,14 @@ describe('search_postings kept by the triggers on event_search', () => {
       fc.record({ kind: fc.constant('popularity' as const), from: fc.integer({ min: lo, max: hi }), n: fc.integer({ min: 1, max: 30 }), d: fc.integer({ min: -5, max: 50 }) }),
       fc.record({ kind: fc.constant('refresh' as const), from: fc.integer({ min: lo, max: hi }), n: fc.integer({ min: 1, max: 40 }) }),
       fc.record({ kind: fc.constant('delete' as const), from: fc.integer({ min: lo, max: hi }), n: fc.integer({ min: 1, max: 5 }) }),
+      // One attribute a posting carries for filters (migration 041), alone: it must reach them by itself.
+      fc.record({
+        kind: fc.constant('attribute' as const),
+        from: fc.integer({ min: lo, max: hi }),
+        n: fc.integer({ min: 0, max: 20 }),
+        column: fc.constantFrom(...Object.keys(CARRIED_VALUES)),
+        v: fc.nat(),
+      }),
     );
     let changed = 0;
     await fc.assert(
@@ -417,6 +447,10 @@ describe('search_postings kept by the triggers on event_search', () => {
           } else if (w.kind === 'refresh') {
             // The tracker's write: the row rebuilt from the catalog (its original words back).
             await refreshSearchRange(db, w.from, w.from + w.n);
+          } else if (w.kind === 'attribute') {
+            const { cast, values } = CARRIED_VALUES[w.column]!;
+            const r = await pool.query(`UPDATE event_search SET ${w.column} = $3::${cast} WHERE event_id BETWEEN $1 AND $1 + $2`, [w.from, w.n, values[w.v % values.length]]);
+            changed += r.rowCount ?? 0;
           } else {
             await pool.query('DELETE FROM event_search WHERE event_id BETWEEN $1 AND $1 + $2', [w.from, w.n]);
           }
