@@ -8,16 +8,20 @@
 // - From the postings (migration 039): each alternative of each word is one range of
 //   search_postings_rank (word first), read index-only, and grouped by event: ~0.75 µs
 //   per posting (the same city: 15 ms). But every posting of every word is read: a rare word
-//   beside "the" (248,000 postings) reads all of "the"'s.
+//   beside "the" (248,000 postings) reads all of "the"'s. Each posting also carries its event's
+//   filtered attributes (migration 041), so a filter on those is applied to the postings as
+//   they are read, still index-only (search-query.ts, rankedFromFilteredPostings).
 // - One word matching more events than the count's cap (a letter, "the", a city): the top of
 //   its ranking read in ranking order off the postings' own B-trees (topRowsOfOneWord), with no
 //   grouping: an event's best posting orders it (migration 039 says why), so the first postings
 //   in order, each event taken at its first, are the first events. The count stops at the cap.
-// So one word as typed is ranked from its top when it matches more than the cap, else from the
-// postings; several words, or a filter, from the rows when they match at most the cap, else from
-// the last word's top walked until the page is decided (search-query.ts, walkFromLastWord), or
-// failing that the postings (the rows, filtered). All give the same pages: a test (test/market-data/search-postings.test.ts)
-// holds them to the ranked SQL that read every row.
+// So words with a filter on the carried attributes are ranked from their postings that pass it,
+// unless they have many (a common word: 32 postings per match counted, at most); one word as
+// typed from its top when it matches more than the cap, else from the postings; several words,
+// or another filter, from the rows when they match at most the cap, else from the last word's
+// top walked until the page is decided (search-query.ts, walkFromLastWord), or failing that the
+// postings (the rows, filtered). All give the same pages: a test
+// (test/market-data/search-postings.test.ts) holds them to the ranked SQL that read every row.
 import type { Pool } from '../../db/pool.ts';
 import type { NearWord } from './search-vocabulary.ts';
 
