@@ -52,6 +52,7 @@ import {
   topRowsOfOneWord,
   type OneWordShape,
   type RankingPlan,
+  type Bind,
   type RankingSource,
   type WordTerms,
 } from './search-ranking.ts';
@@ -287,6 +288,14 @@ export function indexOrderedPage(
   return { countSql, idsSql, values, capped };
 }
 
+/** Select-list items over `m` (ranked matches, rankedMatches' columns): their number as `matches`, and the page's hits in relevance order as `hits`. */
+function countAndPageOfRanked(params: SearchParams, bind: Bind): string {
+  return `(SELECT count(*) FROM m)::int AS matches,
+           (SELECT coalesce(json_agg(${HIT_JSON} ORDER BY ${relevance('p')}), '[]'::json)
+            FROM (SELECT * FROM m ORDER BY ${relevance('m')} LIMIT ${bind(params.hitsPerPage, 'int')} OFFSET ${bind((params.page - 1) * params.hitsPerPage, 'int')}) p
+            JOIN event_search s ON s.event_id = p.event_id) AS hits`;
+}
+
 /**
  * Postings a filtered search reads at most, per match the count stops at, before it ranks from
  * the rows instead: a posting read index-only costs ~0.15 µs, a row ~3-7 µs, and the rows are
@@ -330,10 +339,7 @@ async function rankedFromFilteredPostings(
   const sql = `
     WITH h AS MATERIALIZED (${bounded}),
          m AS MATERIALIZED (${groupedPostings(terms, `(SELECT * FROM h p WHERE ${filter.sql})`)})
-    SELECT (SELECT count(*) FROM h)::int AS read, (SELECT count(*) FROM m)::int AS matches,
-           (SELECT coalesce(json_agg(${HIT_JSON} ORDER BY ${relevance('p')}), '[]'::json)
-            FROM (SELECT * FROM m ORDER BY ${relevance('m')} LIMIT ${bind(params.hitsPerPage, 'int')} OFFSET ${bind((params.page - 1) * params.hitsPerPage, 'int')}) p
-            JOIN event_search s ON s.event_id = p.event_id) AS hits`;
+    SELECT (SELECT count(*) FROM h)::int AS read, ${countAndPageOfRanked(params, bind)}`;
   const { rows } = await pool.query<{ read: number; matches: number; hits: SearchHit[] }>(sql, values);
   const r = rows[0]!;
   return readAtMost !== undefined && r.read > readAtMost ? null : r;
@@ -361,10 +367,7 @@ async function rankedPage(
   const limited = upTo === undefined ? matched : `SELECT * FROM (${matched} OFFSET 0) r LIMIT ${bind(upTo + 1, 'int')}`;
   const sql = `
     WITH m AS MATERIALIZED (${limited})
-    SELECT (SELECT count(*) FROM m)::int AS matches,
-           (SELECT coalesce(json_agg(${HIT_JSON} ORDER BY ${relevance('p')}), '[]'::json)
-            FROM (SELECT * FROM m ORDER BY ${relevance('m')} LIMIT ${bind(params.hitsPerPage, 'int')} OFFSET ${bind((params.page - 1) * params.hitsPerPage, 'int')}) p
-            JOIN event_search s ON s.event_id = p.event_id) AS hits`;
+    SELECT ${countAndPageOfRanked(params, bind)}`;
   const { rows } = await pool.query<{ matches: number; hits: SearchHit[] }>(sql, values);
   return rows[0]!;
 }

@@ -232,26 +232,19 @@ export function rankedMatches(source: 'postings' | 'rows', terms: readonly WordT
   return filterSql === 'TRUE' ? grouped : `SELECT g.* FROM (${grouped}) g JOIN event_search s ON s.event_id = g.event_id WHERE (${filterSql})`;
 }
 
-/** The attributes each posting carries of its event (migration 041), for a filter read off the postings. */
-export const POSTING_FILTER_ATTRIBUTES = [
-  'event_id',
-  'venue_country_code',
-  'category_name',
-  'event_date',
-  'average_ticket_price_sold',
-  'tickets_sold',
-  'tickets_sold_24h',
-  'available_tickets',
-  'capacity',
-] as const;
+/** The attributes of its event a posting carries for filters (migration 041), beside its popularity. */
+const CARRIED_FOR_FILTERS = ['venue_country_code', 'category_name', 'event_date', 'average_ticket_price_sold', 'available_tickets', 'capacity'] as const;
+
+/** What a filter read off the postings may name: the event, its popularity, the carried attributes. */
+export const POSTING_FILTER_ATTRIBUTES = ['event_id', 'tickets_sold', 'tickets_sold_24h', ...CARRIED_FOR_FILTERS] as const;
 
 /**
  * Every posting of every term, one row each (term, typos, event_id, in_name, exact,
  * tickets_sold_24h, tickets_sold), and with `carried` the event attributes a filter over the
- * postings reads (POSTING_FILTER_ATTRIBUTES).
+ * postings reads besides those (CARRIED_FOR_FILTERS).
  */
 export function postingsOfTerms(terms: readonly WordTerms[], bind: Bind, carried = false): string {
-  const extra = carried ? `, ${POSTING_FILTER_ATTRIBUTES.filter((a) => a !== 'event_id' && !a.startsWith('tickets_sold')).map((a) => `p.${a}`).join(', ')}` : '';
+  const extra = carried ? `, ${CARRIED_FOR_FILTERS.map((a) => `p.${a}`).join(', ')}` : '';
   return terms
     .flatMap((t, i) => {
       const whole = bind(t.word, 'text');
