@@ -41,6 +41,10 @@ import {
 import {
   groupedPostings,
   lexeme,
+  likePrefix,
+  MANY_WORDS,
+  POSTINGS_PER_EVENT_PROBED,
+  termBranches,
   ONE_WORD_ORDER,
   POSTING_FILTER_ATTRIBUTES,
   postingsOfTerms,
@@ -56,7 +60,7 @@ import {
   type RankingSource,
   type WordTerms,
 } from './search-ranking.ts';
-import type { SearchVocabulary } from './search-vocabulary.ts';
+import type { NearWord, SearchVocabulary } from './search-vocabulary.ts';
 
 export const SORT_BY = [
   'recommended',
@@ -227,6 +231,12 @@ async function runSearch(
     // Words and a filter on the attributes the postings carry: their postings that pass it,
     // read index-only, unless the words have too many postings (a common word: the rows,
     // which stop at the cap's worth of matches, cost less than reading them all).
+    // One mistyped word (this is the typo pass: as typed it matched nothing), no filter: the top
+    // of its closest alternatives, when they match more than the cap.
+    if (terms.length === 1 && terms[0]!.near.length && filter.sql === 'TRUE' && rankFrom === undefined) {
+      const walked = await walkNearTop(pool, params, terms[0]!, countCap);
+      if (walked) return { nbHits: countCap, exhaustive: false, hits: walked };
+    }
     const onPostings = filter.sql === 'TRUE' ? null : compilePostingsFilter(params.filterExpression);
     if (onPostings && (rankFrom === undefined || rankFrom === 'postings')) {
       const found = await rankedFromFilteredPostings(pool, params, terms, onPostings, rankFrom === undefined ? FILTERED_POSTINGS_PER_CAP * (countCap + 1) : undefined);
@@ -474,21 +484,113 @@ async function walkFromLastWord(
           tickets_sold: b.tickets_sold,
           event_id: Number(b.event_id),
         }) < 0);
-    if (decided) {
-      const ids = found.slice(needed - params.hitsPerPage, needed).map((e) => e.event_id);
-      const page = await pool.query<{ hits: SearchHit[] }>(
-        `SELECT coalesce(json_agg(${HIT_JSON} ORDER BY array_position($1::bigint[], s.event_id)), '[]'::json) AS hits
-         FROM event_search s WHERE s.event_id = ANY ($1::bigint[])`,
-        [ids],
-      );
-      return page.rows[0]!.hits;
-    }
+    if (decided) return hitsOf(pool, found.slice(needed - params.hitsPerPage, needed).map((e) => e.event_id));
     if (n >= MAX_WALK) return null;
     // Enough postings for the page at the rate they gave events that have every word and pass
     // the filter, and a quarter more; at least twice as many, at most four times.
     const wanted = found.length ? Math.ceil(((needed * r.postings) / found.length) * 1.25) : n * 4;
     n = Math.min(n * 4, Math.max(n * 2, wanted));
   }
+}
+
+/** Postings of a mistyped word's closest alternatives a walk starts with (it grows by four at most). */
+const NEAR_WALK_FIRST = 256;
+
+/**
+ * One word that matched no event as typed, read through its typo alternatives, when they match
+ * more events than the cap: the page from the top of its closest alternatives, nbHits the cap.
+ * Ranking every match (the postings of every alternative, grouped) cost up to 25 ms at a million
+ * events for a word as common as "harbour"; the page needs the first few dozen.
+ *
+ * Every event having an alternative of the fewest typos ranks before every other (typos come
+ * first), and the word as typed is no event's whole word ("exact" is 0 for all: it matched
+ * nothing). So while those events fill the page, it is the first of them by "in name", then
+ * popularity. Their postings are read in popularity order (each of those words' two ranges of
+ * search_postings_rank, by prefix_in_name, merged); an event's "in name" comes from a posting
+ * in its name, else from its row (an alternative of more typos may be in its name). An event
+ * not reached yet has popularity below the last posting read and at best "in name": once the
+ * page's last event is in name, nothing further down can enter the page. Null, for the
+ * postings to rank every match, when the alternatives match at most the cap, when the closest
+ * are more than MANY_WORDS catalog words, or when they hold too few events in name within
+ * MAX_WALK postings. Exported for its test.
+ */
+export async function walkNearTop(
+  pool: Pool,
+  params: SearchParams,
+  term: WordTerms,
+  countCap: number,
+  /** Postings read first (a test makes it small, to see the walk decide before the end). */
+  first?: number,
+): Promise<SearchHit[] | null> {
+  if (!term.near.length) return null;
+  const fewest = Math.min(...term.near.map((n) => n.typos));
+  const closest = term.near.filter((n) => n.typos === fewest);
+  const closestWords = await beyondCapClosestWords(pool, term, closest, countCap);
+  if (!closestWords) return null;
+  const needed = params.page * params.hitsPerPage;
+  const othersExist = term.near.some((n) => n.typos > fewest);
+  type Key = { in_name: number; tickets_sold_24h: number; tickets_sold: number; event_id: number };
+  const order = (a: Key, b: Key) => b.in_name - a.in_name || b.tickets_sold_24h - a.tickets_sold_24h || b.tickets_sold - a.tickets_sold || a.event_id - b.event_id;
+  for (let n = first ?? Math.max(needed + 32, NEAR_WALK_FIRST); ; n = Math.min(n * 4, MAX_WALK)) {
+    const { values, bind } = statementParams();
+    const popular = 'tickets_sold_24h DESC, tickets_sold DESC, event_id';
+    const { rows } = await pool.query<{ events: Key[] | null; postings: number }>(
+      `WITH r AS MATERIALIZED (
+         SELECT x.* FROM unnest(${bind(closestWords, 'text[]')}) d(word)
+         CROSS JOIN (VALUES (true), (false)) b(pin)
+         CROSS JOIN LATERAL (
+           SELECT p.event_id, p.in_name, p.tickets_sold_24h, p.tickets_sold FROM search_postings p
+           WHERE p.word = d.word AND p.prefix_in_name = b.pin ORDER BY p.${popular.replaceAll(', ', ', p.')} LIMIT ${bind(n, 'int')}) x
+         ORDER BY x.${popular.replaceAll(', ', ', x.')} LIMIT ${bind(n, 'int')}),
+       e AS (SELECT event_id, bool_or(in_name) AS in_name, max(tickets_sold_24h) AS tickets_sold_24h, max(tickets_sold) AS tickets_sold FROM r GROUP BY event_id)
+       SELECT (SELECT json_agg(json_build_object('event_id', e.event_id, 'tickets_sold_24h', e.tickets_sold_24h, 'tickets_sold', e.tickets_sold,
+                 'in_name', CASE WHEN e.in_name THEN 1 ELSE (SELECT (s.name_vector @@ ${bind(termQuery(term), 'tsquery')})::int FROM event_search s WHERE s.event_id = e.event_id) END))
+               FROM e) AS events,
+              (SELECT count(*) FROM r)::int AS postings`,
+      values,
+    );
+    const r = rows[0]!;
+    const found = (r.events ?? []).map((e) => ({ ...e, event_id: Number(e.event_id) })).sort(order);
+    const exhausted = r.postings < n;
+    // Every event read comes before every one not read in popularity: the page's last event
+    // beats them all when it is in name. Read to the end, the closest alternatives' events are
+    // all known, and they are the page while they are enough for it (or no other event exists).
+    const decided = found.length >= needed ? found[needed - 1]!.in_name === 1 || exhausted : exhausted && !othersExist;
+    if (decided) return hitsOf(pool, found.slice(needed - params.hitsPerPage, needed).map((e) => e.event_id));
+    if (exhausted || n >= MAX_WALK) return null;
+  }
+}
+
+/**
+ * The catalog words of `closest` (a mistyped word's alternatives of the fewest typos, a prefix
+ * standing for every word under it) when every alternative of `term` together matches more
+ * events than the cap (the distinct events among their first postings, as oneWordShape counts)
+ * and those words are MANY_WORDS at most; else null.
+ */
+async function beyondCapClosestWords(pool: Pool, term: WordTerms, closest: readonly NearWord[], countCap: number): Promise<string[] | null> {
+  const { values, bind } = statementParams();
+  const probed = termBranches(term, bind, () => 'p.event_id').join(' UNION ALL ');
+  const words = [
+    `SELECT unnest(${bind(closest.filter((n) => !n.prefix).map((n) => n.text), 'text[]')}) AS word`,
+    ...closest.filter((n) => n.prefix).map((n) => `SELECT word FROM search_dictionary WHERE word LIKE ${bind(likePrefix(n.text), 'text')}`),
+  ].join(' UNION ');
+  const { rows } = await pool.query<{ events: number; words: string[] | null }>(
+    `SELECT (SELECT count(DISTINCT event_id) FROM (SELECT * FROM (${probed}) u LIMIT ${bind(POSTINGS_PER_EVENT_PROBED * (countCap + 1), 'int')}) x)::int AS events,
+            (SELECT array_agg(word) FROM (SELECT word FROM (${words}) w LIMIT ${bind(MANY_WORDS + 1, 'int')}) w) AS words`,
+    values,
+  );
+  const probe = rows[0]!;
+  return probe.events > countCap && probe.words && probe.words.length <= MANY_WORDS ? probe.words : null;
+}
+
+/** The hits of these events, in this order. */
+async function hitsOf(pool: Pool, ids: readonly number[]): Promise<SearchHit[]> {
+  const { rows } = await pool.query<{ hits: SearchHit[] }>(
+    `SELECT coalesce(json_agg(${HIT_JSON} ORDER BY array_position($1::bigint[], s.event_id)), '[]'::json) AS hits
+     FROM event_search s WHERE s.event_id = ANY ($1::bigint[])`,
+    [ids],
+  );
+  return rows[0]!.hits;
 }
 
 /** Catalog words a typed prefix is matched as, at most (more: matched as a prefix). */

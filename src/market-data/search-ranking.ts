@@ -20,7 +20,9 @@
 // typed from its top when it matches more than the cap, else from the postings; several words,
 // or another filter, from the rows when they match at most the cap, else from the last word's
 // top walked until the page is decided (search-query.ts, walkFromLastWord), or failing that the
-// postings (the rows, filtered). All give the same pages: a test
+// postings (the rows, filtered). One mistyped word (the typo pass) past the cap: the top of its
+// closest alternatives, merged in popularity order (search-query.ts, walkNearTop). All give the
+// same pages: a test
 // (test/market-data/search-postings.test.ts) holds them to the ranked SQL that read every row.
 import type { Pool } from '../../db/pool.ts';
 import type { NearWord } from './search-vocabulary.ts';
@@ -118,9 +120,9 @@ export interface OneWordShape {
 }
 
 /** Postings a one-word probe reads at most, per unit of the cap (a word's events, several postings each). */
-const POSTINGS_PER_EVENT_PROBED = 4;
+export const POSTINGS_PER_EVENT_PROBED = 4;
 /** Past this many catalog words, a prefix's other words are read by their first two characters. */
-const MANY_WORDS = 64;
+export const MANY_WORDS = 64;
 
 /**
  * One index-only probe of a word's postings: whether it matches more than `countCap` events
@@ -200,7 +202,7 @@ export function topRowsOfOneWord(t: WordTerms, shape: OneWordShape, n: string, b
  * prefix as a range (LIKE on a COLLATE "C" column is one), whole-word alternatives as one
  * `= ANY` per typo count. `columns` is what each SELECT returns, given its typo count.
  */
-function termBranches(t: WordTerms, bind: Bind, columns: (typos: number) => string): string[] {
+export function termBranches(t: WordTerms, bind: Bind, columns: (typos: number) => string): string[] {
   const select = (typos: number, where: string) => `SELECT ${columns(typos)} FROM search_postings p WHERE ${where}`;
   const branches: string[] = [];
   const wholeWords = new Map<number, string[]>();
@@ -213,7 +215,7 @@ function termBranches(t: WordTerms, bind: Bind, columns: (typos: number) => stri
 }
 
 /** A LIKE pattern for the words starting with `text` (byte order: the postings' words are COLLATE "C"). */
-function likePrefix(text: string): string {
+export function likePrefix(text: string): string {
   return `${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 

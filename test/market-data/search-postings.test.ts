@@ -15,7 +15,7 @@ import { createPool, type Pool } from '../../db/pool.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../db/scratch.ts';
 import { bindColumns, compileFilter, FILTERABLE_ATTRIBUTES, type FilterableAttributeName } from '../../src/apis/market-data/filter-expression.ts';
 import { refreshSearchRange, refreshSearchRows } from '../../src/market-data/search-index.ts';
-import { COUNT_CAP, searchEvents, type SearchHit, type SearchParams } from '../../src/market-data/search-query.ts';
+import { COUNT_CAP, searchEvents, walkNearTop, type SearchHit, type SearchParams } from '../../src/market-data/search-query.ts';
 import { oneWordShape, rankingSource } from '../../src/market-data/search-ranking.ts';
 import { SearchVocabulary, type NearWord } from '../../src/market-data/search-vocabulary.ts';
 import { seedCatalog } from '../../src/market-data/seed/seed.ts';
@@ -374,6 +374,97 @@ describe('several words, or words and a filter, past the cap: the rows up to it,
     );
     expect(past).toBeGreaterThan(10);
     expect(within).toBeGreaterThan(10);
+  }, 120_000);
+});
+
+describe('one mistyped word past the cap: the top of its closest alternatives', () => {
+  it('decides the page once its last event is in name, and takes "in name" from any alternative', async () => {
+    // Twelve events with "pqvxjklz" (one typo from the query) in the venue. Two have it in the
+    // name too; one, the least popular, has "pqvxjkzz" (two typos) in its name instead: it ranks
+    // third, before every event not in name, though its posting of "pqvxjklz" comes last.
+    const { rows } = await pool.query<{ id: string }>('SELECT event_id::text AS id FROM event_search ORDER BY event_id OFFSET 100 LIMIT 12');
+    const ids = rows.map((r) => Number(r.id));
+    const set = (id: number, name: string, sold24h: number) =>
+      pool.query(
+        `UPDATE event_search SET event_name = $2, artist_name = NULL, venue_name = 'Pqvxjklz Hall', venue_city = 'Nowhere',
+           search_text = lower(concat_ws(' ', $2::text, 'Pqvxjklz Hall', 'Nowhere')), tickets_sold_24h = $3 WHERE event_id = $1`,
+        [id, name, sold24h],
+      );
+    const plain = ids.slice(0, 9);
+    const [n1, n2, x] = ids.slice(9) as [number, number, number];
+    // Popularity order: plain 4..0, n1, n2, plain 8..5, x.
+    for (const [i, id] of plain.entries()) await set(id, `Plain Night ${i}`, i < 5 ? 900_000 + i : 100 + i);
+    await set(n1, 'Pqvxjklz Live', 800_001);
+    await set(n2, 'Pqvxjklz Night', 800_000);
+    await set(x, 'Pqvxjkzz Night', 5);
+    // The oracle's vocabulary too: it must know the new words.
+    vocabulary = new SearchVocabulary(pool);
+    await vocabulary.ready();
+    const fresh = vocabulary;
+    const term = { word: 'pqvxjklm', prefix: false, near: fresh.near('pqvxjklm', false) };
+    expect(term.near.map((n) => [n.text, n.typos]).sort()).toEqual([
+      ['pqvxjklz', 1],
+      ['pqvxjkzz', 2],
+    ]);
+    const params = (page: number): SearchParams => ({ query: 'pqvxjklm ', filterExpression: '', page, hitsPerPage: 2, sortBy: 'recommended' });
+    const want = [
+      [n1, n2],
+      [x, plain[4]],
+    ];
+    for (const page of [1, 2]) {
+      // Two postings first: page 1 is decided after 8 (n1 and n2 are in name), page 2 only at the end (x).
+      const walked = await walkNearTop(pool, params(page), term, 3, 2);
+      expect(walked?.map((h) => h.event_id), `page ${page}`).toEqual(want[page - 1]);
+      const got = await searchEvents(pool, params(page), fresh, 3);
+      expect(got.hits.map((h) => h.event_id), `page ${page}`).toEqual(want[page - 1]);
+      expect(got.hits.map((h) => h.event_id), `page ${page}`).toEqual((await oracleSearch(params(page))).ids);
+      expect(got).toMatchObject({ nbHits: 3, exhaustiveNbHits: false });
+    }
+    // Within the cap the postings rank every match: no walk.
+    expect(await walkNearTop(pool, params(1), term, 12)).toBeNull();
+  });
+
+  it('property: the page the full ranking has, for a mistyped word of any size, whole or typed', async () => {
+    let walks = 0;
+    let typoPass = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat(),
+        fc.nat(),
+        fc.nat(),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 1, max: 8 }),
+        async (e, i, at, typing, cap, page, first) => {
+          const from = eventWords[e % eventWords.length]!.filter((w) => w.length >= 4 && !/[0-9]/.test(w));
+          if (!from.length) return;
+          const w = from[i % from.length]!;
+          const k = at % w.length;
+          const typed = w.slice(0, k) + (w[k] === 'x' ? 'q' : 'x') + w.slice(k + 1);
+          const params: SearchParams = { query: typing ? typed : `${typed} `, filterExpression: '', page, hitsPerPage: 5, sortBy: 'recommended' };
+          const want = await oracleSearch(params);
+          const got = await searchEvents(pool, params, vocabulary, cap);
+          expect(got.hits.map((h) => h.event_id), params.query).toEqual(want.ids);
+          expect({ nbHits: got.nbHits, exhaustive: got.exhaustiveNbHits }).toEqual(
+            want.nbHits > cap ? { nbHits: cap, exhaustive: false } : { nbHits: want.nbHits, exhaustive: true },
+          );
+          // The walk itself, from a few postings: whenever it answers, the full ranking's page.
+          const asTyped = await pool.query<{ found: boolean }>('SELECT EXISTS (SELECT 1 FROM event_search s WHERE s.search_vector @@ $1::tsquery) AS found', [
+            `'${typed}'${typing ? ':*' : ''}`,
+          ]);
+          if (asTyped.rows[0]!.found) return;
+          typoPass++;
+          const walked = await walkNearTop(pool, params, { word: typed, prefix: typing, near: vocabulary.near(typed, typing) }, cap, first);
+          if (walked === null) return;
+          walks++;
+          expect(walked.map((h) => h.event_id), params.query).toEqual(want.ids);
+        },
+      ),
+      { numRuns: Number(process.env.SEARCH_NEAR_RUNS ?? 150) },
+    );
+    expect(typoPass).toBeGreaterThan(50);
+    expect(walks).toBeGreaterThan(10);
   }, 120_000);
 });
 
