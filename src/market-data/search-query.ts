@@ -238,6 +238,10 @@ async function runSearch(
       if (walked) return { nbHits: countCap, exhaustive: false, hits: walked };
     }
     const onPostings = filter.sql === 'TRUE' ? null : compilePostingsFilter(params.filterExpression);
+    if (onPostings && rankFrom === undefined && terms.length === 1) {
+      const top = await filteredTopOfOneWord(pool, params, terms[0]!, onPostings, countCap);
+      if (top) return { nbHits: Math.min(top.matches, countCap), exhaustive: top.matches <= countCap, hits: top.hits };
+    }
     if (onPostings && (rankFrom === undefined || rankFrom === 'postings')) {
       const found = await rankedFromFilteredPostings(pool, params, terms, onPostings, rankFrom === undefined ? FILTERED_POSTINGS_PER_CAP * (countCap + 1) : undefined);
       if (found) return { nbHits: Math.min(found.matches, countCap), exhaustive: found.matches <= countCap, hits: found.hits };
@@ -318,8 +322,8 @@ const POSTING_FILTER_COLUMNS: Record<string, FilterAttribute> = Object.fromEntri
   POSTING_FILTER_ATTRIBUTES.map((a) => [a, { type: FILTERABLE_ATTRIBUTES[a], column: `p.${a}` }]),
 );
 
-/** The filterExpression over a posting's columns; null when it names an attribute the postings do not carry. */
-function compilePostingsFilter(expression: string): CompiledFilter | null {
+/** The filterExpression over a posting's columns; null when it names an attribute the postings do not carry. Exported for a test. */
+export function compilePostingsFilter(expression: string): CompiledFilter | null {
   try {
     return compileFilter(expression, POSTING_FILTER_COLUMNS, 1);
   } catch (err) {
@@ -353,6 +357,45 @@ async function rankedFromFilteredPostings(
   const { rows } = await pool.query<{ read: number; matches: number; hits: SearchHit[] }>(sql, values);
   const r = rows[0]!;
   return readAtMost !== undefined && r.read > readAtMost ? null : r;
+}
+
+/**
+ * One typed word that a single catalog word starts with (WordTerms.expands), and a filter on
+ * the attributes the postings carry: that word's postings read in search_postings_rank's order,
+ * index-only, those passing the filter kept, until one past the cap pass. Its order is the
+ * ranking's: every event has one posting of the word, whole or not alike for all ("exact" is
+ * the same for every event), and its prefix_in_name is the prefix's "in name" (a name word
+ * starting with the prefix can only be that word). A common word with a filter most of its
+ * events pass ("festival" in the Festival category: 19,321 postings) was grouped in full,
+ * 28 ms at a million events; the first thousand passing are enough. The read stops where the
+ * rows' would (the cap's worth passing), a posting for a row: no bound on it is needed. Null
+ * when the word is not alone under the prefix, or when the page lies past the cap. Exported
+ * for its test.
+ */
+export async function filteredTopOfOneWord(
+  pool: Pool,
+  params: SearchParams,
+  term: WordTerms,
+  filter: CompiledFilter,
+  countCap: number,
+): Promise<{ matches: number; hits: SearchHit[] } | null> {
+  const only = term.prefix && term.near.length === 0 && term.expands?.length === 1 ? term.expands[0]! : undefined;
+  const offset = (params.page - 1) * params.hitsPerPage;
+  if (only === undefined || offset + params.hitsPerPage > countCap + 1) return null;
+  const { values, bind } = statementParams(filter.params);
+  const order = 'p.prefix_in_name DESC, p.tickets_sold_24h DESC, p.tickets_sold DESC, p.event_id';
+  const { rows } = await pool.query<{ matches: number; hits: SearchHit[] }>(
+    `WITH f AS MATERIALIZED (
+       SELECT p.event_id, row_number() OVER (ORDER BY ${order}) AS n FROM (
+         SELECT p.* FROM search_postings p WHERE p.word = ${bind(only, 'text')} AND (${filter.sql})
+         ORDER BY ${order} LIMIT ${bind(countCap + 1, 'int')}) p)
+     SELECT (SELECT count(*) FROM f)::int AS matches,
+            (SELECT coalesce(json_agg(${HIT_JSON} ORDER BY page.n), '[]'::json)
+             FROM (SELECT * FROM f ORDER BY n LIMIT ${bind(params.hitsPerPage, 'int')} OFFSET ${bind(offset, 'int')}) page
+             JOIN event_search s ON s.event_id = page.event_id) AS hits`,
+    values,
+  );
+  return rows[0]!;
 }
 
 /**

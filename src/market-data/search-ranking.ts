@@ -15,8 +15,10 @@
 //   its ranking read in ranking order off the postings' own B-trees (topRowsOfOneWord), with no
 //   grouping: an event's best posting orders it (migration 039 says why), so the first postings
 //   in order, each event taken at its first, are the first events. The count stops at the cap.
-// So words with a filter on the carried attributes are ranked from their postings that pass it,
-// unless they have many (a common word: 32 postings per match counted, at most); one word as
+// So words with a filter on the carried attributes are ranked from their postings that pass it
+// (one typed word alone under its prefix: the first of them in the index's order, which is the
+// ranking's; search-query.ts, filteredTopOfOneWord), unless they have many (a common word: 32
+// postings per match counted, at most); one word as
 // typed from its top when it matches more than the cap, else from the postings; several words,
 // or another filter, from the rows when they match at most the cap, else from the last word's
 // top walked until the page is decided (search-query.ts, walkFromLastWord), or failing that the

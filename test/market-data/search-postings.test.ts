@@ -15,7 +15,15 @@ import { createPool, type Pool } from '../../db/pool.ts';
 import { createScratchDatabase, type ScratchDatabase } from '../../db/scratch.ts';
 import { bindColumns, compileFilter, FILTERABLE_ATTRIBUTES, type FilterableAttributeName } from '../../src/apis/market-data/filter-expression.ts';
 import { refreshSearchRange, refreshSearchRows } from '../../src/market-data/search-index.ts';
-import { COUNT_CAP, searchEvents, walkNearTop, type SearchHit, type SearchParams } from '../../src/market-data/search-query.ts';
+import {
+  compilePostingsFilter,
+  COUNT_CAP,
+  filteredTopOfOneWord,
+  searchEvents,
+  walkNearTop,
+  type SearchHit,
+  type SearchParams,
+} from '../../src/market-data/search-query.ts';
 import { oneWordShape, rankingSource } from '../../src/market-data/search-ranking.ts';
 import { SearchVocabulary, type NearWord } from '../../src/market-data/search-vocabulary.ts';
 import { seedCatalog } from '../../src/market-data/seed/seed.ts';
@@ -317,6 +325,46 @@ describe('one word past the cap: the top of its ranking from the postings’ ord
     );
     // Every way of reading the top came up: one never taken would be proven by nothing.
     for (const [way, n] of Object.entries(seen)) expect(n, way).toBeGreaterThan(0);
+  }, 120_000);
+});
+
+describe('one typed word alone under its prefix, with a filter on the postings: their top, in order', () => {
+  it('property: the page and count the full ranking has, read from the first postings that pass', async () => {
+    let answered = 0;
+    let past = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat(),
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 1, max: 4 }),
+        fc.integer({ min: 1, max: 6 }),
+        fc.constantFrom(...FILTERS.slice(0, -1)),
+        async (i, cut, cap, page, hitsPerPage, filterExpression) => {
+          // Words of events (common ones come up often), typed in part.
+          const from = eventWords[i % eventWords.length]!;
+          const w = from[i % from.length]!;
+          const typed = w.slice(0, Math.min(cut, w.length));
+          const under = words.filter((d) => d.startsWith(typed));
+          const params: SearchParams = { query: typed, filterExpression, page, hitsPerPage, sortBy: 'recommended' };
+          const term = { word: typed, prefix: true, near: [], expands: under };
+          const got = await filteredTopOfOneWord(pool, params, term, compilePostingsFilter(filterExpression)!, cap);
+          if (under.length !== 1 || (page - 1) * hitsPerPage + hitsPerPage > cap + 1) {
+            expect(got).toBeNull();
+            return;
+          }
+          const want = await oracleSearch(params);
+          expect(got, typed).not.toBeNull();
+          expect(got!.hits.map((h) => h.event_id), `${typed} ${filterExpression}`).toEqual(want.ids);
+          expect(Math.min(got!.matches, cap + 1)).toBe(Math.min(want.nbHits, cap + 1));
+          answered++;
+          if (want.nbHits > cap) past++;
+        },
+      ),
+      { numRuns: Number(process.env.SEARCH_FILTERED_TOP_RUNS ?? 200) },
+    );
+    expect(answered).toBeGreaterThan(40);
+    expect(past).toBeGreaterThan(10);
   }, 120_000);
 });
 
