@@ -42,6 +42,7 @@ import * as m038 from './038_member_priority.ts';
 import * as m039 from './039_search_postings.ts';
 import * as m040 from './040_search_covering_indexes.ts';
 import * as m041 from './041_search_postings_filters.ts';
+import * as m042 from './042_search_words_intersection.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -91,6 +92,7 @@ const migrations: Record<string, Migration> = {
   '039_search_postings': m039,
   '040_search_covering_indexes': m040,
   '041_search_postings_filters': m041,
+  '042_search_words_intersection': m042,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -39,6 +39,7 @@ import {
   type FilterableAttributeName,
 } from '../apis/market-data/filter-expression.ts';
 import {
+  eventsWithWords,
   groupedPostings,
   lexeme,
   likePrefix,
@@ -190,14 +191,17 @@ export async function searchEvents(
   const terms: WordTerms[] = words.map((word, i) =>
     typing && i === words.length - 1 ? { word, prefix: true, near: [], ...(lastExpands ? { expands: lastExpands } : {}) } : { word, prefix: false, near: [] },
   );
-  let found = await runSearch(pool, params, filter, terms, countCap, rankFrom);
+  // The vocabulary also knows the common words several-word searches need; its first load is
+  // started here, not waited for (until it is done, none counts as known).
+  if (terms.length > 1 && vocabulary.commonWords() === null) vocabulary.ready().catch(() => {});
+  let found = await runSearch(pool, params, filter, terms, countCap, rankFrom, vocabulary);
   // Typos only when the words as typed match nothing: a word that exists is not also read as
   // every word one letter away from it (and broad short words stay cheap). Words that match
   // events the filter then excludes do match: no typo pass (an EXISTS decides, only then).
   if (found.nbHits === 0 && terms.length && (filter.sql === 'TRUE' || !(await wordsMatchAnyEvent(pool, terms)))) {
     await vocabulary.ready();
     const fuzzy = terms.map((t, i) => ({ ...t, near: i < MAX_FUZZY_WORDS ? vocabulary.near(t.word, t.prefix) : [] }));
-    if (fuzzy.some((t) => t.near.length)) found = await runSearch(pool, params, filter, fuzzy, countCap, rankFrom);
+    if (fuzzy.some((t) => t.near.length)) found = await runSearch(pool, params, filter, fuzzy, countCap, rankFrom, vocabulary);
   }
   return {
     hits: found.hits,
@@ -226,6 +230,7 @@ async function runSearch(
   terms: readonly WordTerms[],
   countCap: number,
   rankFrom: RankingSource | undefined,
+  vocabulary: SearchVocabulary,
 ): Promise<{ nbHits: number; exhaustive: boolean; hits: SearchHit[] }> {
   if (terms.length && params.sortBy === 'recommended') {
     // Words and a filter on the attributes the postings carry: their postings that pass it,
@@ -248,7 +253,7 @@ async function runSearch(
     }
     const plan: RankingPlan =
       rankFrom === undefined
-        ? await rankingSource(pool, terms, filter.sql !== 'TRUE', countCap)
+        ? await rankingSource(pool, terms, filter.sql !== 'TRUE', countCap, vocabulary.commonWords())
         : rankFrom === 'top'
           ? terms.length === 1 && terms[0]!.near.length === 0 && filter.sql === 'TRUE'
             ? { source: 'top', shape: await oneWordShape(pool, terms[0]!, countCap) }
@@ -256,15 +261,12 @@ async function runSearch(
           : { source: rankFrom };
     if (plan.source === 'top') return rankedTop(pool, params, terms, plan.shape, countCap);
     const upTo = plan.source === 'rows' ? plan.upTo : undefined;
-    const found = await rankedPage(pool, params, filter, terms, plan.source, upTo);
-    if (upTo !== undefined && found.matches > upTo) {
-      // More matches than the rows were to be read for: the top of the last word's ranking,
-      // walked until no event further down can beat the page; else the postings rank them all.
-      const walked = await walkFromLastWord(pool, params, terms, filter, countCap);
-      if (walked) return { nbHits: countCap, exhaustive: false, hits: walked };
-      const all = await rankedPage(pool, params, filter, terms, filter.sql === 'TRUE' ? 'postings' : 'rows');
-      return { nbHits: Math.min(all.matches, countCap), exhaustive: all.matches <= countCap, hits: all.hits };
-    }
+    // Counted off the postings first: past the cap, no row is read before the walk; within it,
+    // every match's row is read anyway.
+    const counted = plan.source === 'rows' && plan.countFirst ? await eventsWithWords(pool, plan.countFirst, countCap + 1) : null;
+    if (counted !== null && counted > countCap) return pastTheCap(pool, params, filter, terms, countCap);
+    const found = await rankedPage(pool, params, filter, terms, plan.source, counted === null ? upTo : undefined);
+    if (upTo !== undefined && counted === null && found.matches > upTo) return pastTheCap(pool, params, filter, terms, countCap);
     const reached = found.matches > countCap;
     return { nbHits: reached ? countCap : found.matches, exhaustive: !reached, hits: found.hits };
   }
@@ -276,6 +278,24 @@ async function runSearch(
   const counted = rows[0]!.nb_hits;
   const reached = page.capped && counted > countCap;
   return { nbHits: reached ? countCap : counted, exhaustive: !reached, hits: rows[0]!.hits };
+}
+
+/**
+ * Words as typed matching more than the cap (known before it is called): the top of the last
+ * word's ranking, walked until no event further down can beat the page; else the postings rank
+ * every match (the rows, filtered).
+ */
+async function pastTheCap(
+  pool: Pool,
+  params: SearchParams,
+  filter: CompiledFilter,
+  terms: readonly WordTerms[],
+  countCap: number,
+): Promise<{ nbHits: number; exhaustive: boolean; hits: SearchHit[] }> {
+  const walked = await walkFromLastWord(pool, params, terms, filter, countCap);
+  if (walked) return { nbHits: countCap, exhaustive: false, hits: walked };
+  const all = await rankedPage(pool, params, filter, terms, filter.sql === 'TRUE' ? 'postings' : 'rows');
+  return { nbHits: Math.min(all.matches, countCap), exhaustive: all.matches <= countCap, hits: all.hits };
 }
 
 /**

@@ -39,6 +39,13 @@ export interface NearWord {
   prefix: boolean;
 }
 
+/**
+ * Postings past which a word counts as common (by the planner's statistics): "the", on a quarter
+ * of the catalog, where "new" has 36,394 at a million events. Searches do not count the events
+ * having several words off the postings when one of them is this common (search-ranking.ts).
+ */
+export const COMMON_WORD_POSTINGS = 60_000;
+
 /** Built once per gateway (Services.searchVocabulary), so the words are loaded once, not per search. */
 export class SearchVocabulary {
   /** Every word as of the last full load, and the words fetched since (a small second trie). */
@@ -50,8 +57,13 @@ export class SearchVocabulary {
   private refreshing: Promise<void> | null = null;
   private refreshedAt = 0;
   private fullAt = 0;
+  private common: ReadonlySet<string> | null = null;
 
-  constructor(private readonly pool: Pool) {}
+  constructor(
+    private readonly pool: Pool,
+    /** COMMON_WORD_POSTINGS, unless a test makes words of a small catalog common. */
+    private readonly commonWordPostings = COMMON_WORD_POSTINGS,
+  ) {}
 
   /** Loads on first use; afterwards refreshes in the background and never waits for it. */
   async ready(): Promise<void> {
@@ -73,6 +85,15 @@ export class SearchVocabulary {
   private async reload(): Promise<void> {
     const started = Date.now();
     const { rows } = await this.pool.query<{ word: string; id: string }>('SELECT word, id::text FROM search_dictionary');
+    // The most common words the planner's statistics know, with the postings' row estimate
+    // (the statistics' frequencies are shares of it); none before the postings are analysed.
+    const common = await this.pool.query<{ word: string }>(
+      `SELECT m.word FROM pg_stats s, unnest(s.most_common_vals::text::text[], s.most_common_freqs) AS m(word, freq)
+       WHERE s.schemaname = current_schema() AND s.tablename = 'search_postings' AND s.attname = 'word'
+         AND m.freq * (SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'search_postings'::regclass) > $1`,
+      [this.commonWordPostings],
+    );
+    this.common = new Set(common.rows.map((r) => r.word));
     const words = rows.map((r) => r.word).sort(compare);
     this.main = Trie.build(words);
     this.recent = Trie.build([]);
@@ -92,6 +113,11 @@ export class SearchVocabulary {
     this.watermark = Number(rows[rows.length - 1]!.id);
     this.recentWords = [...this.recentWords, ...rows.map((r) => r.word)].sort(compare);
     this.recent = Trie.build(this.recentWords);
+  }
+
+  /** Words on more than COMMON_WORD_POSTINGS postings, as of the last full load; null before the first. */
+  commonWords(): ReadonlySet<string> | null {
+    return this.common;
   }
 
   /**

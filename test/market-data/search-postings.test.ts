@@ -24,7 +24,7 @@ import {
   type SearchHit,
   type SearchParams,
 } from '../../src/market-data/search-query.ts';
-import { oneWordShape, rankingSource } from '../../src/market-data/search-ranking.ts';
+import { eventsWithWords, oneWordShape, rankingSource, type WordTerms } from '../../src/market-data/search-ranking.ts';
 import { SearchVocabulary, type NearWord } from '../../src/market-data/search-vocabulary.ts';
 import { seedCatalog } from '../../src/market-data/seed/seed.ts';
 import { databaseUrl } from '../support/harness.ts';
@@ -235,12 +235,19 @@ describe('ranked search from the postings', () => {
       'SELECT word, count(*)::int AS n FROM search_postings GROUP BY word ORDER BY count(*) DESC, word LIMIT 1',
     );
     const common = rows[0]!;
-    const term = (word: string, prefix = false) => ({ word, prefix, near: [] });
-    const plan = async (terms: ReturnType<typeof term>[], filtered: boolean, cap = COUNT_CAP) => rankingSource(pool, terms, filtered, cap);
+    const term = (word: string, prefix = false): WordTerms => ({ word, prefix, near: [] });
+    const plan = async (terms: WordTerms[], filtered: boolean, cap = COUNT_CAP) => rankingSource(pool, terms, filtered, cap, new Set());
     expect(await plan([term(common.word)], false)).toEqual({ source: 'postings' });
     expect(await plan([term(common.word)], false, common.n - 1)).toMatchObject({ source: 'top', shape: { beyondCap: true } });
     expect(await plan([term(common.word)], false, common.n)).toEqual({ source: 'postings' });
-    expect(await plan([term(common.word), term(common.word)], false, 7)).toEqual({ source: 'rows', upTo: 7 });
+    // Each a single catalog word: counted off the postings first; a prefix many words start with is not one.
+    expect(await plan([term(common.word), term(common.word)], false, 7)).toEqual({ source: 'rows', upTo: 7, countFirst: [common.word, common.word] });
+    expect(await plan([term(common.word), term(common.word.slice(0, 1), true)], false, 7)).toEqual({ source: 'rows', upTo: 7 });
+    expect(await plan([term(common.word), { ...term('x', true), expands: [common.word] }], false, 7)).toEqual({
+      source: 'rows',
+      upTo: 7,
+      countFirst: [common.word, common.word],
+    });
     expect(await plan([term(common.word), term(common.word)], true)).toEqual({ source: 'rows', upTo: COUNT_CAP });
     expect(await plan([term(common.word)], true, 7)).toEqual({ source: 'rows', upTo: 7 });
   });
@@ -326,6 +333,55 @@ describe('one word past the cap: the top of its ranking from the postings’ ord
     // Every way of reading the top came up: one never taken would be proven by nothing.
     for (const [way, n] of Object.entries(seen)) expect(n, way).toBeGreaterThan(0);
   }, 120_000);
+});
+
+describe('search_events_with_words (migration 042): the events having every word, counted off the postings', () => {
+  it('property: the number of events whose words include them all, up to the bound', async () => {
+    let some = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat(),
+        fc.array(fc.nat(), { minLength: 1, maxLength: 3 }),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 60 }),
+        async (e, picks, anyWord, atMost) => {
+          // Words of one event (they meet at least there), or any catalog words (they may not).
+          const from = anyWord ? words : eventWords[e % eventWords.length]!;
+          const chosen = picks.map((i) => from[i % from.length]!);
+          const { rows } = await pool.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM event_search WHERE tsvector_to_array(search_vector) @> $1::text[]',
+            [chosen],
+          );
+          const truth = rows[0]!.n;
+          expect(await eventsWithWords(pool, chosen, atMost), chosen.join(' ')).toBe(Math.min(truth, atMost));
+          if (truth > 0) some++;
+        },
+      ),
+      { numRuns: Number(process.env.SEARCH_WITH_WORDS_RUNS ?? 150) },
+    );
+    expect(some).toBeGreaterThan(50);
+  });
+
+  it('counts exactly what is asked, and a vocabulary knows the words its statistics put past the common bound', async () => {
+    await pool.query('ANALYZE search_postings');
+    const { rows } = await pool.query<{ word: string; n: number }>(
+      'SELECT word, count(*)::int AS n FROM search_postings GROUP BY word ORDER BY count(*) DESC, word LIMIT 1',
+    );
+    const common = rows[0]!;
+    expect(await eventsWithWords(pool, [common.word, common.word], 1_000_000)).toBe(common.n);
+    expect(await eventsWithWords(pool, [], 10)).toBe(0);
+    const strict = new SearchVocabulary(pool, common.n / 2);
+    expect(strict.commonWords()).toBeNull();
+    await strict.ready();
+    expect(strict.commonWords()?.has(common.word)).toBe(true);
+    const term = (word: string): WordTerms => ({ word, prefix: false, near: [] });
+    // A common word among them: the full-text index intersects them, no count off the postings.
+    expect(await rankingSource(pool, [term(words[0]!), term(common.word)], false, 7, strict.commonWords())).toEqual({ source: 'rows', upTo: 7 });
+    const lenient = new SearchVocabulary(pool);
+    await lenient.ready();
+    expect(lenient.commonWords()?.size).toBe(0);
+    expect(await rankingSource(pool, [term(words[0]!), term(common.word)], false, 7, lenient.commonWords())).toMatchObject({ countFirst: [words[0], common.word] });
+  });
 });
 
 describe('one typed word alone under its prefix, with a filter on the postings: their top, in order', () => {
