@@ -1,8 +1,9 @@
 // Migrations 039 and 041 on a catalog that already has events: the service migrates with its
 // own connections, whose statement timeout is a request's (DB_STATEMENT_TIMEOUT_MS, 5 s), and
-// building a million events' postings takes a minute. Here a catalog of 2,000 events is taken
-// back to before each and migrated again through connections with a 20 ms statement timeout,
-// far under what the build takes: the migration completes, and the postings are the rows'.
+// building a million events' postings takes a minute. Here a catalog of 10,000 events (40,000 for 041) is taken
+// back to before each and migrated again through connections with a 100 ms statement timeout,
+// under what the build takes: the migration completes, and the postings are the rows'. (At 20 ms
+// knex's own bookkeeping, a query of information_schema, timed out once in a loaded full run.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDb } from '../../db/connection.ts';
 import { migrateLatest } from '../../db/migrations/index.ts';
@@ -22,13 +23,20 @@ afterAll(async () => {
   await scratch041?.drop();
 });
 
+/** Events in each catalog: enough that each migration's build outlasts TIGHT_MS (shown by the mutants in docs/testing.md). */
+const EVENTS_039 = 10_000;
+/** 041 copies postings already built: cheaper per event than 039's build. */
+const EVENTS_041 = 40_000;
+/** The migrating connections' statement timeout: above what knex's bookkeeping takes on a loaded machine. */
+const TIGHT_MS = 100;
+
 /** The carried attributes of migration 041. */
 const CARRIED = ['venue_country_code', 'category_name', 'event_date', 'average_ticket_price_sold', 'available_tickets', 'capacity'];
 
 describe('migrations 039 and 041 over an existing catalog', () => {
   it('completes through connections whose statement timeout its backfill outlasts, and backfills every posting', async () => {
     const db = createDb({ connectionString: scratch.url, poolMax: 2 });
-    await seedCatalog(db, { events: 2_000, detail: 'light', seed: 5, now: new Date('2026-01-15T12:00:00Z') });
+    await seedCatalog(db, { events: EVENTS_039, detail: 'light', seed: 5, now: new Date('2026-01-15T12:00:00Z') });
     // Back to before 039: its table, triggers and functions gone, its row in knex's ledger too.
     await db.raw('DROP TABLE search_postings');
     for (const op of ['insert', 'update', 'delete', 'truncate']) await db.raw(`DROP TRIGGER event_search_postings_${op} ON event_search`);
@@ -36,10 +44,10 @@ describe('migrations 039 and 041 over an existing catalog', () => {
     await db.raw("DELETE FROM knex_migrations WHERE name = '039_search_postings'");
     await db.destroy();
 
-    const tight = createDb({ connectionString: scratch.url, poolMax: 1, statementTimeoutMs: 20 });
+    const tight = createDb({ connectionString: scratch.url, poolMax: 1, statementTimeoutMs: TIGHT_MS });
     try {
       // What the backfill alone takes, on a connection without the migration's own setting.
-      await expect(tight.raw('SELECT count(*) FROM (SELECT pg_sleep(0.05)) x')).rejects.toThrow(/statement timeout/);
+      await expect(tight.raw(`SELECT count(*) FROM (SELECT pg_sleep(${(TIGHT_MS * 1.5) / 1000})) x`)).rejects.toThrow(/statement timeout/);
       expect(await migrateLatest(tight)).toEqual(['039_search_postings']);
     } finally {
       await tight.destroy();
@@ -58,13 +66,13 @@ describe('migrations 039 and 041 over an existing catalog', () => {
 
   it('041: rebuilds the postings with their events’ carried attributes through the same connections', async () => {
     const db = createDb({ connectionString: scratch041.url, poolMax: 2 });
-    await seedCatalog(db, { events: 2_000, detail: 'light', seed: 6, now: new Date('2026-01-15T12:00:00Z') });
+    await seedCatalog(db, { events: EVENTS_041, detail: 'light', seed: 6, now: new Date('2026-01-15T12:00:00Z') });
     // Back to before 041: the postings without the carried attributes (their index goes with them).
     await db.raw(`ALTER TABLE search_postings ${CARRIED.map((c) => `DROP COLUMN ${c}`).join(', ')}`);
     await db.raw("DELETE FROM knex_migrations WHERE name = '041_search_postings_filters'");
     await db.destroy();
 
-    const tight = createDb({ connectionString: scratch041.url, poolMax: 1, statementTimeoutMs: 20 });
+    const tight = createDb({ connectionString: scratch041.url, poolMax: 1, statementTimeoutMs: TIGHT_MS });
     try {
       expect(await migrateLatest(tight)).toEqual(['041_search_postings_filters']);
     } finally {
