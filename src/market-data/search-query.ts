@@ -233,15 +233,16 @@ async function runSearch(
   vocabulary: SearchVocabulary,
 ): Promise<{ nbHits: number; exhaustive: boolean; hits: SearchHit[] }> {
   if (terms.length && params.sortBy === 'recommended') {
-    // Words and a filter on the attributes the postings carry: their postings that pass it,
-    // read index-only, unless the words have too many postings (a common word: the rows,
-    // which stop at the cap's worth of matches, cost less than reading them all).
     // One mistyped word (this is the typo pass: as typed it matched nothing), no filter: the top
     // of its closest alternatives, when they match more than the cap.
     if (terms.length === 1 && terms[0]!.near.length && filter.sql === 'TRUE' && rankFrom === undefined) {
       const walked = await walkNearTop(pool, params, terms[0]!, countCap);
       if (walked) return { nbHits: countCap, exhaustive: false, hits: walked };
     }
+    // Words and a filter on the attributes the postings carry: their postings that pass it,
+    // read index-only (one typed word alone under its prefix: the first of them, in order),
+    // unless the words have too many postings (a common word: the rows, which stop at the cap's
+    // worth of matches, cost less than reading them all).
     const onPostings = filter.sql === 'TRUE' ? null : compilePostingsFilter(params.filterExpression);
     if (onPostings && rankFrom === undefined && terms.length === 1) {
       const top = await filteredTopOfOneWord(pool, params, terms[0]!, onPostings, countCap);
@@ -596,15 +597,15 @@ export async function walkNearTop(
   const order = (a: Key, b: Key) => b.in_name - a.in_name || b.tickets_sold_24h - a.tickets_sold_24h || b.tickets_sold - a.tickets_sold || a.event_id - b.event_id;
   for (let n = first ?? Math.max(needed + 32, NEAR_WALK_FIRST); ; n = Math.min(n * 4, MAX_WALK)) {
     const { values, bind } = statementParams();
-    const popular = 'tickets_sold_24h DESC, tickets_sold DESC, event_id';
+    const byPopularity = (t: string) => `${t}.tickets_sold_24h DESC, ${t}.tickets_sold DESC, ${t}.event_id`;
     const { rows } = await pool.query<{ events: Key[] | null; postings: number }>(
       `WITH r AS MATERIALIZED (
          SELECT x.* FROM unnest(${bind(closestWords, 'text[]')}) d(word)
          CROSS JOIN (VALUES (true), (false)) b(pin)
          CROSS JOIN LATERAL (
            SELECT p.event_id, p.in_name, p.tickets_sold_24h, p.tickets_sold FROM search_postings p
-           WHERE p.word = d.word AND p.prefix_in_name = b.pin ORDER BY p.${popular.replaceAll(', ', ', p.')} LIMIT ${bind(n, 'int')}) x
-         ORDER BY x.${popular.replaceAll(', ', ', x.')} LIMIT ${bind(n, 'int')}),
+           WHERE p.word = d.word AND p.prefix_in_name = b.pin ORDER BY ${byPopularity('p')} LIMIT ${bind(n, 'int')}) x
+         ORDER BY ${byPopularity('x')} LIMIT ${bind(n, 'int')}),
        e AS (SELECT event_id, bool_or(in_name) AS in_name, max(tickets_sold_24h) AS tickets_sold_24h, max(tickets_sold) AS tickets_sold FROM r GROUP BY event_id)
        SELECT (SELECT json_agg(json_build_object('event_id', e.event_id, 'tickets_sold_24h', e.tickets_sold_24h, 'tickets_sold', e.tickets_sold,
                  'in_name', CASE WHEN e.in_name THEN 1 ELSE (SELECT (s.name_vector @@ ${bind(termQuery(term), 'tsquery')})::int FROM event_search s WHERE s.event_id = e.event_id) END))

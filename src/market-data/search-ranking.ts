@@ -18,13 +18,13 @@
 // So words with a filter on the carried attributes are ranked from their postings that pass it
 // (one typed word alone under its prefix: the first of them in the index's order, which is the
 // ranking's; search-query.ts, filteredTopOfOneWord), unless they have many (a common word: 32
-// postings per match counted, at most); one word as
-// typed from its top when it matches more than the cap, else from the postings; several words,
-// or another filter, from the rows when they match at most the cap, else from the last word's
-// top walked until the page is decided (search-query.ts, walkFromLastWord), or failing that the
-// postings (the rows, filtered). One mistyped word (the typo pass) past the cap: the top of its
-// closest alternatives, merged in popularity order (search-query.ts, walkNearTop). All give the
-// same pages: a test
+// postings per match counted, at most); one word as typed from its top when it matches more
+// than the cap, else from the postings; several words, or another filter, from the rows when
+// they match at most the cap (several whole words are counted off the postings first,
+// eventsWithWords), else from the last word's top walked until the page is decided
+// (search-query.ts, walkFromLastWord), or failing that the postings (the rows, filtered). One
+// mistyped word (the typo pass) past the cap: the top of its closest alternatives, merged in
+// popularity order (search-query.ts, walkNearTop). All give the same pages: a test
 // (test/market-data/search-postings.test.ts) holds them to the ranked SQL that read every row.
 import type { Pool } from '../../db/pool.ts';
 import type { NearWord } from './search-vocabulary.ts';

@@ -115,7 +115,7 @@ export class SearchVocabulary {
     this.recent = Trie.build(this.recentWords);
   }
 
-  /** Words on more than COMMON_WORD_POSTINGS postings, as of the last full load; null before the first. */
+  /** Words on more postings than the common bound (COMMON_WORD_POSTINGS by default), as of the last full load; null before the first. */
   commonWords(): ReadonlySet<string> | null {
     return this.common;
   }

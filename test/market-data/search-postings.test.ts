@@ -131,6 +131,20 @@ async function oracleSearch(params: SearchParams): Promise<{ nbHits: number; ids
   return found;
 }
 
+/**
+ * Searches with the count's cap at `cap` and holds the answer to the oracle's: the same page,
+ * and nbHits the cap (not exhaustive) past it, else exact. Returns the oracle's answer.
+ */
+async function expectOraclePageWithCap(params: SearchParams, cap: number): Promise<{ nbHits: number; ids: number[] }> {
+  const want = await oracleSearch(params);
+  const got = await searchEvents(pool, params, vocabulary, cap);
+  expect(got.hits.map((h) => h.event_id), params.query).toEqual(want.ids);
+  expect({ nbHits: got.nbHits, exhaustive: got.exhaustiveNbHits }, params.query).toEqual(
+    want.nbHits > cap ? { nbHits: cap, exhaustive: false } : { nbHits: want.nbHits, exhaustive: true },
+  );
+  return want;
+}
+
 // ---------------------------------------------------------------------------------------------
 
 /** A query a user could type from catalog words: whole, cut short while typing, or misspelt. */
@@ -306,14 +320,7 @@ describe('one word past the cap: the top of its ranking from the postings’ ord
         async (w, cut, form, cap, page, hitsPerPage, filterExpression) => {
           const query = form === 'whole' ? `${w} ` : w.slice(0, Math.min(cut, w.length));
           const params: SearchParams = { query, filterExpression, page, hitsPerPage, sortBy: 'recommended' };
-          const want = await oracleSearch(params);
-          const got = await searchEvents(pool, params, vocabulary, cap);
-          if (want.nbHits > cap) {
-            expect({ nbHits: got.nbHits, exhaustiveNbHits: got.exhaustiveNbHits }).toEqual({ nbHits: cap, exhaustiveNbHits: false });
-          } else {
-            expect({ nbHits: got.nbHits, exhaustiveNbHits: got.exhaustiveNbHits }).toEqual({ nbHits: want.nbHits, exhaustiveNbHits: true });
-          }
-          expect(got.hits.map((h) => h.event_id), query).toEqual(want.ids);
+          const want = await expectOraclePageWithCap(params, cap);
           // Whatever the count, read from the top: the same page.
           const top = await searchEvents(pool, params, vocabulary, cap, 'top');
           expect(top.hits.map((h) => h.event_id), `${query} from the top`).toEqual(want.ids);
@@ -464,12 +471,7 @@ describe('several words, or words and a filter, past the cap: the rows up to it,
         const from = eventWords[e % eventWords.length]!;
         const query = `${from[i % from.length]!} ${from[j % from.length]!.slice(0, typing ? 3 : undefined)}${typing ? '' : ' '}`;
         const params: SearchParams = { query, filterExpression, page, hitsPerPage: 5, sortBy: 'recommended' };
-        const want = await oracleSearch(params);
-        const got = await searchEvents(pool, params, vocabulary, cap);
-        expect(got.hits.map((h) => h.event_id), query).toEqual(want.ids);
-        expect({ nbHits: got.nbHits, exhaustive: got.exhaustiveNbHits }).toEqual(
-          want.nbHits > cap ? { nbHits: cap, exhaustive: false } : { nbHits: want.nbHits, exhaustive: true },
-        );
+        const want = await expectOraclePageWithCap(params, cap);
         if (want.nbHits > cap) past++;
         else within++;
       },
@@ -547,12 +549,7 @@ describe('one mistyped word past the cap: the top of its closest alternatives', 
           const k = at % w.length;
           const typed = w.slice(0, k) + (w[k] === 'x' ? 'q' : 'x') + w.slice(k + 1);
           const params: SearchParams = { query: typing ? typed : `${typed} `, filterExpression: '', page, hitsPerPage: 5, sortBy: 'recommended' };
-          const want = await oracleSearch(params);
-          const got = await searchEvents(pool, params, vocabulary, cap);
-          expect(got.hits.map((h) => h.event_id), params.query).toEqual(want.ids);
-          expect({ nbHits: got.nbHits, exhaustive: got.exhaustiveNbHits }).toEqual(
-            want.nbHits > cap ? { nbHits: cap, exhaustive: false } : { nbHits: want.nbHits, exhaustive: true },
-          );
+          const want = await expectOraclePageWithCap(params, cap);
           // The walk itself, from a few postings: whenever it answers, the full ranking's page.
           const asTyped = await pool.query<{ found: boolean }>('SELECT EXISTS (SELECT 1 FROM event_search s WHERE s.search_vector @@ $1::tsquery) AS found', [
             `'${typed}'${typing ? ':*' : ''}`,
