@@ -1,8 +1,8 @@
-// bench:search's verdict (bench/search/verdict.ts): met only when every typical scenario's p95 is
-// under 20 ms and every worst case's under 100 ms; each bound, and a run that measured nothing,
-// fails it.
+// bench:search's verdicts (bench/search/verdict.ts): met only when every typical scenario's p95 is
+// under 20 ms and every worst case's under 100 ms, and, through the gateway, every scenario sent
+// there under 20 ms; each bound, and a run that measured nothing, fails them.
 import { describe, expect, it } from 'vitest';
-import { searchVerdict, type ScenarioFigures } from '../../bench/search/verdict.ts';
+import { searchHttpVerdict, searchVerdict, type ScenarioFigures } from '../../bench/search/verdict.ts';
 
 const row = (name: string, kind: ScenarioFigures['kind'], p95: number, n = 100): ScenarioFigures => ({ name, kind, ours: { n, p50: p95 / 2, p95, max: p95 } });
 
@@ -24,5 +24,15 @@ describe("bench:search's verdict", () => {
   it('fails when nothing was measured', () => {
     expect(searchVerdict([], 100_000).pass).toBe(false);
     expect(searchVerdict([row('city', 'typical', NaN, 0)], 100_000).pass).toBe(false);
+  });
+
+  it('through the gateway: passes under 20 ms, fails on one scenario at 20 naming it, and on nothing measured', () => {
+    const http = (name: string, p95: number, n = 100) => ({ name, http: { n, p50: p95 / 2, p95, max: p95 } });
+    expect(searchHttpVerdict([http('city', 19.9), http('one typo', 12)], 1_000_000).pass).toBe(true);
+    const v = searchHttpVerdict([http('city', 17.9), http('text: artist name', 25.1)], 1_000_000);
+    expect(v.pass).toBe(false);
+    expect(v.line).toContain('NOT met (highest text: artist name, 25.1 ms)');
+    expect(searchHttpVerdict([], 1_000_000).pass).toBe(false);
+    expect(searchHttpVerdict([http('city', NaN, 0)], 1_000_000).pass).toBe(false);
   });
 });
