@@ -43,6 +43,7 @@ import * as m039 from './039_search_postings.ts';
 import * as m040 from './040_search_covering_indexes.ts';
 import * as m041 from './041_search_postings_filters.ts';
 import * as m042 from './042_search_words_intersection.ts';
+import * as m043 from './043_stream_spare_slots.ts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -93,6 +94,7 @@ const migrations: Record<string, Migration> = {
   '040_search_covering_indexes': m040,
   '041_search_postings_filters': m041,
   '042_search_words_intersection': m042,
+  '043_stream_spare_slots': m043,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

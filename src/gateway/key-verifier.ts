@@ -61,22 +61,37 @@ export class KeyVerifier {
   async verify(key: string, beforeLookup?: () => Promise<void>): Promise<Principal | null> {
     if (!looksLikeApiKey(key)) return null;
     const hash = hashApiKey(key).toString('hex');
+    const known = this.cachedHash(hash);
+    if (known !== undefined) return known;
+    await beforeLookup?.();
+    return this.unexpired(await this.lookup(hash));
+  }
+
+  /**
+   * The key's principal (or null) when the cache can answer now, without the key store; undefined
+   * when the store must be asked (verify). For callers that cannot wait: the stream admits an
+   * upgrade inside uWS's own handler only then (src/stream/admission.ts).
+   */
+  cached(key: string): Principal | null | undefined {
+    if (!looksLikeApiKey(key)) return null;
+    return this.cachedHash(hashApiKey(key).toString('hex'));
+  }
+
+  private cachedHash(hash: string): Principal | null | undefined {
     const hit = this.cache.get(hash);
     const age = hit ? this.now() - hit.fetchedAt : Infinity;
-    let principal: Principal | null;
-    if (hit && age < this.ttlMs) {
-      principal = hit.principal;
-      // Refresh ahead: a key in use is looked up again in the background after half its TTL, so
-      // its entry never expires under traffic and requests never wait on the key store. Before,
-      // every key cached in the same second expired in the same second, and one lookup per key
-      // queued ahead of that second's requests (bench:gateway, paid p99 at 2,000/s: 563 ms
-      // then, 21-30 ms now). A failed refresh is dropped: the entry is still within its TTL,
-      // and once past it requests wait for a lookup, and fail closed if the store is down.
-      if (age >= this.ttlMs / 2) this.lookup(hash, false).catch(() => {});
-    } else {
-      await beforeLookup?.();
-      principal = await this.lookup(hash);
-    }
+    if (!hit || age >= this.ttlMs) return undefined;
+    // Refresh ahead: a key in use is looked up again in the background after half its TTL, so
+    // its entry never expires under traffic and requests never wait on the key store. Before,
+    // every key cached in the same second expired in the same second, and one lookup per key
+    // queued ahead of that second's requests (bench:gateway, paid p99 at 2,000/s: 563 ms
+    // then, 21-30 ms now). A failed refresh is dropped: the entry is still within its TTL,
+    // and once past it requests wait for a lookup, and fail closed if the store is down.
+    if (age >= this.ttlMs / 2) this.lookup(hash, false).catch(() => {});
+    return this.unexpired(hit.principal);
+  }
+
+  private unexpired(principal: Principal | null): Principal | null {
     if (principal?.expiresAt && principal.expiresAt.getTime() <= this.now()) return null;
     return principal;
   }

@@ -8,6 +8,12 @@
 // limited per client address, like HTTP callers; an upgrade that sends no key guesses nothing,
 // is not counted and is always 401 unauthenticated (spec 5.2). The stream costs no credits, so
 // nothing is metered.
+//
+// An upgrade is decided here without waiting (admitNow) when every check can be answered from
+// this node's memory: its key cached, allowed the stream, its account served, a well-formed
+// last_id, and a slot this node took ahead for its key (connection-slots.ts): uWS then corks its
+// 101 (upgrade-anchor.ts says why that matters). Anything else, refusals included, takes admit().
+// Where a resuming client starts (resumePosition) is read once the connection is open.
 import type { Pool } from '../../db/pool.ts';
 import type { Config } from '../config.ts';
 import type { Principal } from '../gateway/key-verifier.ts';
@@ -21,13 +27,13 @@ export interface AdmissionDeps {
     Config,
     'RATE_LIMIT_PER_MINUTE' | 'UNAUTHENTICATED_RATE_LIMIT_PER_MINUTE' | 'TRUST_PROXY' | 'STREAM_MAX_CONNECTIONS_PER_KEY' | 'STREAM_MAX_CONNECTIONS_PER_ACCOUNT'
   >;
-  keys: { verify(key: string, beforeLookup?: () => Promise<void>): Promise<Principal | null> };
+  keys: { verify(key: string, beforeLookup?: () => Promise<void>): Promise<Principal | null>; cached(key: string): Principal | null | undefined };
   /** Address limits and the window of a refused key; an upgrade's own request is counted by `slots`. */
   limiter: Pick<RateLimiter, 'peek' | 'hitAddress' | 'addressSpent' | 'now'>;
   pool: Pool;
   log: Logger;
   /** The open-connection count shared by every node. */
-  slots: Pick<ConnectionSlots, 'admit' | 'release' | 'fenced'>;
+  slots: Pick<ConnectionSlots, 'admit' | 'takeSpare' | 'release' | 'fenced'>;
 }
 
 /** What the upgrade handler read from the request (uWS request objects die at the first await). */
@@ -44,13 +50,18 @@ export interface Admitted {
   /** The key as sent: kept in memory only, to check it again while the connection lasts. */
   key: string;
   clientAddress: string;
-  /** Resume position, or null for "from now on". */
+  /** The resume position sent (resumePosition says where the replay starts), or null for "from now on". */
   lastId: number | null;
+  headers: Record<string, string>;
+}
+
+/** Where a resuming connection's replay starts. */
+export interface ResumePosition {
+  lastId: number;
   /** Rows after lastId may have been pruned. */
   resumeGap: boolean;
-  /** The log's committed head when the client connected: the replay must reach it. */
+  /** The log's committed head when it was read: the replay must reach it. */
   mustReach: number;
-  headers: Record<string, string>;
 }
 
 const LAST_ID = /^(0|[1-9][0-9]{0,15})$/;
@@ -77,6 +88,19 @@ function single(params: URLSearchParams, name: string): string | null | 'repeate
   return all[0] ?? null;
 }
 
+/** The key sent: the header, else ?apikey= (browsers cannot set headers on a WebSocket); '' for none. */
+function keyOf(req: UpgradeRequest, params: URLSearchParams): string {
+  const queryKey = single(params, 'apikey');
+  return req.apikeyHeader || (queryKey === 'repeated' ? '' : (queryKey ?? ''));
+}
+
+/** The resume position sent (?last_id=, else Last-Event-ID): null for none. */
+function resumeFrom(params: URLSearchParams, req: UpgradeRequest): number | null | 'malformed' {
+  const raw = single(params, 'last_id') ?? (req.lastEventIdHeader || null);
+  if (raw === null) return null;
+  return raw !== 'repeated' && LAST_ID.test(raw) && Number.isSafeInteger(Number(raw)) ? Number(raw) : 'malformed';
+}
+
 export class UpgradeAdmission {
   constructor(private readonly deps: AdmissionDeps) {}
 
@@ -87,13 +111,40 @@ export class UpgradeAdmission {
     return this.decide(req, id);
   }
 
+  /**
+   * Admits the upgrade now, when this node's memory answers every check (the header says which)
+   * and it holds a spare slot for the key: the connection's id is that slot's. Null otherwise,
+   * refusals included: admit() decides those.
+   */
+  admitNow(req: UpgradeRequest): { id: string; admitted: Admitted } | null {
+    const { config, keys, slots } = this.deps;
+    if (slots.fenced) return null;
+    const params = new URLSearchParams(req.query);
+    const key = keyOf(req, params);
+    const principal = key ? keys.cached(key) : null;
+    if (!principal || !principal.apis.includes('stream') || !principal.served) return null;
+    const lastId = resumeFrom(params, req);
+    if (lastId === 'malformed') return null;
+    const limit = principal.rateLimitPerMinute ?? config.RATE_LIMIT_PER_MINUTE;
+    const w = rateWindow(this.deps.limiter.now());
+    const spare = slots.takeSpare({
+      keyId: principal.keyId,
+      accountId: principal.accountId,
+      subject: `key:${principal.keyId}`,
+      windowStart: w.start,
+      rateLimit: limit,
+      caps: { keyLimit: principal.streamConnectionLimit, perKey: config.STREAM_MAX_CONNECTIONS_PER_KEY, perAccount: config.STREAM_MAX_CONNECTIONS_PER_ACCOUNT },
+    });
+    if (!spare) return null;
+    const headers = rateLimitHeaders('default', rateDecision(spare.count.hits, limit, w.resetSeconds));
+    return { id: spare.id, admitted: { principal, key: key!, clientAddress: clientAddress(req.remoteAddress, req.forwardedFor, config.TRUST_PROXY), lastId, headers } };
+  }
+
   private async decide(req: UpgradeRequest, id: string): Promise<Admitted | StreamRefusal> {
     const { config, keys, log } = this.deps;
     const params = new URLSearchParams(req.query);
     const address = clientAddress(req.remoteAddress, req.forwardedFor, config.TRUST_PROXY);
-    // Browsers cannot set headers on a WebSocket: they may send the key as ?apikey=.
-    const queryKey = single(params, 'apikey');
-    const key = req.apikeyHeader || (queryKey === 'repeated' ? '' : (queryKey ?? ''));
+    const key = keyOf(req, params);
     if (!key) return StreamRefusal.of('unauthenticated');
 
     let principal: Principal | null;
@@ -118,8 +169,8 @@ export class UpgradeAdmission {
     }
     // An account that is not served holds no connection (the stream is included with a plan, not free).
     if (!principal.served) return StreamRefusal.of(principal.hasBillingAccount ? 'no_subscription' : 'no_billing_account');
-    const raw = single(params, 'last_id') ?? (req.lastEventIdHeader || null);
-    const wellFormed = raw === null || (raw !== 'repeated' && LAST_ID.test(raw) && Number.isSafeInteger(Number(raw)));
+    const lastId = resumeFrom(params, req);
+    const wellFormed = lastId !== 'malformed';
     const w = rateWindow(this.deps.limiter.now());
     let count;
     try {
@@ -149,16 +200,15 @@ export class UpgradeAdmission {
       return StreamRefusal.of('too_many_connections', `${holder} already holds ${full.open} open stream connections, its limit of ${full.limit}; close one before opening another`, headers);
     }
     // From here the upgrade holds a slot.
-    if (raw === null) return { principal, key, clientAddress: address, lastId: null, resumeGap: false, mustReach: 0, headers };
-    const lastId = Number(raw);
-    let bounds;
-    try {
-      bounds = await this.bounds();
-    } catch (err) {
-      log.error({ err }, 'stream: notifications log unreachable');
-      this.deps.slots.release(id);
-      return StreamRefusal.of('service_unavailable', 'notifications log unavailable', headers);
-    }
+    return { principal, key, clientAddress: address, lastId, headers };
+  }
+
+  /**
+   * Where a connection that sent `lastId` resumes, read from the log once it is open (the hello
+   * says it). Throws when the log cannot be read (the connection is closed with log_unavailable).
+   */
+  async resumePosition(lastId: number): Promise<ResumePosition> {
+    const bounds = await this.bounds();
     // Ids a client has seen are committed, so they are at most the committed head (or, once
     // everything was pruned, the last id handed out).
     const known = bounds.head ?? bounds.lastAllocated;
@@ -168,14 +218,14 @@ export class UpgradeAdmission {
       // must not retry, forever; instead the connection resumes from the log's last id, says so
       // in hello.last_id, and flags the gap so the client reloads its state. The ids after it are
       // handed out again, so the client must take hello.last_id as its position (docs/stream.md).
-      log.warn({ last_id: lastId, log_last_id: known }, 'stream: a client resumed from an id ahead of the log (database restored?); resuming from the log');
-      return { principal, key, clientAddress: address, lastId: known, resumeGap: true, mustReach: bounds.head ?? 0, headers };
+      this.deps.log.warn({ last_id: lastId, log_last_id: known }, 'stream: a client resumed from an id ahead of the log (database restored?); resuming from the log');
+      return { lastId: known, resumeGap: true, mustReach: bounds.head ?? 0 };
     }
     // Rows are pruned oldest first: a gap exists when rows after lastId are gone. Skipped ids
     // (rolled-back or duplicate inserts) can make this say "maybe" when nothing was lost; the
     // client then reloads its state once, which is harmless.
     const resumeGap = bounds.oldest !== null ? lastId < bounds.oldest - 1 : lastId < bounds.lastAllocated;
-    return { principal, key, clientAddress: address, lastId, resumeGap, mustReach: bounds.head ?? 0, headers };
+    return { lastId, resumeGap, mustReach: bounds.head ?? 0 };
   }
 
   /**

@@ -110,6 +110,15 @@ export class StreamProtocol {
       forwardedFor: req.getHeader('x-forwarded-for'),
       remoteAddress: Buffer.from(res.getRemoteAddressAsText()).toString(),
     };
+    // Admitted without waiting (a slot taken ahead for the key, admission.ts): upgraded here,
+    // inside uWS's handler, where uWS corks the 101.
+    const now = this.deps.admission.admitNow(request);
+    if (now) {
+      this.deps.metrics.admissions.inc({ path: 'spare' });
+      res.writeStatus(switchingProtocols(now.id, now.admitted.headers));
+      res.upgrade<Connection>(this.connectionFor(now.id, now.admitted), secKey, '', extensions, context);
+      return;
+    }
     const id = randomUUID();
     let aborted = false;
     res.onAborted(() => (aborted = true));
@@ -121,6 +130,7 @@ export class StreamProtocol {
         }
         // From here the connection holds a slot: given back at its close, or now if it never opens.
         if (aborted) return this.deps.slots.release(id);
+        this.deps.metrics.admissions.inc({ path: 'batch' });
         const upgrade = () => {
           if (aborted) return this.deps.slots.release(id);
           res.writeStatus(switchingProtocols(id, result.headers));
@@ -150,13 +160,33 @@ export class StreamProtocol {
   }
 
   /**
-   * Hello, then the replay and live. A resuming connection first waits for this node's follower
-   * to reach the log head it saw at the upgrade, so the hello's head is never behind the
-   * position it resumes from (the follower hears of a commit a moment after it is visible).
+   * Hello, then the replay and live. A resuming connection first reads where it resumes (the
+   * log's bounds: admission.ts, resumePosition), then waits for this node's follower to reach the
+   * log head it read, so the hello's head is never behind the position it resumes from (the
+   * follower hears of a commit a moment after it is visible).
    */
   private start(ws: WebSocket<Connection>, c: Connection): void {
+    const { log, hub } = this.deps;
+    if (c.lastId === null) return this.hello(ws, c);
+    this.deps.admission.resumePosition(c.lastId).then(
+      (at) => {
+        if (c.closed) return;
+        c.lastId = at.lastId;
+        c.resumeGap = at.resumeGap;
+        c.mustReach = at.mustReach;
+        this.reachThenHello(ws, c);
+      },
+      (err: unknown) => {
+        if (c.closed) return;
+        log.error({ err, connection_id: c.id }, 'stream: notifications log unreachable');
+        hub.close(ws, 'log_unavailable');
+      },
+    );
+  }
+
+  private reachThenHello(ws: WebSocket<Connection>, c: Connection): void {
     const { follower, log, hub } = this.deps;
-    if (c.lastId === null || follower.cursor >= c.mustReach) return this.hello(ws, c);
+    if (follower.cursor >= c.mustReach) return this.hello(ws, c);
     follower.reach(c.mustReach, REACH_TIMEOUT_MS).then(
       (reached) => {
         if (c.closed) return;
@@ -222,8 +252,8 @@ export class StreamProtocol {
       key: a.key,
       clientAddress: a.clientAddress,
       lastId: a.lastId,
-      resumeGap: a.resumeGap,
-      mustReach: a.mustReach,
+      resumeGap: false,
+      mustReach: 0,
       openedAt: Date.now(),
       live: false,
       closed: false,

@@ -8,6 +8,7 @@ export class StreamMetrics {
   readonly slowConsumerCloses: Counter;
   readonly closes: Counter<'code'>;
   readonly refusals: Counter<'status'>;
+  readonly admissions: Counter<'path'>;
   readonly cursor: Gauge;
 
   constructor(readonly registry: Registry) {
@@ -29,6 +30,12 @@ export class StreamMetrics {
       name: 'stream_upgrade_refusals_total',
       help: 'Upgrade requests answered with an HTTP error instead of a WebSocket',
       labelNames: ['status'] as const,
+      registers,
+    });
+    this.admissions = new Counter({
+      name: 'stream_upgrades_admitted_total',
+      help: "Upgrades admitted, by path: `spare` inside uWS's handler against a slot taken ahead, `batch` after the database's answer",
+      labelNames: ['path'] as const,
       registers,
     });
     this.cursor = new Gauge({ name: 'stream_log_cursor', help: 'Highest notifications log id this node has published', registers });
