@@ -293,7 +293,7 @@ async function pastTheCap(
   terms: readonly WordTerms[],
   countCap: number,
 ): Promise<{ nbHits: number; exhaustive: boolean; hits: SearchHit[] }> {
-  const walked = await walkFromLastWord(pool, params, terms, filter, countCap);
+  const walked = await walkFromLastWord(pool, params, terms, filter);
   if (walked) return { nbHits: countCap, exhaustive: false, hits: walked };
   const all = await rankedPage(pool, params, filter, terms, filter.sql === 'TRUE' ? 'postings' : 'rows');
   return { nbHits: Math.min(all.matches, countCap), exhaustive: all.matches <= countCap, hits: all.hits };
@@ -482,6 +482,23 @@ async function rankedTop(
   }
 }
 
+/**
+ * What topRowsOfOneWord needs of a walk's last word: how many catalog words a typed prefix
+ * stands for (known from the query's words when they were few). A walk is past the cap, so the
+ * word's ranges are read, never all its postings at once: its postings are not probed (that
+ * read 4,004 of them, 1.3 ms, for an artist's last word).
+ */
+async function walkShape(pool: Pool, t: WordTerms): Promise<OneWordShape> {
+  const past = { beyondCap: true, allRead: false, events: 0 };
+  if (!t.prefix) return { ...past, words: 1 };
+  if (t.expands) return { ...past, words: t.expands.length };
+  const { rows } = await pool.query<{ words: number }>('SELECT count(*)::int AS words FROM (SELECT 1 FROM search_dictionary WHERE word LIKE $1::text LIMIT $2) d', [
+    likePrefix(t.word),
+    MANY_WORDS + 1,
+  ]);
+  return { ...past, words: rows[0]!.words };
+}
+
 /** Postings of the last word a walk reads at most before the postings rank every match instead. */
 const MAX_WALK = 8_192;
 
@@ -499,16 +516,16 @@ async function walkFromLastWord(
   params: SearchParams,
   terms: readonly WordTerms[],
   filter: CompiledFilter,
-  countCap: number,
 ): Promise<SearchHit[] | null> {
   const last = terms[terms.length - 1]!;
   if (terms.some((t) => t.near.length)) return null;
-  const shape = await oneWordShape(pool, last, countCap);
+  const shape = await walkShape(pool, last);
   const needed = params.page * params.hitsPerPage;
   const others = terms.length - 1;
-  type Key = { in_name: number; exact: number; tickets_sold_24h: number; tickets_sold: number; event_id: number };
+  type Rank = { in_name: number; exact: number; tickets_sold_24h: number; tickets_sold: number; event_id: number };
+  type Key = Rank & { hit: SearchHit };
   // Relevance order (typos are 0 for every word as typed): negative when a ranks first.
-  const order = (a: Key, b: Key) =>
+  const order = (a: Rank, b: Rank) =>
     b.in_name - a.in_name || b.exact - a.exact || b.tickets_sold_24h - a.tickets_sold_24h || b.tickets_sold - a.tickets_sold || a.event_id - b.event_id;
   // Hundreds at first: a team's name is one of a few dozen with its last word.
   for (let n = Math.max(needed + 32, 512); ; ) {
@@ -520,21 +537,29 @@ async function walkFromLastWord(
     // A walked event without a posting of every other word cannot match: asked of the postings'
     // primary key, index-only, before any row is read (an artist's last word walks hundreds of
     // events that seldom have the others: "Kingston Lions", 38 of 512, each row a page of its
-    // own). Whether the rest have every word (and pass the filter) is the aggregate's FILTER,
-    // not the join's WHERE: there the planner takes it for an index condition and reads every
-    // match of the words through the GIN index (18,570 rows for "San Francisco": 29 ms) to join
-    // the few walked.
+    // own). Whether the rest have every word (and pass the filter) is a column of `j`, not the
+    // join's WHERE: there the planner takes it for an index condition and reads every match of
+    // the words through the GIN index (18,570 rows for "San Francisco": 29 ms) to join the few
+    // walked. Only the best `needed` of them come back, with their hits: a city's walk finds
+    // all 512, and building every one's hit cost 4 ms.
     const haveOthers = terms
       .slice(0, -1)
       .map((t) => `EXISTS (SELECT 1 FROM search_postings p WHERE p.word = ${bind(t.word, 'text')} AND p.event_id = e.event_id)`);
-    const { rows } = await pool.query<{ events: Key[] | null; postings: number; bound: (Key & { pin: boolean; exact_posting: boolean }) | null }>(
+    // `order`, in SQL.
+    const relevance = (t: string) => `${t}in_name DESC, ${t}exact DESC, ${t}tickets_sold_24h DESC, ${t}tickets_sold DESC, ${t}event_id`;
+    const { rows } = await pool.query<{ matched: number; events: Key[] | null; postings: number; bound: (Rank & { pin: boolean; exact_posting: boolean }) | null }>(
       `WITH r AS (SELECT u.*, row_number() OVER (ORDER BY ${ONE_WORD_ORDER}) AS rn FROM (${rowsSql}) u),
-            e AS (SELECT event_id, min(rn) AS rn FROM r GROUP BY event_id)
-       SELECT (SELECT json_agg(json_build_object('event_id', s.event_id, 'in_name', ${inName}, 'exact', ${whole},
-                 'tickets_sold_24h', s.tickets_sold_24h, 'tickets_sold', s.tickets_sold))
-                 FILTER (WHERE s.search_vector @@ ${all} AND (${filter.sql}))
-               FROM e JOIN event_search s ON s.event_id = e.event_id
-               ${haveOthers.length ? `WHERE ${haveOthers.join(' AND ')}` : ''}) AS events,
+            e AS (SELECT event_id, min(rn) AS rn FROM r GROUP BY event_id),
+            j AS MATERIALIZED (
+              SELECT s.event_id, s.search_vector @@ ${all} AND (${filter.sql}) AS matches, ${inName} AS in_name, ${whole} AS exact,
+                     s.tickets_sold_24h, s.tickets_sold
+              FROM e JOIN event_search s ON s.event_id = e.event_id
+              ${haveOthers.length ? `WHERE ${haveOthers.join(' AND ')}` : ''}),
+            top AS (SELECT * FROM j WHERE matches ORDER BY ${relevance('')} LIMIT ${bind(needed, 'int')})
+       SELECT (SELECT count(*) FROM j WHERE matches)::int AS matched,
+              (SELECT json_agg(json_build_object('event_id', t.event_id, 'in_name', t.in_name, 'exact', t.exact,
+                 'tickets_sold_24h', t.tickets_sold_24h, 'tickets_sold', t.tickets_sold, 'hit', ${HIT_JSON}) ORDER BY ${relevance('t.')})
+               FROM top t JOIN event_search s ON s.event_id = t.event_id) AS events,
               (SELECT count(*) FROM r)::int AS postings,
               (SELECT json_build_object('pin', pin, 'exact_posting', exact, 'tickets_sold_24h', tickets_sold_24h,
                  'tickets_sold', tickets_sold, 'event_id', event_id) FROM r ORDER BY rn DESC LIMIT 1) AS bound`,
@@ -555,11 +580,12 @@ async function walkFromLastWord(
           tickets_sold: b.tickets_sold,
           event_id: Number(b.event_id),
         }) < 0);
-    if (decided) return hitsOf(pool, found.slice(needed - params.hitsPerPage, needed).map((e) => e.event_id));
+    // The page's hits came with the best rows, read anyway.
+    if (decided) return found.slice(needed - params.hitsPerPage, needed).map((e) => e.hit);
     if (n >= MAX_WALK) return null;
     // Enough postings for the page at the rate they gave events that have every word and pass
     // the filter, and a quarter more; at least twice as many, at most four times.
-    const wanted = found.length ? Math.ceil(((needed * r.postings) / found.length) * 1.25) : n * 4;
+    const wanted = r.matched ? Math.ceil(((needed * r.postings) / r.matched) * 1.25) : n * 4;
     n = Math.min(n * 4, Math.max(n * 2, wanted));
   }
 }
