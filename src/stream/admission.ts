@@ -19,7 +19,7 @@ import type { Config } from '../config.ts';
 import type { Principal } from '../gateway/key-verifier.ts';
 import { rateDecision, rateLimitHeaders, rateWindow, type RateDecision, type RateLimiter } from '../gateway/rate-limit.ts';
 import type { Logger } from '../logger.ts';
-import { NodeFenced, type ConnectionSlots } from './connection-slots.ts';
+import { NodeFenced, type ConnectionSlots, type SlotCaps } from './connection-slots.ts';
 import { StreamRefusal } from './reasons.ts';
 
 export interface AdmissionDeps {
@@ -88,6 +88,14 @@ function single(params: URLSearchParams, name: string): string | null | 'repeate
   return all[0] ?? null;
 }
 
+/** The key's rate limit per minute and the caps its connections are taken under. */
+function limitsOf(principal: Principal, config: AdmissionDeps['config']): { rateLimit: number; caps: SlotCaps } {
+  return {
+    rateLimit: principal.rateLimitPerMinute ?? config.RATE_LIMIT_PER_MINUTE,
+    caps: { keyLimit: principal.streamConnectionLimit, perKey: config.STREAM_MAX_CONNECTIONS_PER_KEY, perAccount: config.STREAM_MAX_CONNECTIONS_PER_ACCOUNT },
+  };
+}
+
 /** The key sent: the header, else ?apikey= (browsers cannot set headers on a WebSocket); '' for none. */
 function keyOf(req: UpgradeRequest, params: URLSearchParams): string {
   const queryKey = single(params, 'apikey');
@@ -125,16 +133,9 @@ export class UpgradeAdmission {
     if (!principal || !principal.apis.includes('stream') || !principal.served) return null;
     const lastId = resumeFrom(params, req);
     if (lastId === 'malformed') return null;
-    const limit = principal.rateLimitPerMinute ?? config.RATE_LIMIT_PER_MINUTE;
+    const { rateLimit: limit, caps } = limitsOf(principal, config);
     const w = rateWindow(this.deps.limiter.now());
-    const spare = slots.takeSpare({
-      keyId: principal.keyId,
-      accountId: principal.accountId,
-      subject: `key:${principal.keyId}`,
-      windowStart: w.start,
-      rateLimit: limit,
-      caps: { keyLimit: principal.streamConnectionLimit, perKey: config.STREAM_MAX_CONNECTIONS_PER_KEY, perAccount: config.STREAM_MAX_CONNECTIONS_PER_ACCOUNT },
-    });
+    const spare = slots.takeSpare({ keyId: principal.keyId, accountId: principal.accountId, subject: `key:${principal.keyId}`, windowStart: w.start, rateLimit: limit, caps });
     if (!spare) return null;
     const headers = rateLimitHeaders('default', rateDecision(spare.count.hits, limit, w.resetSeconds));
     return { id: spare.id, admitted: { principal, key: key!, clientAddress: clientAddress(req.remoteAddress, req.forwardedFor, config.TRUST_PROXY), lastId, headers } };
@@ -161,7 +162,7 @@ export class UpgradeAdmission {
     if (!principal) return this.refuseRejectedKey(address);
 
     const subject = `key:${principal.keyId}`;
-    const limit = principal.rateLimitPerMinute ?? config.RATE_LIMIT_PER_MINUTE;
+    const { rateLimit: limit, caps } = limitsOf(principal, config);
     if (!principal.apis.includes('stream')) {
       // Not counted (access comes before the limit), but the client still learns its window.
       const d = await this.deps.limiter.peek(subject, limit).catch(() => null);
@@ -181,9 +182,7 @@ export class UpgradeAdmission {
         subject,
         windowStart: w.start,
         rateLimit: limit,
-        caps: wellFormed
-          ? { keyLimit: principal.streamConnectionLimit, perKey: config.STREAM_MAX_CONNECTIONS_PER_KEY, perAccount: config.STREAM_MAX_CONNECTIONS_PER_ACCOUNT }
-          : null,
+        caps: wellFormed ? caps : null,
       });
     } catch (err) {
       // Fenced: said once when it began (connection-slots.ts), not at every refused upgrade.

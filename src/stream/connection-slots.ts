@@ -141,7 +141,6 @@ interface GivenBack {
 
 /** The spare slots this node holds for one key. */
 interface KeySpares {
-  keyId: string;
   accountId: number;
   subject: string;
   /** The rate window (ms) their hits were counted in: usable in that window only. */
@@ -336,11 +335,7 @@ export class ConnectionSlots {
    * reserved hit goes back, so the window counts the upgrade once. Whether one was there.
    */
   private takeSpareAfterCount(u: StreamUpgrade): boolean {
-    const spare = this.takeSpareSlot(u);
-    if (!spare) return false;
-    this.held.set(u.id, { keyId: u.keyId, accountId: u.accountId, row: spare.id });
-    this.usedSpares.push(spare.id);
-    this.flushSoon();
+    if (!this.useSpare(u, u.id)) return false;
     // Its own hit stays counted (over the limit or not): the spare's goes back.
     void this.giveBack([{ ids: [], hits: 1, subject: u.subject, windowStart: u.windowStart.getTime() }]);
     return true;
@@ -352,17 +347,17 @@ export class ConnectionSlots {
    * to use (the upgrade goes through admit()).
    */
   takeSpare(u: Omit<StreamUpgrade, 'id'>): { id: string; count: UpgradeCount } | null {
-    const spare = this.takeSpareSlot(u);
+    const spare = this.useSpare(u);
     if (!spare) return null;
     this.upgradeOf(u.keyId);
-    this.held.set(spare.id, { keyId: u.keyId, accountId: u.accountId, row: spare.id });
-    this.usedSpares.push(spare.id);
-    this.flushSoon();
     return { id: spare.id, count: { hits: spare.hit, taken: true, refusal: null } };
   }
 
-  /** The oldest usable spare of `u`'s key, out of the held ones. */
-  private takeSpareSlot(u: Omit<StreamUpgrade, 'id'>): Spare | null {
+  /**
+   * Takes the oldest usable spare of `u`'s key for connection `connectionId` (the spare's own id
+   * when not given): held from here on, its row no longer spare at the next flush.
+   */
+  private useSpare(u: Omit<StreamUpgrade, 'id'>, connectionId?: string): Spare | null {
     if (!u.caps || this.fenced || this.failing) return null;
     const held = this.spares.get(u.keyId);
     const now = performance.now();
@@ -372,6 +367,9 @@ export class ConnectionSlots {
     if (!spare || now - spare.takenAt >= this.spareMaxMs || spare.hit > u.rateLimit) return null;
     held.spares.shift();
     held.lastUpgradeAt = now;
+    this.held.set(connectionId ?? spare.id, { keyId: u.keyId, accountId: u.accountId, row: spare.id });
+    this.usedSpares.push(spare.id);
+    this.flushSoon();
     return spare;
   }
 
@@ -510,7 +508,7 @@ export class ConnectionSlots {
     if (!held || held.windowStart !== t.windowStart.getTime() || held.accountId !== t.accountId) {
       // Those of a past window go back at the next look: a key keeps one window's spares.
       if (held?.spares.length) void this.giveBack([{ ids: held.spares.map((s) => s.id), subject: held.subject, windowStart: held.windowStart }]);
-      held = { keyId: t.keyId, accountId: t.accountId, subject: t.subject, windowStart: t.windowStart.getTime(), spares: [], lastUpgradeAt: now };
+      held = { accountId: t.accountId, subject: t.subject, windowStart: t.windowStart.getTime(), spares: [], lastUpgradeAt: now };
       this.spares.set(t.keyId, held);
     }
     ids.forEach((id, i) => held.spares.push({ id, hit: firstHit + i, takenAt: now }));
