@@ -50,12 +50,19 @@ export interface ChangeFeedOptions {
   apply(changes: ChangeRow[], trx: Knex.Transaction): Promise<void | (() => Promise<void>)>;
   /**
    * For a consumer whose work per change costs far more than the write did (the monitor relay:
-   * a workflow start): while at least `backlog` changes wait for it and their number grew since
-   * its previous batch was read (writers outpace it: a bulk import), it applies at most
-   * `perSecond` changes a second, and at full speed again once the number stops growing. It
-   * runs behind the import instead of taking the machine from it. Without this, full speed.
+   * a workflow start): while at least `burst` changes were written in the last second (a bulk
+   * import), it applies at most `perSecond` changes a second, and at full speed again once the
+   * writes slow down. It runs behind the import instead of taking the machine from it. Without
+   * this, full speed.
    */
-  yieldToImports?: { backlog: number; perSecond: number };
+  yieldToImports?: { burst: number; perSecond: number };
+  /**
+   * The least time from one batch's start to the next's. Writes arriving one after another each
+   * wake the feed; with a gap, those of one gap are read as one batch (the membership relay: one
+   * transaction and one reload of the touched shards for many creates). A write after a quiet
+   * spell is read at once. Without this, each wake-up reads at once.
+   */
+  gatherMs?: number;
 }
 
 export interface ChangeFeed {
@@ -74,31 +81,57 @@ export async function inParallel<T>(items: readonly T[], limit: number, fn: (ite
   );
 }
 
+/**
+ * How many changes were written in about the last second, from the log's head as each batch
+ * reads it: the head now minus the head at the newest reading at least a second old (the oldest
+ * reading when none is; none at all: 0). An older reading only widens the window, so a burst is
+ * never missed, at worst counted over up to the safety poll's 2 s.
+ */
+export class WrittenLastSecond {
+  private readings: { at: number; head: number }[] = [];
+
+  count(head: number, at: number): number {
+    const r = this.readings;
+    let base = -1;
+    for (let i = r.length - 1; i >= 0; i--) {
+      if (at - r[i]!.at >= 1_000) {
+        base = i;
+        break;
+      }
+    }
+    const from = base >= 0 ? r[base]!.head : r[0]?.head;
+    // Readings older than the base are no longer needed.
+    if (base > 0) r.splice(0, base);
+    r.push({ at, head });
+    return from === undefined ? 0 : Math.max(0, head - from);
+  }
+}
+
 export function startChangeFeed(opts: ChangeFeedOptions): ChangeFeed {
   const { db, log } = opts;
 
   const yielding = opts.yieldToImports;
-  /** Changes not yet applied when the previous batch was read (null: none read yet), and whether an import outpaces this consumer. */
-  let aheadBefore: number | null = null;
+  const written = new WrittenLastSecond();
+  /** Whether an import is being written: changes arrive faster than `yielding.burst` a second. */
   let slow = false;
 
   /** One batch under the cursor's row lock; says whether it was full (more may wait). */
   const drainBatch = async (): Promise<boolean> => {
-    const limit = slow && yielding ? Math.max(1, Math.min(BATCH, Math.floor(yielding.perSecond))) : BATCH;
-    const { n, afterCommit } = await db.transaction(async (trx) => {
+    const { n, limit, afterCommit } = await db.transaction(async (trx) => {
       await trx('relay_cursors').insert({ name: opts.cursor, last_id: 0 }).onConflict('name').ignore();
       const cursor = await trx('relay_cursors').where({ name: opts.cursor }).forUpdate().skipLocked().first('last_id');
-      if (!cursor) return { n: 0 };
-      const rows: ChangeRow[] = await trx('watchlist_changes').where('id', '>', cursor.last_id).orderBy('id').limit(limit).select('id', 'item_id', 'op', 'item');
+      if (!cursor) return { n: 0, limit: BATCH };
       if (yielding) {
+        // Measured by what was written, not by what waits: a consumer that keeps up at full
+        // speed slows the import to its own pace, so nothing would ever wait (issue 40: for its
+        // first 5 s an import ran at 120 items/s while the monitor relay kept up with it). Decided
+        // before this batch is read, so the batch that sees the import already yields.
         const head = Number((await trx('watchlist_changes').max('id as m').first())?.m ?? 0);
-        // Everything not yet applied, this batch included: at full speed a batch takes all of
-        // it, so only its growth from batch to batch says that writers outpace this consumer.
-        const ahead = head - Number(cursor.last_id);
-        slow = ahead >= yielding.backlog && aheadBefore !== null && ahead > aheadBefore;
-        aheadBefore = ahead;
+        slow = written.count(head, performance.now()) >= yielding.burst;
       }
-      if (rows.length === 0) return { n: 0 };
+      const limit = slow && yielding ? Math.max(1, Math.min(BATCH, Math.floor(yielding.perSecond))) : BATCH;
+      const rows: ChangeRow[] = await trx('watchlist_changes').where('id', '>', cursor.last_id).orderBy('id').limit(limit).select('id', 'item_id', 'op', 'item');
+      if (rows.length === 0) return { n: 0, limit };
       const newest = new Map<number, ChangeRow>();
       for (const r of rows) newest.set(Number(r.item_id), { ...r, id: Number(r.id), item_id: Number(r.item_id) });
       const started = performance.now();
@@ -106,13 +139,15 @@ export function startChangeFeed(opts: ChangeFeedOptions): ChangeFeed {
       const last = Number(rows[rows.length - 1]!.id);
       await trx('relay_cursors').where({ name: opts.cursor }).update({ last_id: last, updated_at: trx.fn.now() });
       log.debug({ changes: rows.length, items: newest.size, last_id: last, ms: Math.round(performance.now() - started) }, 'applied watchlist changes');
-      return { n: rows.length, afterCommit: after || undefined };
+      return { n: rows.length, limit, afterCommit: after || undefined };
     });
     await afterCommit?.();
     return n === limit;
   };
 
   let running: Promise<void> | null = null;
+  /** When the last batch started (performance.now()): the next one waits for `gatherMs` after it. */
+  let lastStart = -Infinity;
   let again = false;
   let stopped = false;
   let failures = 0;
@@ -142,7 +177,9 @@ export function startChangeFeed(opts: ChangeFeedOptions): ChangeFeed {
       do {
         again = false;
         while (!stopped) {
+          if (opts.gatherMs) await pause(lastStart + opts.gatherMs - performance.now());
           const started = performance.now();
+          lastStart = started;
           if (!(await drainBatch())) break;
           // Outpaced by an import: the rest of this second is left to it.
           if (slow) await pause(1_000 - (performance.now() - started));

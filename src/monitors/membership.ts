@@ -41,9 +41,27 @@ const CURSOR = 'monitor-members';
 const RECONCILE_MS = 10_000;
 /** After a refused poller start: a Temporal back from an outage starts them within this. */
 const RECONCILE_RETRY_MS = 3_000;
+/**
+ * A shard whose poller this relay started (or found running) this recently is not started again
+ * for the next batch: during an import the relay commits ~20 batches a second, and each start,
+ * a no-op on a running chain, still cost the Temporal server ~2.5 ms of CPU (docs/performance.md).
+ * A poller ends only when its shard has no members left; a shard this relay empties is started
+ * again at once (its memory is dropped), and one emptied elsewhere (an account suspended, its
+ * targets retired) is covered by the reconcile, as the instant before an idle poller's end is.
+ */
+const STARTED_FRESH_MS = 1_000;
+/**
+ * Batches start at least this far apart: an import's creates commit in ~40 transactions a second,
+ * each waking the relay, and each batch is ~10 statements and a reload of its shards. A new item
+ * joins its poller at most this much later.
+ */
+const GATHER_MS = 100;
 
 /** The same settings as the monitor relay's: the two consumers run side by side. */
-export type MembershipOptions = RelayOptions;
+export interface MembershipOptions extends RelayOptions {
+  /** STARTED_FRESH_MS unless given (tests widen it, so a step's timing cannot decide it). */
+  startedFreshMs?: number;
+}
 
 export interface MembershipRelay extends ChangeFeed {
   /** Starts the pollers of every shard that has members (the periodic reconcile, on demand). */
@@ -184,7 +202,17 @@ export function memberServiceSignals(opts: { db: Db; client: Client; taskQueue: 
 export function startMembershipRelay(opts: MembershipOptions): MembershipRelay {
   const { db, client } = opts;
   const log = opts.log.child({ component: 'membership-relay' });
-  const ensurePoller = pollerStarter(client, opts.taskQueue);
+  const startPoller = pollerStarter(client, opts.taskQueue);
+  /** Shard key → when this relay last saw its poller started or running (performance.now()). */
+  const startedAt = new Map<string, number>();
+  const ensurePoller = async (platform: string, shard: number, force = false) => {
+    const key = shardKey(platform, shard);
+    const at = startedAt.get(key);
+    if (!force && at !== undefined && performance.now() - at < (opts.startedFreshMs ?? STARTED_FRESH_MS)) return;
+    const asked = performance.now();
+    await startPoller(platform, shard);
+    startedAt.set(key, asked);
+  };
 
   const apply = async (changes: ChangeRow[], trx: Knex.Transaction) => {
     const gone: number[] = [];
@@ -227,6 +255,8 @@ export function startMembershipRelay(opts: MembershipOptions): MembershipRelay {
         .delete();
     }
     await announce(trx, touched);
+    // A shard that lost members may have lost its last: its poller may end, so it is started again.
+    for (const [key, t] of touched) if (!t.joined) startedAt.delete(key);
     // Started once the batch has committed, outside its transaction: it holds the share locks of
     // its accounts' states, which a sweep must not wait on for a Temporal call. A refused start
     // goes to the reconcile, which retries it every few seconds.
@@ -237,12 +267,12 @@ export function startMembershipRelay(opts: MembershipOptions): MembershipRelay {
     };
   };
 
-  const feed = startChangeFeed({ db, connectionString: opts.connectionString, cursor: CURSOR, log, apply });
+  const feed = startChangeFeed({ db, connectionString: opts.connectionString, cursor: CURSOR, log, apply, gatherMs: GATHER_MS });
 
   const reconcile = async () => {
     // Shards with a target to poll: one whose targets are all retired (src/monitors/target-status.ts) has none.
     const shards = await pollableShards(db);
-    await Promise.all(shards.map((s) => ensurePoller(s.platform, s.shard)));
+    await Promise.all(shards.map((s) => ensurePoller(s.platform, s.shard, true)));
   };
   const reconciling = new OutageLog(log, 'start the shard pollers');
   let soon: NodeJS.Timeout | null = null;

@@ -20,12 +20,12 @@ import { shardOf, shardPollerId } from './shards.ts';
 
 const CURSOR = 'watchlist-monitors-v2';
 /**
- * A monitor's start costs ~20 ms of CPU between Temporal and the worker, against ~14 ms for the
- * item's whole create (docs/performance.md): while at least `backlog` changes wait and their
- * number grows (a bulk import), the relay starts `perSecond` monitors a second, and catches up
+ * A monitor's start costs ~20 ms of CPU between Temporal and the worker, against ~6 ms for the
+ * item's whole create (docs/performance.md): while at least `burst` changes were written in the
+ * last second (a bulk import), the relay starts `perSecond` monitors a second, and catches up
  * once the import stops. A single create's monitor never waits.
  */
-const YIELD_TO_IMPORTS = { backlog: 50, perSecond: 5 };
+const YIELD_TO_IMPORTS = { burst: 20, perSecond: 5 };
 /** Temporal calls in flight at once while applying a batch. */
 const PARALLEL = 16;
 
