@@ -8,9 +8,9 @@
 // fence time fenced the node on a loaded machine (CI of 9b0605b) and the case judged that instead.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { SlotTimings } from '../../src/stream/connection-slots.ts';
-import { databaseUrl, eventually, newAccount } from '../support/harness.ts';
+import { eventually, newAccount } from '../support/harness.ts';
 import type { Toxiproxy } from '../../rehearsal/toxiproxy.ts';
-import { cut, heal, proxyTo, testToxiproxy } from '../support/toxiproxy.ts';
+import { cut, heal, proxiedDatabaseUrl, testToxiproxy } from '../support/toxiproxy.ts';
 import { append, Client, refusal, sleep, startNode, type TestNode } from './helpers.ts';
 
 const PER_ACCOUNT = 3;
@@ -27,12 +27,9 @@ const clients: Client[] = [];
 
 beforeAll(async () => {
   toxi = await testToxiproxy();
-  const direct = new URL(databaseUrl());
-  const listen = await proxyTo(toxi, 'pg-a', `${direct.hostname}:${direct.port || 5432}`);
-  const proxied = new URL(direct);
-  proxied.host = listen;
+  const proxied = await proxiedDatabaseUrl(toxi, 'pg-a');
   b = await startNode({ env, slotTimings: TIMINGS });
-  a = await startNode({ env, slotTimings: TIMINGS, connectionString: proxied.toString() });
+  a = await startNode({ env, slotTimings: TIMINGS, connectionString: proxied });
 }, 180_000);
 // A failed case must not leave the next one cut off.
 afterEach(async () => {

@@ -4,6 +4,7 @@
 // connections cut and refused, as a server that is down; on again at the same address).
 import { releasePort, reservePort } from '../../src/runtime/ports.ts';
 import { resolveToxiproxy, startToxiproxy, type Toxiproxy } from '../../rehearsal/toxiproxy.ts';
+import { databaseUrl } from './harness.ts';
 
 /** A Toxiproxy server for this test file (built on first use, once per machine). */
 export async function testToxiproxy(): Promise<Toxiproxy> {
@@ -16,6 +17,13 @@ export async function proxyTo(toxi: Toxiproxy, name: string, upstream: string): 
   const listen = `127.0.0.1:${await reservePort()}`;
   await toxi.create({ name, listen, upstream });
   return listen;
+}
+
+/** The run's database address through a new proxy named `name` (cut, heal or slow it by that name). */
+export async function proxiedDatabaseUrl(toxi: Toxiproxy, name: string): Promise<string> {
+  const url = new URL(databaseUrl());
+  url.host = await proxyTo(toxi, name, `${url.hostname}:${url.port || 5432}`);
+  return url.toString();
 }
 
 /** Holds every byte both ways on the proxy's connections, open or new, until heal(): a partition, not a crash. */

@@ -13,7 +13,7 @@ import type { Toxiproxy } from '../../../rehearsal/toxiproxy.ts';
 import { WatchlistStore } from '../../../src/apis/watchlist/store.ts';
 import { ITEM_DEFAULTS, type CreateItem } from '../../../src/apis/watchlist/schema.ts';
 import { databaseUrl, newAccount } from '../../support/harness.ts';
-import { proxyTo, testToxiproxy } from '../../support/toxiproxy.ts';
+import { proxiedDatabaseUrl, testToxiproxy } from '../../support/toxiproxy.ts';
 import { pf03Event } from './helpers.ts';
 
 const LATENCY_MS = 300;
@@ -29,14 +29,11 @@ function item(slug: string): CreateItem {
 
 beforeAll(async () => {
   toxi = await testToxiproxy();
-  const url = new URL(databaseUrl());
-  const listen = await proxyTo(toxi, 'slow-pg', `${url.hostname}:${url.port || 5432}`);
+  const slowUrl = await proxiedDatabaseUrl(toxi, 'slow-pg');
   // Every answer from the server 300 ms late: each round trip costs 300 ms.
   await toxi.addToxic('slow-pg', { name: 'slow', type: 'latency', attributes: { latency: LATENCY_MS, jitter: 0 } });
-  const slowUrl = new URL(databaseUrl());
-  slowUrl.host = listen;
   direct = createDb({ connectionString: databaseUrl(), poolMax: 2 });
-  slow = createDb({ connectionString: slowUrl.toString(), poolMax: ACCOUNTS * 2, applicationName: 'slow-watchlist' });
+  slow = createDb({ connectionString: slowUrl, poolMax: ACCOUNTS * 2, applicationName: 'slow-watchlist' });
 }, 120_000);
 
 afterAll(async () => {
