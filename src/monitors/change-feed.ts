@@ -85,7 +85,8 @@ export async function inParallel<T>(items: readonly T[], limit: number, fn: (ite
  * How many changes were written in about the last second, from the log's head as each batch
  * reads it: the head now minus the head at the newest reading at least a second old (the oldest
  * reading when none is; none at all: 0). An older reading only widens the window, so a burst is
- * never missed, at worst counted over up to the safety poll's 2 s.
+ * never missed; at worst writes are counted since the feed's previous batch (at most the safety
+ * poll's 2 s apart when idle; after a long batch, one batch may yield for a trickle).
  */
 export class WrittenLastSecond {
   private readings: { at: number; head: number }[] = [];

@@ -43,8 +43,9 @@ const RECONCILE_MS = 10_000;
 const RECONCILE_RETRY_MS = 3_000;
 /**
  * A shard whose poller this relay started (or found running) this recently is not started again
- * for the next batch: during an import the relay commits ~20 batches a second, and each start,
- * a no-op on a running chain, still cost the Temporal server ~2.5 ms of CPU (docs/performance.md).
+ * for the next batch: during an import the relay committed up to ~40 batches a second (10 with
+ * GATHER_MS), each followed by its shards' starts, and those no-op starts on running chains kept
+ * the Temporal server at 20-25 % of a core (docs/performance.md).
  * A poller ends only when its shard has no members left; a shard this relay empties is started
  * again at once (its memory is dropped), and one emptied elsewhere (an account suspended, its
  * targets retired) is covered by the reconcile, as the instant before an idle poller's end is.
