@@ -20,7 +20,7 @@ import { shardOf, shardPollerId } from './shards.ts';
 
 const CURSOR = 'watchlist-monitors-v2';
 /**
- * A monitor's start costs ~20 ms of CPU between Temporal and the worker, against ~6 ms for the
+ * A monitor's start costs ~20 ms of CPU between Temporal and the worker, against ~5 ms for the
  * item's whole create (docs/performance.md): while at least `burst` changes were written in the
  * last second (a bulk import), the relay starts `perSecond` monitors a second, and catches up
  * once the import stops. A single create's monitor never waits.

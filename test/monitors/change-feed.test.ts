@@ -43,6 +43,14 @@ async function write(n: number): Promise<number[]> {
   return ids;
 }
 
+/** A consumer's cursor of its own, past every change written so far. */
+async function cursorAtHead(name: string): Promise<string> {
+  const cursor = `test-${name}-${Date.now()}`;
+  const head = Number((await gw.db('watchlist_changes').max('id as m').first())?.m ?? 0);
+  await gw.db('relay_cursors').insert({ name: cursor, last_id: head });
+  return cursor;
+}
+
 interface Batch {
   at: number;
   ids: number[];
@@ -54,9 +62,7 @@ interface Batch {
  * batch before (more than `burst` written since its last reading), then nothing.
  */
 async function importInWaves(yieldToImports: ChangeFeedOptions['yieldToImports']) {
-  const cursor = `test-yield-${Date.now()}`;
-  const head = Number((await gw.db('watchlist_changes').max('id as m').first())?.m ?? 0);
-  await gw.db('relay_cursors').insert({ name: cursor, last_id: head });
+  const cursor = await cursorAtHead('yield');
   const batches: Batch[] = [];
   let hold: Promise<void> = Promise.resolve();
   let release = () => {};
@@ -128,9 +134,7 @@ async function trickle(n: number, gapMs: number): Promise<{ ids: number[]; at: n
 }
 
 async function feedThrough(gatherMs: number | undefined) {
-  const cursor = `test-gather-${Date.now()}`;
-  const head = Number((await gw.db('watchlist_changes').max('id as m').first())?.m ?? 0);
-  await gw.db('relay_cursors').insert({ name: cursor, last_id: head });
+  const cursor = await cursorAtHead('gather');
   const batches: Batch[] = [];
   const feed = startChangeFeed({
     db: gw.db,
