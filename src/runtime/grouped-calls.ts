@@ -2,7 +2,9 @@
 // while it is out form the next one. A lone call waits for nothing (or for `gatherMs`, when
 // asked), and a busy caller pays one round trip for many calls rather than one each. Used for
 // gateway admissions, key lookups, rate-limit peeks and stream admissions: each says what one
-// group costs (its `send`), this module says when groups go.
+// group costs (its `send`), this module says when groups go. MixedGroups is the variant for
+// writes that lock per key (an account's watchlist creates): one group holds many keys' calls,
+// a key has one group out at a time, and the keys waiting take turns.
 
 export interface GroupedCallsOptions<I, O> {
   /** Sends one group; answers one output per input, in the inputs' order. A throw fails the whole group. */
@@ -14,11 +16,6 @@ export interface GroupedCallsOptions<I, O> {
    * disjoint lanes, so two groups of one process never wait on each other's locks.
    */
   lanes?: number;
-  /**
-   * A lane of its own for each key, made on its first call and dropped once idle, in place of
-   * `lanes`: one key's calls never wait behind another key's group (a lane per account).
-   */
-  laneEachKey?: boolean;
   /** How long a call that finds its lane idle waits for company before its group goes (0: at once). */
   gatherMs?: number;
   /**
@@ -35,7 +32,6 @@ interface Queued<I, O> {
 }
 
 interface Lane<I, O> {
-  key: number | string;
   queue: Queued<I, O>[];
   inFlight: boolean;
   timer: NodeJS.Timeout | null;
@@ -51,23 +47,13 @@ export function laneOf(key: number | string, lanes: number): number {
 
 export class GroupedCalls<I, O> {
   private readonly lanes: Lane<I, O>[];
-  /** With laneEachKey: the lanes of the keys with calls queued or in flight. */
-  private readonly keyed = new Map<number | string, Lane<I, O>>();
 
   constructor(private readonly options: GroupedCallsOptions<I, O>) {
-    this.lanes = Array.from({ length: options.lanes ?? 1 }, (_, key) => ({ key, queue: [], inFlight: false, timer: null }));
-  }
-
-  /** Lanes with calls queued or in flight (with laneEachKey), for tests that no idle lane is kept. */
-  get keyedLanes(): number {
-    return this.keyed.size;
+    this.lanes = Array.from({ length: options.lanes ?? 1 }, () => ({ queue: [], inFlight: false, timer: null }));
   }
 
   private laneFor(key: number | string): Lane<I, O> {
-    if (!this.options.laneEachKey) return this.lanes[laneOf(key, this.lanes.length)]!;
-    let lane = this.keyed.get(key);
-    if (!lane) this.keyed.set(key, (lane = { key, queue: [], inFlight: false, timer: null }));
-    return lane;
+    return this.lanes[laneOf(key, this.lanes.length)]!;
   }
 
   /** Queues `input` on the lane of `laneKey` and answers with its output once its group comes back. */
@@ -84,7 +70,7 @@ export class GroupedCalls<I, O> {
    * caller keeps waiting for the same answer. False when it is not queued here.
    */
   expedite(input: I, other: GroupedCalls<I, O>, laneKey: number | string = 0): boolean {
-    for (const lane of [...this.lanes, ...this.keyed.values()]) {
+    for (const lane of this.lanes) {
       const i = lane.queue.findIndex((q) => q.input === input);
       if (i < 0) continue;
       const [queued] = lane.queue.splice(i, 1);
@@ -124,7 +110,99 @@ export class GroupedCalls<I, O> {
       }
     } finally {
       lane.inFlight = false;
-      if (this.options.laneEachKey && lane.queue.length === 0 && lane.timer === null) this.keyed.delete(lane.key);
     }
+  }
+}
+
+export interface MixedGroupsOptions<I, O> {
+  /** Sends one group; answers one output per input, in the inputs' order. A throw fails the whole group. */
+  send(inputs: I[]): Promise<O[]>;
+  /** The most calls in one group: the rest wait for the next. */
+  maxGroup: number;
+  /** The most groups out at once. */
+  inFlight: number;
+}
+
+/**
+ * Groups that mix keys: many accounts' writes in one transaction, where each key's calls need
+ * its own lock. A key has at most one group out, so its calls go in arrival order, one group
+ * after another, as with a lane of its own; but while groups are out, every key's calls that
+ * arrive wait for the next group together, rather than each key sending a group of its own.
+ * A group takes the ready keys' calls in turns, one of each per round, starting with the key
+ * that has waited longest, and a key still waiting after its turn goes to the back of the line:
+ * a key with many calls queued holds back another key's call by no more than one group for
+ * every `maxGroup` keys ahead of it, however many calls it has queued.
+ */
+export class MixedGroups<I, O> {
+  /** Keys with calls queued, in the order they take their turns. */
+  private readonly waiting = new Map<number | string, Queued<I, O>[]>();
+  /** Keys with a group out. */
+  private readonly busy = new Set<number | string>();
+  private out = 0;
+
+  constructor(private readonly options: MixedGroupsOptions<I, O>) {}
+
+  /** Keys with calls queued or out, for tests that nothing idle is kept. */
+  get keysHeld(): number {
+    return new Set([...this.waiting.keys(), ...this.busy]).size;
+  }
+
+  /** Queues `input` for `key` and answers with its output once its group comes back. */
+  call(input: I, key: number | string): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      const queue = this.waiting.get(key);
+      if (queue) queue.push({ input, resolve, reject });
+      else this.waiting.set(key, [{ input, resolve, reject }]);
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.out < this.options.inFlight) {
+      const group = this.take();
+      if (group.length === 0) return;
+      this.out++;
+      void this.sendGroup(group);
+    }
+  }
+
+  /** The next group: the ready keys' calls, one of each per round, up to maxGroup. */
+  private take(): { key: number | string; queued: Queued<I, O> }[] {
+    const group: { key: number | string; queued: Queued<I, O> }[] = [];
+    const ready = [...this.waiting.keys()].filter((key) => !this.busy.has(key));
+    while (group.length < this.options.maxGroup && ready.length > 0) {
+      for (let i = 0; i < ready.length && group.length < this.options.maxGroup; ) {
+        const key = ready[i]!;
+        const queue = this.waiting.get(key)!;
+        group.push({ key, queued: queue.shift()! });
+        if (queue.length > 0) i++;
+        else {
+          this.waiting.delete(key);
+          ready.splice(i, 1);
+        }
+      }
+    }
+    for (const { key } of group) {
+      this.busy.add(key);
+      const queue = this.waiting.get(key);
+      // Had its turn and still waits: to the back of the line.
+      if (queue && this.waiting.delete(key)) this.waiting.set(key, queue);
+    }
+    return group;
+  }
+
+  private async sendGroup(group: { key: number | string; queued: Queued<I, O> }[]): Promise<void> {
+    let outputs: O[] | null = null;
+    let failure: unknown = null;
+    try {
+      outputs = await this.options.send(group.map((g) => g.queued.input));
+    } catch (err) {
+      failure = err;
+    }
+    this.out--;
+    for (const { key } of group) this.busy.delete(key);
+    // The next group goes before this one's callers run: the store works on it meanwhile.
+    this.pump();
+    group.forEach((g, i) => (outputs ? g.queued.resolve(outputs[i]!) : g.queued.reject(failure)));
   }
 }

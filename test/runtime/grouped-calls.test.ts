@@ -3,10 +3,12 @@
 // in arrival order per lane, never more than one group in flight per lane nor more than maxGroup
 // calls in a group, a failed group failing its own calls only; and the options (gathering, moving
 // a queued call to another queue, answering after the next send) doing what their callers rely on.
+// MixedGroups (an account's watchlist creates): groups of many keys, one group out per key, and
+// turns that bound how long one key's many calls hold another's back.
 import { setImmediate as nextCheck } from 'node:timers/promises';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GroupedCalls, laneOf } from '../../src/runtime/grouped-calls.ts';
+import { GroupedCalls, laneOf, MixedGroups } from '../../src/runtime/grouped-calls.ts';
 
 interface Input {
   id: number;
@@ -155,32 +157,96 @@ describe('GroupedCalls', () => {
     );
   });
 
-  it("with a lane for each key, one key's group out never holds another's, and no idle lane is kept", async () => {
+  it("mixing keys: each call answered once, a key's calls in order and never in two groups out, and a key waits behind one group per maxGroup keys ahead", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.integer({ min: 0, max: 5 }), { minLength: 1, maxLength: 30 }), async (keys) => {
-        let open!: () => void;
-        const gate = new Promise<void>((r) => (open = r));
-        const sent: number[][] = [];
-        const groups = new GroupedCalls<number, number>({
-          maxGroup: 50,
-          laneEachKey: true,
-          send: async (inputs) => {
-            sent.push([...inputs]);
-            // Key 0's groups stay out until the gate opens: no other key may wait for them.
-            if (inputs[0] === 0) await gate;
-            return inputs.map((n) => n * 10);
-          },
-        });
-        const answers = keys.map((k) => groups.call(k, k));
-        const others = keys.map((k, i) => ({ k, answer: answers[i]! })).filter(({ k }) => k !== 0);
-        expect(await Promise.all(others.map((o) => o.answer))).toEqual(others.map((o) => o.k * 10));
-        // Each group holds one key's calls only.
-        for (const group of sent) expect(new Set(group).size).toBe(1);
-        open();
-        expect(await Promise.all(answers)).toEqual(keys.map((k) => k * 10));
-        await nextCheck();
-        expect(groups.keyedLanes).toBe(0);
-      }),
+      fc.asyncProperty(
+        fc.record({
+          inFlight: fc.integer({ min: 1, max: 3 }),
+          maxGroup: fc.integer({ min: 1, max: 6 }),
+          // Key 0 floods: many calls, all at once, at the start.
+          flood: fc.integer({ min: 0, max: 40 }),
+          calls: fc.array(fc.record({ key: fc.integer({ min: 0, max: 12 }), gap: fc.integer({ min: 0, max: 2 }) }), { minLength: 1, maxLength: 40 }),
+          failing: fc.uniqueArray(fc.integer({ min: 0, max: 30 }), { maxLength: 4 }),
+          sendTicks: fc.integer({ min: 0, max: 3 }),
+        }),
+        async ({ inFlight, maxGroup, flood, calls, failing, sendTicks }) => {
+          const made = [...Array.from({ length: flood }, () => ({ key: 0, gap: 0 })), ...calls];
+          const sent: Input[][] = [];
+          const outKeys = new Set<number>();
+          let out = 0;
+          let mostOut = 0;
+          let keyTwiceOut = false;
+          const groups = new MixedGroups<Input, number>({
+            inFlight,
+            maxGroup,
+            send: async (inputs) => {
+              const n = sent.push(inputs) - 1;
+              const keys = new Set(inputs.map((i) => i.lane));
+              for (const k of keys) if (outKeys.has(k)) keyTwiceOut = true;
+              for (const k of keys) outKeys.add(k);
+              mostOut = Math.max(mostOut, ++out);
+              for (let t = 0; t < sendTicks; t++) await nextCheck();
+              out--;
+              for (const k of keys) outKeys.delete(k);
+              if (failing.includes(n)) throw new Error(`group ${n}`);
+              return inputs.map(answerOf);
+            },
+          });
+          // For each call whose key had no call unanswered when it came: the groups already sent
+          // then, and how many other keys had calls waiting to be sent (the test's own count).
+          const arrivals = new Map<number, { sentBefore: number; keysAhead: number }>();
+          const answered = new Set<number>();
+          const outcomes: Promise<{ input: Input; ok: boolean; value: unknown }>[] = [];
+          for (const [id, c] of made.entries()) {
+            const input = { id, lane: c.key };
+            const sentIds = new Set(sent.flat().map((i) => i.id));
+            const before = made.slice(0, id).map((m, j) => ({ key: m.key, j }));
+            if (before.every((b) => b.key !== c.key || answered.has(b.j))) {
+              const waiting = before.filter(({ j }) => !sentIds.has(j));
+              arrivals.set(id, { sentBefore: sent.length, keysAhead: new Set(waiting.map((w) => w.key)).size });
+            }
+            outcomes.push(
+              groups.call(input, c.key).then(
+                (value) => ({ input, ok: true, value }),
+                (err: Error) => ({ input, ok: false, value: err.message }),
+              ).finally(() => answered.add(id)),
+            );
+            for (let t = 0; t < c.gap; t++) await nextCheck();
+          }
+          const settled = await Promise.all(outcomes);
+
+          expect(keyTwiceOut).toBe(false);
+          expect(mostOut).toBeLessThanOrEqual(inFlight);
+          expect(sent.every((g) => g.length >= 1 && g.length <= maxGroup)).toBe(true);
+          // Every call sent exactly once, and in arrival order within its key.
+          const ids = sent.flat().map((i) => i.id);
+          expect([...ids].sort((a, b) => a - b)).toEqual(made.map((_, id) => id));
+          for (const key of new Set(made.map((m) => m.key))) {
+            const order = sent.flat().filter((i) => i.lane === key).map((i) => i.id);
+            expect(order).toEqual([...order].sort((a, b) => a - b));
+          }
+          // Turns: a call waits behind at most one group per maxGroup keys that were waiting
+          // ahead of it, however many calls those keys had queued.
+          for (const [id, a] of arrivals) {
+            const n = sent.findIndex((g) => g.some((i) => i.id === id));
+            expect(n - a.sentBefore + 1).toBeLessThanOrEqual(Math.floor(a.keysAhead / maxGroup) + 1);
+          }
+          for (const s of settled) {
+            const n = sent.findIndex((g) => g.includes(s.input));
+            if (failing.includes(n)) expect(s).toEqual({ input: s.input, ok: false, value: `group ${n}` });
+            else expect(s).toEqual({ input: s.input, ok: true, value: answerOf(s.input) });
+          }
+          expect(groups.keysHeld).toBe(0);
+        },
+      ),
+      { numRuns: 200 },
     );
+  });
+
+  it('mixing keys: the calls that come while a group is out go together in the next, whatever their keys', async () => {
+    const sent: number[][] = [];
+    const groups = new MixedGroups<number, number>({ maxGroup: 50, inFlight: 1, send: async (inputs) => (sent.push([...inputs]), await nextCheck(), inputs) });
+    await Promise.all(Array.from({ length: 16 }, (_, k) => groups.call(k, k)));
+    expect(sent).toEqual([[0], Array.from({ length: 15 }, (_, k) => k + 1)]);
   });
 });

@@ -112,11 +112,11 @@ interface FactRow {
 }
 
 // One row per item. The target is the member row's, else the key computed from the item (a
-// paused item has no row). The last change: the newest of the target's two newest snapshots,
+// paused item has no row); whether its account is served is read once per account. The last change: the newest of the target's two newest snapshots,
 // when there are two (the first version stored is not a change).
 const FACTS = `
   SELECT x.item_id::text AS item_id,
-         (SELECT coalesce((SELECT a.served FROM account_service a WHERE a.account_id = ?), account_served(?))) AS served,
+         sv.served,
          m.item_id IS NOT NULL AS member,
          m.baseline_snapshot_id IS NOT NULL AS baselined,
          greatest(c.checked_at, s.updated_at) AS checked_at,
@@ -124,7 +124,9 @@ const FACTS = `
          v.changed_at,
          s.kind, s.last_failure, s.not_found_since, s.retired_at,
          s.retired_at IS NOT NULL AND EXISTS (SELECT 1 FROM monitor_members r WHERE r.target = t.target AND r.updated_at > s.retired_at) AS revived
-    FROM unnest(?::bigint[], ?::text[]) AS x(item_id, target)
+    FROM unnest(?::bigint[], ?::text[], ?::bigint[]) AS x(item_id, target, account_id)
+    JOIN (SELECT d.account_id, coalesce((SELECT a.served FROM account_service a WHERE a.account_id = d.account_id), account_served(d.account_id)) AS served
+            FROM (SELECT DISTINCT unnest(?::bigint[]) AS account_id) d) sv ON sv.account_id = x.account_id
     LEFT JOIN monitor_members m ON m.item_id = x.item_id
    CROSS JOIN LATERAL (SELECT coalesce(m.target, x.target) AS target) t
     LEFT JOIN monitor_target_checks c ON c.target = t.target
@@ -165,9 +167,18 @@ function factsOf(item: WatchlistItem, r: FactRow, incidents: Set<string>): Healt
   };
 }
 
-/** FACTS's bindings for (item id, target) pairs. */
-function factsBindings(accountId: number, keys: readonly { id: number; target: string | null }[]): Knex.RawBinding[] {
-  return [accountId, accountId, keys.map((k) => k.id), keys.map((k) => k.target) as string[]];
+/** An item's key in FACTS: its id, its target and its account. */
+interface FactKey {
+  id: number;
+  website: string;
+  target: string | null;
+  accountId: number;
+}
+
+/** FACTS's bindings for `keys`. */
+function factsBindings(keys: readonly FactKey[]): Knex.RawBinding[] {
+  const accounts = keys.map((k) => k.accountId);
+  return [keys.map((k) => k.id), keys.map((k) => k.target) as string[], accounts, [...new Set(accounts)]];
 }
 
 /** The platforms in an incident among those of `keys` whose target's last check failed. */
@@ -178,13 +189,9 @@ function incidentsOf(db: Knex, keys: readonly { id: number; website: string }[],
   );
 }
 
-/** FACTS for (item id, target) pairs, by item id, and the platforms in an incident among those whose target is failing. */
-async function readFactRows(
-  db: Knex,
-  accountId: number,
-  keys: readonly { id: number; website: string; target: string | null }[],
-): Promise<{ byId: Map<number, FactRow>; incidents: Set<string> }> {
-  const { rows } = (await db.raw(FACTS, factsBindings(accountId, keys))) as { rows: FactRow[] };
+/** FACTS for `keys`, by item id, and the platforms in an incident among those whose target is failing. */
+async function readFactRows(db: Knex, keys: readonly FactKey[]): Promise<{ byId: Map<number, FactRow>; incidents: Set<string> }> {
+  const { rows } = (await db.raw(FACTS, factsBindings(keys))) as { rows: FactRow[] };
   const byId = new Map(rows.map((r) => [Number(r.item_id), r]));
   return { byId, incidents: await incidentsOf(db, keys, byId) };
 }
@@ -194,8 +201,7 @@ export async function readHealthFacts(db: Knex, accountId: number, items: readon
   if (items.length === 0) return new Map();
   const { byId, incidents } = await readFactRows(
     db,
-    accountId,
-    items.map((i) => ({ id: i.id, website: i.website, target: itemTarget(i) })),
+    items.map((i) => ({ id: i.id, website: i.website, target: itemTarget(i), accountId })),
   );
   return new Map(items.map((item) => [item.id, factsOf(item, byId.get(item.id)!, incidents)]));
 }
@@ -204,10 +210,10 @@ export async function readHealthFacts(db: Knex, accountId: number, items: readon
 export type CompleteNewItem = <T extends WatchlistItem>(item: T) => T & ItemHealth;
 
 /**
- * The health of the items about to be created on `targets` (one account's group of creates, in
- * order), read in the statement that takes the writers' lock (`sql` and `bindings`: a row per
- * target, its facts), so it costs the creates no round trip of their own and no time inside the
- * serialised section. A new item has no member row until the membership relay applies its
+ * The health of the items about to be created on `targets` (a group of creates, each with its
+ * account, in order), read in the statement that takes the writers' locks (`sql` and `bindings`:
+ * a row per target, its facts), so it costs the creates no round trip of their own and no time
+ * inside the serialised section. A new item has no member row until the membership relay applies its
  * creation, after the commit, so everything its health depends on is its target's and its
  * account's, readable before the item exists. (Read as a statement of its own inside the
  * section, issue 38's first version took 16 creates in flight from 374 to 302 a second.)
@@ -215,15 +221,14 @@ export type CompleteNewItem = <T extends WatchlistItem>(item: T) => T & ItemHeal
  * incidents only when a target is failing).
  */
 export function newItemsFacts(
-  accountId: number,
-  targets: readonly Pick<WatchlistItem, 'website' | 'event' | 'region'>[],
+  targets: readonly (Pick<WatchlistItem, 'website' | 'event' | 'region'> & { accountId: number })[],
 ): { sql: string; bindings: Knex.RawBinding[]; finish(db: Knex, rows: readonly Record<string, unknown>[]): Promise<CompleteNewItem[]> } {
   // Ids 0, -1, -2, ... are never an item's (ids start at 1): they match no member row, as the new
   // items' ids would not yet, and keep the targets apart.
-  const keys = targets.map((target, k) => ({ id: -k, website: target.website, target: itemTarget(target) }));
+  const keys = targets.map((target, k) => ({ id: -k, website: target.website, target: itemTarget(target), accountId: target.accountId }));
   return {
     sql: FACTS,
-    bindings: factsBindings(accountId, keys),
+    bindings: factsBindings(keys),
     async finish(db, rows) {
       const byId = new Map((rows as unknown as FactRow[]).map((r) => [Number(r.item_id), r]));
       const incidents = await incidentsOf(db, keys, byId);

@@ -2,7 +2,9 @@
 // monitor relay applies to Temporal), a pg_notify and a `watchlist` message in the
 // notifications log, all in the same transaction. Two locks, each held no longer than it must:
 // - an account's writes are serialised by a lock of that account's (its item cap, and an item
-//   never naming a webhook being deleted), held through the transaction's reads and writes;
+//   never naming a webhook being deleted), held through the transaction's reads and writes; a
+//   group of creates takes the locks of all its accounts, in key order, so two groups never
+//   wait on each other in a cycle;
 // - the change rows and the log's messages are written by the transaction's last statement,
 //   under the notifications log's writers' lock, and committed in the same message
 //   (db/last-statement.ts): change ids and log ids commit in order (a reader asking for
@@ -19,18 +21,25 @@ import type { Knex } from 'knex';
 import type { Db } from '../../../db/connection.ts';
 import { commitWithLastStatement, LAST_STATEMENT_VALUES } from '../../../db/last-statement.ts';
 import { logAppendCtes } from '../../notifications/log.ts';
-import { GroupedCalls } from '../../runtime/grouped-calls.ts';
+import { MixedGroups } from '../../runtime/grouped-calls.ts';
 import { newItemsFacts, withHealth } from './health.ts';
 import type { CreateItem, UpdateItem, WatchlistItem, WatchlistItemWithHealth } from './schema.ts';
 
 export const CHANGES_CHANNEL = 'watchlist_changes';
 /**
- * The most creates of one account written by one transaction. An account's creates that arrive
- * while its transaction is out go together in the next (a bulk import of 16 in flight: one lock,
- * one count, one insert and one commit for ~15 items, where each used to queue for the lock with
- * a transaction and a connection of its own).
+ * The most creates written by one transaction. The creates that arrive while the transactions
+ * out are running go together in the next, whichever accounts they are of (a bulk import of 16
+ * in flight: one lock, one count, one insert and one commit for ~15 items, where each used to
+ * queue for the lock with a transaction and a connection of its own; 16 accounts' creates at
+ * once: one commit, and one hold of the notifications log's lock, for all of them).
  */
 export const MAX_CREATE_GROUP = 50;
+/**
+ * Groups of creates out at once. An account has at most one of them (its creates keep their
+ * order); a second lets the creates that arrive meanwhile go while a group waits on a lock held
+ * elsewhere (an account's update, another gateway's group).
+ */
+export const CREATE_GROUPS_IN_FLIGHT = 2;
 /** Arbitrary constant naming the class of the accounts' watchlist writers' locks (pg_advisory_xact_lock(class, key)). */
 const ACCOUNT_WRITER_LOCK_CLASS = 7_204_311;
 
@@ -145,7 +154,7 @@ interface WriteOptions<T> {
   answer(trx: Knex.Transaction, item: WatchlistItem): Promise<T>;
 }
 
-/** One create, queued with its account's others (WatchlistStore.create). */
+/** One create, queued with the others waiting (WatchlistStore.create). */
 interface CreateCall {
   accountId: number;
   fields: CreateItem;
@@ -174,24 +183,24 @@ function aboutOneRow(err: unknown): boolean {
  * which deleting a webhook also takes, so no item can come to name a deleted one.
  */
 async function webhookRefusal(trx: Knex.Transaction, accountId: number, id: number): Promise<string | null> {
-  return (await webhookRefusals(trx, accountId, [id])).get(id) ?? null;
+  return (await webhookRefusals(trx, [{ accountId, id }]))[0] ?? null;
 }
 
-/** webhookRefusal for each of `ids`, in one read: the refused ones only. */
-async function webhookRefusals(trx: Knex.Transaction, accountId: number, ids: readonly number[]): Promise<Map<number, string>> {
-  const refusals = new Map<number, string>();
-  if (ids.length === 0) return refusals;
-  const hooks: { id: string; active: boolean }[] = await trx('webhooks')
-    .whereIn('id', [...new Set(ids)].map(String))
-    .where({ account_id: accountId, deleted: false })
-    .select('id', 'active');
-  const active = new Map(hooks.map((h) => [Number(h.id), h.active]));
-  for (const id of ids) {
-    const state = active.get(id);
-    if (state === undefined) refusals.set(id, `webhook_setting_id: no webhook with id ${id} belongs to the account (create one with POST /webhooks)`);
-    else if (!state) refusals.set(id, `webhook_setting_id: webhook ${id} is not active`);
-  }
-  return refusals;
+/** webhookRefusal for each (account, webhook) of `asked`, in one read, in order: null where none. */
+async function webhookRefusals(trx: Knex.Transaction, asked: readonly { accountId: number; id: number }[]): Promise<(string | null)[]> {
+  if (asked.length === 0) return [];
+  const hooks: { id: string; account_id: string; active: boolean }[] = await trx('webhooks')
+    .whereIn('id', [...new Set(asked.map((a) => a.id))].map(String))
+    .where({ deleted: false })
+    .select('id', 'account_id', 'active');
+  const byId = new Map(hooks.map((h) => [Number(h.id), h]));
+  return asked.map(({ accountId, id }) => {
+    const hook = byId.get(id);
+    if (hook === undefined || Number(hook.account_id) !== accountId) {
+      return `webhook_setting_id: no webhook with id ${id} belongs to the account (create one with POST /webhooks)`;
+    }
+    return hook.active ? null : `webhook_setting_id: webhook ${id} is not active`;
+  });
 }
 
 export class WatchlistStore {
@@ -220,11 +229,14 @@ export class WatchlistStore {
    */
   private readonly healthInWrite = (trx: Knex.Transaction, item: WatchlistItem) => this.withHealth(item, trx);
 
-  /** One transaction in flight per account; its creates that arrive meanwhile form the next group. */
-  private readonly creates = new GroupedCalls<CreateCall, CreateOutcome>({
+  /**
+   * One transaction out per account; the creates that arrive while groups are out form the next,
+   * whichever accounts they are of, each account taking its turn (runtime/grouped-calls.ts).
+   */
+  private readonly creates = new MixedGroups<CreateCall, CreateOutcome>({
     send: (calls) => this.createGroup(calls),
     maxGroup: MAX_CREATE_GROUP,
-    laneEachKey: true,
+    inFlight: CREATE_GROUPS_IN_FLIGHT,
   });
 
   async create(accountId: number, fields: CreateItem, maxItems: number): Promise<WatchlistItemWithHealth> {
@@ -234,53 +246,84 @@ export class WatchlistStore {
     return outcome.item;
   }
 
-  /** A group of one account's creates (its lane's), or each alone when one row failed the group. */
+  /**
+   * A group of creates. When one row failed it, each account's creates are written apart, at
+   * once (one transaction each, as if it had been alone), and only in the account whose row it
+   * was is each create then tried alone: the others pay one more transaction, not one per create.
+   */
   private async createGroup(calls: CreateCall[]): Promise<CreateOutcome[]> {
     try {
       return await this.createTogether(calls);
     } catch (err) {
       if (calls.length === 1 || !aboutOneRow(err)) throw err;
-      const outcomes: CreateOutcome[] = [];
-      for (const c of calls) outcomes.push(await this.createTogether([c]).then(([o]) => o!, (failed: unknown) => ({ failed })));
-      return outcomes;
+      const accounts = [...new Set(calls.map((c) => c.accountId))];
+      if (accounts.length === 1) return this.createEachAlone(calls);
+      const outcomes = new Map<CreateCall, CreateOutcome>();
+      await Promise.all(
+        accounts.map(async (accountId) => {
+          const own = calls.filter((c) => c.accountId === accountId);
+          const written = await this.createTogether(own).catch((failed: unknown) => {
+            if (own.length === 1 || !aboutOneRow(failed)) return own.map(() => ({ failed }));
+            return this.createEachAlone(own);
+          });
+          own.forEach((c, i) => outcomes.set(c, written[i]!));
+        }),
+      );
+      return calls.map((c) => outcomes.get(c)!);
     }
   }
 
+  /** Each of `calls` in a transaction of its own, one after another: one's failure is its own. */
+  private async createEachAlone(calls: CreateCall[]): Promise<CreateOutcome[]> {
+    const outcomes: CreateOutcome[] = [];
+    for (const c of calls) outcomes.push(await this.createTogether([c]).then(([o]) => o!, (failed: unknown) => ({ failed })));
+    return outcomes;
+  }
+
   /**
-   * Writes `calls` (one account's, in arrival order) in one transaction: the cap and the webhooks
+   * Writes `calls` (each account's in arrival order) in one transaction: the cap and the webhooks
    * are checked for each in order, as if each had its own transaction one after another; the
    * accepted ones are inserted by one statement (ids in order), and their changes recorded and
    * committed by one more. A refused create refuses only itself.
    */
   private async createTogether(calls: CreateCall[]): Promise<CreateOutcome[]> {
-    const accountId = calls[0]!.accountId;
-    const facts = newItemsFacts(accountId, calls.map((c) => c.fields));
+    const accounts = [...new Set(calls.map((c) => c.accountId))];
+    // In key order: two groups sharing accounts take their locks in the same order.
+    const lockKeys = [...new Set(accounts.map(accountLockKey))].sort((a, b) => a - b);
+    const facts = newItemsFacts(calls.map((c) => ({ ...c.fields, accountId: c.accountId })));
     const outcomes: (CreateOutcome | null)[] = calls.map(() => null);
     await this.db.transaction(async (trx) => {
-      // The read is a lateral of one row that always exists, so the lock is taken whatever the
-      // read returns; the projection takes the lock after the read's first row (again, at once,
-      // for each further row: an advisory lock its holder takes again is granted without a wait).
+      // The read is a lateral of one row that always exists, so the locks are taken whatever the
+      // read returns; the projection takes them after the read's first row (the subquery is run
+      // once, when first needed), one after another in the array's order.
       const { rows } = (await trx.raw(
-        `SELECT r.*, pg_advisory_xact_lock(?, ?) IS NULL AS locked FROM (SELECT 1) AS one LEFT JOIN LATERAL (${facts.sql}) AS r ON true`,
-        [ACCOUNT_WRITER_LOCK_CLASS, accountLockKey(accountId), ...facts.bindings] as Knex.RawBinding[],
+        `SELECT r.*, (SELECT count(pg_advisory_xact_lock(?, k)) FROM unnest(?::int[]) AS k) AS locked
+           FROM (SELECT 1) AS one LEFT JOIN LATERAL (${facts.sql}) AS r ON true`,
+        [ACCOUNT_WRITER_LOCK_CLASS, lockKeys, ...facts.bindings] as Knex.RawBinding[],
       )) as { rows: Record<string, unknown>[] };
-      const live = await trx('watchlist_items').where({ client_id: accountId, deleted: false }).count('* as n').first();
-      const hooks = calls.flatMap((c) => (c.fields.webhook_setting_id != null ? [c.fields.webhook_setting_id] : []));
-      const refusals = await webhookRefusals(trx, accountId, hooks);
-      let held = Number(live?.n);
+      const live: { client_id: string; n: string }[] = await trx('watchlist_items')
+        .whereIn('client_id', accounts)
+        .where({ deleted: false })
+        .groupBy('client_id')
+        .select('client_id', trx.raw('count(*) AS n'));
+      const held = new Map(accounts.map((a) => [a, 0]));
+      for (const r of live) held.set(Number(r.client_id), Number(r.n));
+      const hooked = calls.flatMap((c, i) => (c.fields.webhook_setting_id != null ? [i] : []));
+      const hookRefusals = await webhookRefusals(trx, hooked.map((i) => ({ accountId: calls[i]!.accountId, id: calls[i]!.fields.webhook_setting_id! })));
+      const refusals = new Map(hooked.map((i, k) => [i, hookRefusals[k]]));
       const accepted: number[] = [];
       calls.forEach((c, i) => {
-        const refusal = c.fields.webhook_setting_id != null ? refusals.get(c.fields.webhook_setting_id) : undefined;
-        if (held >= c.maxItems) outcomes[i] = { refused: new TooManyItemsError(`an account may hold at most ${c.maxItems} watchlist items`) };
-        else if (refusal !== undefined) outcomes[i] = { refused: new UnknownWebhookError(refusal) };
+        const refusal = refusals.get(i);
+        if (held.get(c.accountId)! >= c.maxItems) outcomes[i] = { refused: new TooManyItemsError(`an account may hold at most ${c.maxItems} watchlist items`) };
+        else if (refusal != null) outcomes[i] = { refused: new UnknownWebhookError(refusal) };
         else {
           accepted.push(i);
-          held++;
+          held.set(c.accountId, held.get(c.accountId)! + 1);
         }
       });
       if (accepted.length === 0) return;
       const inserted: Row[] = await trx('watchlist_items')
-        .insert(accepted.map((i) => ({ ...toColumns(calls[i]!.fields), client_id: accountId, created_at: trx.raw(WRITE_TIME), updated_at: trx.raw(WRITE_TIME) })))
+        .insert(accepted.map((i) => ({ ...toColumns(calls[i]!.fields), client_id: calls[i]!.accountId, created_at: trx.raw(WRITE_TIME), updated_at: trx.raw(WRITE_TIME) })))
         .returning('*');
       // One INSERT ... VALUES takes its ids from the sequence row by row, in the order of VALUES.
       const items = inserted.map(renderItem).sort((a, b) => a.id - b.id);
