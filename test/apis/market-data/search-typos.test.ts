@@ -1,8 +1,9 @@
 // Typo tolerance (src/market-data/search-vocabulary.ts): the pruned trie walk reaches exactly the
 // vocabulary words that a brute-force optimal string alignment distance over the whole
 // vocabulary reaches (whole words within k typos; for a word being typed also words with a
-// prefix at least as long as it within k typos), with the same typo counts; and the rule for how
-// many typos a word may carry.
+// prefix at least as long as it within k typos), with the same typo counts; a tree built from
+// the database's order, or a slice at a time, answering as one built at once; and the rule for
+// how many typos a word may carry.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { allowedTypos, Trie, type NearMap } from '../../../src/market-data/search-vocabulary.ts';
@@ -104,6 +105,48 @@ describe('Trie.near', () => {
     expect([...near(trie, 'tour', 1, true).values()].some((n) => n.prefix && n.text.length < 4)).toBe(false);
     expect([...near(trie, 'metallc', 1, true).values()].map((n) => n.text)).toEqual(['metalli']);
     expect(near(trieFor([]), 'london', 1, true)).toEqual(new Map());
+  });
+});
+
+// Letters where the database's order (UTF-8 bytes: code points) and JavaScript's (code units)
+// differ: a character past U+FFFF (two code units from U+D800) against ones from U+E000.
+const wideLetter = fc.constantFrom('a', 'b', '\u{1F600}', '\u{1F601}', '\uE000', '\uFFFD');
+const wideWord = fc.array(wideLetter, { minLength: 1, maxLength: 6 }).map((l) => l.join(''));
+const byCodeUnit = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+const byUtf8 = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+
+describe('Trie.build and Trie.buildYielding', () => {
+  it("answer alike from the database's order (code points), from code-unit order, and a slice at a time", async () => {
+    let ordersDiffered = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(wideWord, { minLength: 1, maxLength: 80 }), wideWord, fc.integer({ min: 1, max: 2 }), fc.boolean(), fc.integer({ min: 1, max: 7 }), async (words, w, k, prefix, slice) => {
+        const units = [...words].sort(byCodeUnit);
+        const points = [...words].sort(byUtf8);
+        if (units.some((x, i) => x !== points[i])) ordersDiffered++;
+        const expected = near(Trie.build(units), w, k, prefix);
+        expect(near(Trie.build(points), w, k, prefix)).toEqual(expected);
+        expect(near(await Trie.buildYielding(points, slice), w, k, prefix)).toEqual(expected);
+      }),
+      { numRuns: 300 },
+    );
+    // The two orders did differ in some runs: the first check met a case that tells them apart.
+    expect(ordersDiffered).toBeGreaterThan(0);
+  });
+
+  it('a slice at a time lets the event loop turn between slices', async () => {
+    const words = Array.from({ length: 50_000 }, (_, i) => `w${i.toString(36)}`).sort(byCodeUnit);
+    let turns = 0;
+    let spinning = true;
+    const spin = () => {
+      if (!spinning) return;
+      turns++;
+      setImmediate(spin);
+    };
+    setImmediate(spin);
+    await Trie.buildYielding(words, 1_000);
+    spinning = false;
+    // Two passes of 50 slices each: other work ran between most of them.
+    expect(turns).toBeGreaterThanOrEqual(90);
   });
 });
 
