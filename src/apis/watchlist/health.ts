@@ -112,11 +112,16 @@ interface FactRow {
 }
 
 // One row per item. The target is the member row's, else the key computed from the item (a
-// paused item has no row); whether its account is served is read once per account. The last change: the newest of the target's two newest snapshots,
-// when there are two (the first version stored is not a change).
-const FACTS = `
+// paused item has no row). The last change: the newest of the target's two newest snapshots,
+// when there are two (the first version stored is not a change). Whether the account is served:
+// read once for the one account of a list, a read or one account's creates (FACTS_ONE), or once
+// per account for a group of several accounts' creates (FACTS_EACH, a join).
+const SERVED_ONE = `(SELECT coalesce((SELECT a.served FROM account_service a WHERE a.account_id = ?), account_served(?)))`;
+const SERVED_EACH = `JOIN (SELECT d.account_id, coalesce((SELECT a.served FROM account_service a WHERE a.account_id = d.account_id), account_served(d.account_id)) AS served
+            FROM (SELECT DISTINCT unnest(?::bigint[]) AS account_id) d) sv ON sv.account_id = x.account_id`;
+const factsSql = (oneAccount: boolean) => `
   SELECT x.item_id::text AS item_id,
-         sv.served,
+         ${oneAccount ? SERVED_ONE : 'sv.served'} AS served,
          m.item_id IS NOT NULL AS member,
          m.baseline_snapshot_id IS NOT NULL AS baselined,
          greatest(c.checked_at, s.updated_at) AS checked_at,
@@ -124,9 +129,8 @@ const FACTS = `
          v.changed_at,
          s.kind, s.last_failure, s.not_found_since, s.retired_at,
          s.retired_at IS NOT NULL AND EXISTS (SELECT 1 FROM monitor_members r WHERE r.target = t.target AND r.updated_at > s.retired_at) AS revived
-    FROM unnest(?::bigint[], ?::text[], ?::bigint[]) AS x(item_id, target, account_id)
-    JOIN (SELECT d.account_id, coalesce((SELECT a.served FROM account_service a WHERE a.account_id = d.account_id), account_served(d.account_id)) AS served
-            FROM (SELECT DISTINCT unnest(?::bigint[]) AS account_id) d) sv ON sv.account_id = x.account_id
+    FROM unnest(?::bigint[], ?::text[]${oneAccount ? '' : ', ?::bigint[]'}) AS x(item_id, target${oneAccount ? '' : ', account_id'})
+    ${oneAccount ? '' : SERVED_EACH}
     LEFT JOIN monitor_members m ON m.item_id = x.item_id
    CROSS JOIN LATERAL (SELECT coalesce(m.target, x.target) AS target) t
     LEFT JOIN monitor_target_checks c ON c.target = t.target
@@ -136,6 +140,8 @@ const FACTS = `
         FROM (SELECT id, scraped_at FROM target_snapshots WHERE target = t.target ORDER BY id DESC LIMIT 2) n
       HAVING count(*) = 2
     ) v ON true`;
+const FACTS_ONE = factsSql(true);
+const FACTS_EACH = factsSql(false);
 
 /** The target key the monitors use for the item, or null when it has none (monitors/membership.ts). */
 function itemTarget(item: Pick<WatchlistItem, 'website' | 'event' | 'region'>): string | null {
@@ -143,7 +149,7 @@ function itemTarget(item: Pick<WatchlistItem, 'website' | 'event' | 'region'>): 
   return ref.ok ? targetKey(ref.ref) : null;
 }
 
-/** One item's facts from its row of FACTS and the platforms in an incident. */
+/** One item's facts from its row of the facts statement and the platforms in an incident. */
 function factsOf(item: WatchlistItem, r: FactRow, incidents: Set<string>): HealthFacts {
   return {
     paused: !item.task_active || !r.served,
@@ -167,7 +173,7 @@ function factsOf(item: WatchlistItem, r: FactRow, incidents: Set<string>): Healt
   };
 }
 
-/** An item's key in FACTS: its id, its target and its account. */
+/** An item's key in the facts statement: its id, its target and its account. */
 interface FactKey {
   id: number;
   website: string;
@@ -175,10 +181,13 @@ interface FactKey {
   accountId: number;
 }
 
-/** FACTS's bindings for `keys`. */
-function factsBindings(keys: readonly FactKey[]): Knex.RawBinding[] {
-  const accounts = keys.map((k) => k.accountId);
-  return [keys.map((k) => k.id), keys.map((k) => k.target) as string[], accounts, [...new Set(accounts)]];
+/** The facts statement for `keys`, with its bindings. */
+function factsQuery(keys: readonly FactKey[]): { sql: string; bindings: Knex.RawBinding[] } {
+  const accounts = [...new Set(keys.map((k) => k.accountId))];
+  const ids = keys.map((k) => k.id);
+  const targets = keys.map((k) => k.target) as string[];
+  if (accounts.length <= 1) return { sql: FACTS_ONE, bindings: [accounts[0] ?? 0, accounts[0] ?? 0, ids, targets] };
+  return { sql: FACTS_EACH, bindings: [ids, targets, keys.map((k) => k.accountId), accounts] };
 }
 
 /** The platforms in an incident among those of `keys` whose target's last check failed. */
@@ -189,9 +198,10 @@ function incidentsOf(db: Knex, keys: readonly { id: number; website: string }[],
   );
 }
 
-/** FACTS for `keys`, by item id, and the platforms in an incident among those whose target is failing. */
+/** The facts of `keys`, by item id, and the platforms in an incident among those whose target is failing. */
 async function readFactRows(db: Knex, keys: readonly FactKey[]): Promise<{ byId: Map<number, FactRow>; incidents: Set<string> }> {
-  const { rows } = (await db.raw(FACTS, factsBindings(keys))) as { rows: FactRow[] };
+  const { sql, bindings } = factsQuery(keys);
+  const { rows } = (await db.raw(sql, bindings)) as { rows: FactRow[] };
   const byId = new Map(rows.map((r) => [Number(r.item_id), r]));
   return { byId, incidents: await incidentsOf(db, keys, byId) };
 }
@@ -227,8 +237,7 @@ export function newItemsFacts(
   // items' ids would not yet, and keep the targets apart.
   const keys = targets.map((target, k) => ({ id: -k, website: target.website, target: itemTarget(target), accountId: target.accountId }));
   return {
-    sql: FACTS,
-    bindings: factsBindings(keys),
+    ...factsQuery(keys),
     async finish(db, rows) {
       const byId = new Map((rows as unknown as FactRow[]).map((r) => [Number(r.item_id), r]));
       const incidents = await incidentsOf(db, keys, byId);

@@ -184,6 +184,24 @@ describe("an account's concurrent creates", () => {
     }
   });
 
+  it("answer each create's health with its own account's service: a served and an unserved account in one group", async () => {
+    const store = new WatchlistStore(gw.db);
+    const [served, unserved, first, second] = await Promise.all([
+      newAccount(gw.db),
+      newAccount(gw.db, { status: 'past_due' }),
+      newAccount(gw.db),
+      newAccount(gw.db),
+    ]);
+    // Two creates take both groups out; the four that follow go together in one group.
+    const ahead = [first!, second!].map((a) => store.create(a.accountId, fieldsOf('ahead', null), 100));
+    const mixed = await Promise.all(
+      [served!, unserved!, served!, unserved!].map((a, i) => store.create(a.accountId, fieldsOf(`service-${i}`, null), 100)),
+    );
+    await Promise.all(ahead);
+    expect(new Set(mixed.map((m) => m.created_at)).size).toBe(1);
+    expect(mixed.map((m) => m.check_status)).toEqual(['pending', 'paused', 'pending', 'paused']);
+  });
+
   it("refuse only the create whose row the database refuses: the others of its group, its account's and other accounts', are stored, once", async () => {
     const store = new WatchlistStore(gw.db);
     const [acct, other, first, second] = await Promise.all([0, 1, 2, 3].map(() => newAccount(gw.db)));
